@@ -1,0 +1,127 @@
+"""`BenchSuite`: olmOCR-bench test JSONL, validated and compiled once, checked in Rust."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple, Union
+
+from olmocr_rl import _core
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class SuiteError(ValueError):
+    """Test records the reference would reject; `.errors` lists every one of them."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        shown = "\n  ".join(errors[:20])
+        more = f"\n  ... and {len(errors) - 20} more" if len(errors) > 20 else ""
+        super().__init__(f"{len(errors)} invalid test record(s):\n  {shown}{more}")
+
+
+class CheckResult(NamedTuple):
+    """One test's verdict on one page: the reference's `(passed, explanation)`, plus `error`
+    for inputs on which the reference raises (they count as failures there too)."""
+
+    passed: bool
+    explanation: str
+    error: bool = False
+
+
+class TestInfo(NamedTuple):
+    id: str
+    type: str
+    pdf: str
+    page: object
+    source: str
+    line: int
+
+
+def _jsonl_files(path: PathLike | Sequence[PathLike]) -> list[Path]:
+    if isinstance(path, (str, os.PathLike)):
+        p = Path(path)
+        if p.is_dir():
+            files = sorted(f for f in p.glob("*.jsonl") if f.is_file())
+            if not files:
+                raise FileNotFoundError(f"{p}: no *.jsonl test files at the top level")
+            return files
+        if not p.exists():
+            raise FileNotFoundError(f"{p}: no such file or directory")
+        return [p]
+    return [f for item in path for f in _jsonl_files(item)]
+
+
+def _format_error(source: str, line: int, test_id: str | None, message: str) -> str:
+    where = f"{source}:{line}: "
+    return where + (f"test {test_id!r}: " if test_id is not None else "") + message
+
+
+class BenchSuite:
+    """olmOCR-bench tests, loaded and validated exactly as the reference loads them.
+
+    `BenchSuite.load(path)` takes a bench folder (every top-level `*.jsonl`, sorted), one
+    `.jsonl` file, or a list of them. Invalid records raise `SuiteError` naming file:line and
+    test id for every bad record; `strict=False` warns instead and keeps the valid tests
+    (`.errors` lists what was dropped).
+    """
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, core: _core.Suite):
+        self._core = core
+        self.errors: list[str] = [_format_error(*e) for e in core.errors]
+        self._info = {r[0]: TestInfo(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5]) for r in core.records()}
+
+    @classmethod
+    def load(cls, path: PathLike | Sequence[PathLike], *, strict: bool = True) -> BenchSuite:
+        files = _jsonl_files(path)
+        sources = []
+        for f in files:
+            try:
+                sources.append((str(f), f.read_text(encoding="utf-8")))
+            except UnicodeDecodeError as e:
+                raise SuiteError([f"{f}: not UTF-8 text ({e})"]) from None
+        return cls.from_sources(sources, strict=strict)
+
+    @classmethod
+    def from_jsonl(cls, text: str, source: str = "<string>", *, strict: bool = True) -> BenchSuite:
+        return cls.from_sources([(source, text)], strict=strict)
+
+    @classmethod
+    def from_sources(cls, sources: Sequence[tuple[str, str]], *, strict: bool = True) -> BenchSuite:
+        suite = cls(_core.Suite.from_sources(list(sources)))
+        if suite.errors:
+            if strict:
+                raise SuiteError(suite.errors)
+            warnings.warn(
+                f"skipped {len(suite.errors)} invalid test record(s); first: {suite.errors[0]}",
+                stacklevel=2,
+            )
+        return suite
+
+    def __len__(self) -> int:
+        return len(self._info)
+
+    def __contains__(self, test_id: object) -> bool:
+        return test_id in self._info
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._info)
+
+    def info(self, test_id: str) -> TestInfo:
+        return self._info[test_id]
+
+    def check(self, test_id: str, text: str) -> CheckResult:
+        """Runs one test on one page of model output (`text` is used as given)."""
+        return CheckResult(*self._core.check(test_id, text))
+
+    def check_batch(self, pages: Sequence[tuple[str, Sequence[str]]]) -> list[list[CheckResult]]:
+        """Runs each (text, test ids) page's tests; pages are checked in parallel in Rust."""
+        rows = self._core.check_batch([(t, list(ids)) for t, ids in pages])
+        return [[CheckResult(*r) for r in page] for page in rows]

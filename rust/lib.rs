@@ -1,0 +1,16 @@
+//! olmocr-rl core: olmOCR-bench checks in Rust.
+//!
+//! Pure Rust (testable with `cargo test`, no libpython); `py.rs` is the only file that names pyo3
+//! and is compiled with the `python` feature.
+
+pub mod checks;
+pub mod fuzz;
+pub mod scan;
+pub mod search;
+pub mod suite;
+pub mod text;
+#[doc(hidden)]
+pub mod unicode_tables;
+
+#[cfg(feature = "python")]
+mod py;

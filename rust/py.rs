@@ -1,0 +1,176 @@
+//! Python bindings (the only file that names pyo3). Every entry point catches panics, so a bug
+//! surfaces as a Python exception instead of killing the caller, and batch calls release the
+//! GIL while Rust works.
+
+use crate::checks::{self, Page, Verdict};
+use crate::suite::{SpecError, TestSuite};
+use crate::{fuzz, search, text};
+use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyRuntimeError};
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+fn guard<T>(f: impl FnOnce() -> T) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|e| {
+        let msg = e
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| e.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        PyRuntimeError::new_err(format!("olmocr_rl internal error (please report): {msg}"))
+    })
+}
+
+#[pyfunction]
+fn normalize_text(py: Python<'_>, s: &str) -> PyResult<String> {
+    py.detach(|| guard(|| text::normalize_text(s)))
+}
+
+#[pyfunction]
+fn ratio(a: &str, b: &str) -> PyResult<f64> {
+    guard(|| fuzz::ratio(&text::chars(a), &text::chars(b)))
+}
+
+#[pyfunction]
+fn partial_ratio(py: Python<'_>, a: &str, b: &str) -> PyResult<f64> {
+    py.detach(|| guard(|| fuzz::partial_ratio(&text::chars(a), &text::chars(b))))
+}
+
+#[pyfunction]
+fn find_near_matches(
+    py: Python<'_>,
+    sub: &str,
+    seq: &str,
+    max_l_dist: usize,
+) -> PyResult<Vec<(usize, usize, usize)>> {
+    py.detach(|| {
+        guard(|| {
+            search::find_near_matches(&text::chars(sub), &text::chars(seq), max_l_dist)
+                .into_iter()
+                .map(|m| (m.start, m.end, m.dist))
+                .collect()
+        })
+    })
+}
+
+/// (source, line, id, message) of each rejected record.
+type ErrorRow = (String, usize, Option<String>, String);
+
+fn error_row(e: &SpecError) -> ErrorRow {
+    (e.source.clone(), e.line, e.id.clone(), e.message.clone())
+}
+
+type VerdictRow = (bool, String, bool);
+
+fn verdict_row(v: Verdict) -> VerdictRow {
+    (v.passed, v.explanation, v.error)
+}
+
+/// The compiled tests of one or more JSONL sources.
+#[pyclass(frozen, module = "olmocr_rl._core")]
+struct Suite {
+    inner: TestSuite,
+}
+
+impl Suite {
+    fn run_one(&self, id: &str, page: &Page) -> Result<Verdict, CheckError> {
+        let test = self.inner.get(id).ok_or_else(|| CheckError::UnknownId(id.to_string()))?;
+        checks::run(test, page).ok_or(CheckError::Unsupported(test.kind.name()))
+    }
+}
+
+enum CheckError {
+    UnknownId(String),
+    Unsupported(&'static str),
+}
+
+impl From<CheckError> for PyErr {
+    fn from(e: CheckError) -> PyErr {
+        match e {
+            CheckError::UnknownId(id) => PyKeyError::new_err(format!("no test with id {id:?}")),
+            CheckError::Unsupported(kind) => PyNotImplementedError::new_err(format!(
+                "{kind} checks are not implemented in this version of olmocr-rl"
+            )),
+        }
+    }
+}
+
+#[pymethods]
+impl Suite {
+    /// Builds a suite from (source name, JSONL text) pairs.
+    #[staticmethod]
+    fn from_sources(py: Python<'_>, sources: Vec<(String, String)>) -> PyResult<Self> {
+        py.detach(|| {
+            guard(|| Suite {
+                inner: TestSuite::from_sources(sources.iter().map(|(a, b)| (a.as_str(), b.as_str()))),
+            })
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.tests.len()
+    }
+
+    /// Rejected records as (source, line, id or None, message).
+    #[getter]
+    fn errors(&self) -> Vec<ErrorRow> {
+        self.inner.errors.iter().map(error_row).collect()
+    }
+
+    /// (id, type, pdf, page as JSON text, source, line) of every loaded test, in load order.
+    fn records(&self) -> Vec<(String, &'static str, String, String, String, usize)> {
+        self.inner
+            .tests
+            .iter()
+            .map(|t| (t.id.clone(), t.kind.name(), t.pdf.clone(), t.page.to_string(), t.source.clone(), t.line))
+            .collect()
+    }
+
+    /// Runs one test on one page: (passed, explanation, error).
+    fn check(&self, py: Python<'_>, test_id: &str, text: &str) -> PyResult<VerdictRow> {
+        let out = py.detach(|| {
+            guard(|| {
+                let raw = text::chars(text);
+                self.run_one(test_id, &Page::new(&raw)).map(verdict_row)
+            })
+        })?;
+        Ok(out?)
+    }
+
+    /// Runs each page's tests, pages in parallel: one list of (passed, explanation, error) per
+    /// page. The GIL is released for the whole batch.
+    fn check_batch(
+        &self,
+        py: Python<'_>,
+        pages: Vec<(String, Vec<String>)>,
+    ) -> PyResult<Vec<Vec<VerdictRow>>> {
+        let out = py.detach(|| {
+            guard(|| {
+                pages
+                    .par_iter()
+                    .map(|(text_, ids)| {
+                        let raw = text::chars(text_);
+                        let page = Page::new(&raw);
+                        ids.iter()
+                            .map(|id| self.run_one(id, &page).map(verdict_row))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+        })?;
+        Ok(out?)
+    }
+}
+
+#[pymodule]
+#[pyo3(name = "_core")]
+fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("UNICODE_VERSION", crate::unicode_tables::UNICODE_VERSION)?;
+    m.add_function(wrap_pyfunction!(normalize_text, m)?)?;
+    m.add_function(wrap_pyfunction!(ratio, m)?)?;
+    m.add_function(wrap_pyfunction!(partial_ratio, m)?)?;
+    m.add_function(wrap_pyfunction!(find_near_matches, m)?)?;
+    m.add_class::<Suite>()?;
+    Ok(())
+}

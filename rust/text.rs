@@ -1,0 +1,488 @@
+//! Python-compatible text primitives and olmOCR-bench's `normalize_text`.
+//!
+//! Strings are handled as code points (`[char]`), as Python's `str` is: every length, index and
+//! slice in the checks counts code points. The predicates reproduce CPython 3.11 (Unicode 14.0),
+//! the interpreter olmOCR-bench's reference runs on; `unicode_tables.rs` is generated from it by
+//! `tools/gen_unicode_tables.py`.
+//!
+//! Differences from upstream: none known. NFC comes from the `unicode-normalization` crate
+//! (a newer Unicode version); code points unassigned in Unicode 14 are passed through untouched
+//! as Python 3.11 does (normalization stability guarantees the rest agrees).
+
+use crate::unicode_tables as tables;
+use unicode_normalization::UnicodeNormalization;
+
+fn in_ranges(table: &[(u32, u32)], c: char) -> bool {
+    let cp = c as u32;
+    table
+        .binary_search_by(|&(lo, hi)| {
+            if hi < cp {
+                std::cmp::Ordering::Less
+            } else if lo > cp {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// Python `str.isspace()` for one code point, which is also what `\s` matches in `re`:
+/// Unicode White_Space plus U+001C..U+001F.
+pub fn is_py_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t'..='\r'
+            | '\u{1c}'..='\u{20}'
+            | '\u{85}'
+            | '\u{a0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200a}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{3000}'
+    )
+}
+
+/// Python `str.isalnum()` for one code point (not Rust's `char::is_alphanumeric`).
+pub fn is_py_alnum(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric();
+    }
+    in_ranges(tables::ALNUM, c)
+}
+
+/// Python `str.isprintable()` for one code point.
+pub fn is_py_printable(c: char) -> bool {
+    !in_ranges(tables::NOT_PRINTABLE, c)
+}
+
+fn lower_one(c: char) -> Option<&'static str> {
+    let cp = c as u32;
+    tables::LOWER
+        .binary_search_by_key(&cp, |&(k, _)| k)
+        .ok()
+        .map(|i| tables::LOWER[i].1)
+}
+
+/// `_sre.unicode_tolower`: the simple (one code point) lowercase mapping `re` uses.
+pub fn simple_lower(c: char) -> char {
+    if c.is_ascii() {
+        return c.to_ascii_lowercase();
+    }
+    let cp = c as u32;
+    match tables::SIMPLE_LOWER.binary_search_by_key(&cp, |&(k, _)| k) {
+        Ok(i) => char::from_u32(tables::SIMPLE_LOWER[i].1).unwrap_or(c),
+        Err(_) => c,
+    }
+}
+
+/// Whether `c` matches the pattern character `m` under `re.IGNORECASE` (str patterns).
+pub fn re_ignorecase_eq(c: char, m: char) -> bool {
+    if c == m {
+        return true;
+    }
+    let (lc, lm) = (simple_lower(c), simple_lower(m));
+    lc == lm
+        || tables::EXTRA_CASES
+            .iter()
+            .any(|&(a, b)| a == lm as u32 && b == lc as u32)
+}
+
+/// Python `str.lower()`, including the Final_Sigma rule for U+03A3.
+pub fn py_lower(s: &[char]) -> Vec<char> {
+    let mut out = Vec::with_capacity(s.len());
+    for (i, &c) in s.iter().enumerate() {
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+        } else if c == '\u{3a3}' {
+            out.push(if final_sigma(s, i) { '\u{3c2}' } else { '\u{3c3}' });
+        } else if let Some(low) = lower_one(c) {
+            out.extend(low.chars());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// CPython's context test: a cased letter (skipping case-ignorables) before position `i`, and
+/// no cased letter (skipping case-ignorables) after it.
+fn final_sigma(s: &[char], i: usize) -> bool {
+    let ignorable = |c: char| in_ranges(tables::SIGMA_IGNORABLE, c);
+    let cased = |c: char| in_ranges(tables::SIGMA_CASED, c);
+    let before = s[..i].iter().rev().find(|&&c| !ignorable(c));
+    if !before.is_some_and(|&c| cased(c)) {
+        return false;
+    }
+    let after = s[i + 1..].iter().find(|&&c| !ignorable(c));
+    !after.is_some_and(|&c| cased(c))
+}
+
+/// Unicode NFC as Python 3.11's `unicodedata.normalize("NFC", s)`.
+pub fn nfc(s: &[char]) -> Vec<char> {
+    // Fast path: ASCII and Latin-1 letters below U+0300 are NFC-stable and never combine
+    // with a preceding character.
+    if s.iter().all(|&c| (c as u32) < 0x300) {
+        return s.to_vec();
+    }
+    let mut out = Vec::with_capacity(s.len());
+    let mut chunk_start = 0;
+    for (i, &c) in s.iter().enumerate() {
+        if !c.is_ascii() && in_ranges(tables::UNASSIGNED, c) {
+            // Unassigned in Unicode 14: a starter with no decomposition and no composition.
+            out.extend(s[chunk_start..i].iter().copied().nfc());
+            out.push(c);
+            chunk_start = i + 1;
+        }
+    }
+    out.extend(s[chunk_start..].iter().copied().nfc());
+    out
+}
+
+/// Python `str.strip()` (PyWS on both ends).
+pub fn py_strip(s: &[char]) -> &[char] {
+    let start = s.iter().position(|&c| !is_py_space(c)).unwrap_or(s.len());
+    let end = s.iter().rposition(|&c| !is_py_space(c)).map_or(start, |e| e + 1);
+    &s[start..end]
+}
+
+pub fn chars(s: &str) -> Vec<char> {
+    s.chars().collect()
+}
+
+pub fn string(s: &[char]) -> String {
+    s.iter().collect()
+}
+
+fn starts_with_at(s: &[char], p: usize, pat: &[char]) -> bool {
+    s.len() >= p + pat.len() && s[p..p + pat.len()] == *pat
+}
+
+/// `re.sub(r"(D)(.*?)\1", r"\2", s)` for a delimiter `D` of one or two equal characters `d`:
+/// from an opening delimiter the match ends at the nearest later delimiter on the same line.
+fn strip_delimited(s: &[char], d: char, width: usize) -> Vec<char> {
+    let n = s.len();
+    let is_delim = |p: usize| p + width <= n && s[p..p + width].iter().all(|&c| c == d);
+    // next_close[p]: the smallest q >= p where a delimiter starts, stopping at a newline
+    // (usize::MAX when a '\n' or the end comes first).
+    let mut next_close = vec![usize::MAX; n + 1];
+    for p in (0..n).rev() {
+        next_close[p] = if s[p] == '\n' {
+            usize::MAX
+        } else if is_delim(p) {
+            p
+        } else {
+            next_close[p + 1]
+        };
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut p = 0;
+    while p < n {
+        if is_delim(p) && p + width <= n {
+            let q = next_close[p + width];
+            if q != usize::MAX {
+                out.extend_from_slice(&s[p + width..q]);
+                p = q + width;
+                continue;
+            }
+        }
+        out.push(s[p]);
+        p += 1;
+    }
+    out
+}
+
+/// Removes every exact occurrence of each pattern, or replaces it with `with`.
+fn replace_literals(s: &[char], pats: &[&[char]], with: Option<char>) -> Vec<char> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut p = 0;
+    'outer: while p < s.len() {
+        if s[p] == '<' {
+            for pat in pats {
+                if starts_with_at(s, p, pat) {
+                    out.extend(with);
+                    p += pat.len();
+                    continue 'outer;
+                }
+            }
+        }
+        out.push(s[p]);
+        p += 1;
+    }
+    out
+}
+
+/// Collapses every maximal run of Python whitespace into one U+0020 (no trim).
+pub fn collapse_ws(s: &[char]) -> Vec<char> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut in_ws = false;
+    for &c in s {
+        if is_py_space(c) {
+            if !in_ws {
+                out.push(' ');
+            }
+            in_ws = true;
+        } else {
+            out.push(c);
+            in_ws = false;
+        }
+    }
+    out
+}
+
+/// olmOCR-bench `normalize_text`, step by step in the reference's order (spec §2).
+pub fn normalize(s: &[char]) -> Vec<char> {
+    const BR: &[char] = &['<', 'b', 'r', '>'];
+    const BR_SLASH: &[char] = &['<', 'b', 'r', '/', '>'];
+    const B_TAGS: &[&[char]] = &[&['<', 'b', '>'], &['<', '/', 'b', '>']];
+    const I_TAGS: &[&[char]] = &[&['<', 'i', '>'], &['<', '/', 'i', '>']];
+    let s = replace_literals(s, &[BR, BR_SLASH], Some(' '));
+    let s = strip_delimited(&s, '*', 2);
+    let s = strip_delimited(&s, '_', 2);
+    let s = replace_literals(&s, B_TAGS, None);
+    let s = replace_literals(&s, I_TAGS, None);
+    // `(\*\*|__)(.*?)\1` then `(\*|_)(.*?)\1`: at any position only one alternative can start,
+    // and the two delimiter characters never interact, so each is one left-to-right scan.
+    let s = strip_mixed(&s, 2);
+    let s = strip_mixed(&s, 1);
+    let s = collapse_ws(&s);
+    let mut s = nfc(&s);
+    for c in s.iter_mut() {
+        *c = match *c {
+            '\u{2018}' | '\u{2019}' | '\u{201a}' => '\'',
+            '\u{201c}' | '\u{201d}' | '\u{201e}' => '"',
+            '\u{ff3f}' => '_',
+            '\u{2013}' | '\u{2014}' | '\u{2011}' | '\u{2012}' | '\u{2212}' => '-',
+            '\u{b5}' => '\u{3bc}',
+            other => other,
+        };
+    }
+    s
+}
+
+/// One scan of `(\*{w}|_{w})(.*?)\1`: the two delimiters interleave in one left-to-right pass.
+fn strip_mixed(s: &[char], width: usize) -> Vec<char> {
+    let n = s.len();
+    let delim_at = |p: usize, d: char| p + width <= n && s[p..p + width].iter().all(|&c| c == d);
+    let next_table = |d: char| {
+        let mut next = vec![usize::MAX; n + 1];
+        for p in (0..n).rev() {
+            next[p] = if s[p] == '\n' {
+                usize::MAX
+            } else if delim_at(p, d) {
+                p
+            } else {
+                next[p + 1]
+            };
+        }
+        next
+    };
+    let next_star = next_table('*');
+    let next_under = next_table('_');
+    let mut out = Vec::with_capacity(n);
+    let mut p = 0;
+    while p < n {
+        let table = if delim_at(p, '*') {
+            Some(&next_star)
+        } else if delim_at(p, '_') {
+            Some(&next_under)
+        } else {
+            None
+        };
+        if let Some(next) = table {
+            let q = next[p + width];
+            if q != usize::MAX {
+                out.extend_from_slice(&s[p + width..q]);
+                p = q + width;
+                continue;
+            }
+        }
+        out.push(s[p]);
+        p += 1;
+    }
+    out
+}
+
+/// `normalize_text` on a `&str`.
+pub fn normalize_text(s: &str) -> String {
+    string(&normalize(&chars(s)))
+}
+
+/// Python slice `s[start:stop]` with optional, possibly negative bounds.
+pub fn py_slice(s: &[char], start: Option<i64>, stop: Option<i64>) -> &[char] {
+    let n = s.len() as i64;
+    let clamp = |v: i64| -> usize {
+        let v = if v < 0 { (v + n).max(0) } else { v.min(n) };
+        v as usize
+    };
+    let a = start.map_or(0, clamp);
+    let b = stop.map_or(s.len(), clamp);
+    if a >= b {
+        &s[0..0]
+    } else {
+        &s[a..b]
+    }
+}
+
+/// The first `n` code points of `s` (Python `s[:n]` for n >= 0), as a String.
+pub fn prefix(s: &[char], n: usize) -> String {
+    s.iter().take(n).collect()
+}
+
+/// Python `repr(float)`.
+pub fn py_float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits, like Python's repr.
+    let sci = format!("{x:e}");
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mant) = mant.strip_prefix('-').map_or(("", mant), |m| ("-", m));
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    let nd = digits.len() as i32;
+    if (-4..16).contains(&exp) {
+        let s = if exp < 0 {
+            format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
+        } else if nd > exp + 1 {
+            format!("{}.{}", &digits[..(exp + 1) as usize], &digits[(exp + 1) as usize..])
+        } else {
+            format!("{}{}.0", digits, "0".repeat((exp + 1 - nd) as usize))
+        };
+        format!("{sign}{s}")
+    } else {
+        let m = if nd > 1 { format!("{}.{}", &digits[..1], &digits[1..]) } else { digits };
+        let es = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{m}e{es}{:02}", exp.abs())
+    }
+}
+
+/// Python `format(x, ".{prec}f")`.
+pub fn py_fixed(x: f64, prec: usize) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    format!("{x:.prec$}")
+}
+
+/// Python `repr(str)`.
+pub fn py_str_repr(s: &[char]) -> String {
+    let quote = if s.contains(&'\'') && !s.contains(&'"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for &c in s {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if is_py_printable(c) => out.push(c),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push_str(&format!("\\U{:08x}", c as u32)),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(s: &str) -> String {
+        normalize_text(s)
+    }
+
+    #[test]
+    fn spec_examples() {
+        assert_eq!(norm("a\x1fb\u{200b}c"), "a b\u{200b}c");
+        assert_eq!(norm("a<br />b<BR>c<br>d<br/>e"), "a<br />b<BR>c d e");
+        assert_eq!(norm("  lead  and trail  "), " lead and trail ");
+        assert_eq!(
+            norm("\u{201c}x\u{201d} \u{2018}y\u{2019} \u{2014} \u{2013} \u{2212} \u{b5} \u{ff3f}z\u{ff3f} _w_"),
+            "\"x\" 'y' - - - \u{3bc} _z_ w"
+        );
+        assert_eq!(norm("**a\nb**"), "a b");
+        assert_eq!(norm("*a\nb*"), "*a b*");
+        assert_eq!(norm("my_var_name 2*3*4"), "myvarname 234");
+        assert_eq!(norm("***a***"), "a");
+        assert_eq!(norm("****"), "");
+        assert_eq!(norm("_italic__ is *bold*"), "italic_ is bold");
+        assert_eq!(norm("a * b * c"), "a b c");
+        assert_eq!(norm("\u{fb01}ne"), "\u{fb01}ne");
+        assert_eq!(norm("e\u{301}"), "\u{e9}");
+    }
+
+    #[test]
+    fn python_predicates() {
+        for c in ['\u{1c}', '\u{1f}', '\u{85}', '\u{a0}', '\u{3000}', '\u{2028}'] {
+            assert!(is_py_space(c), "{c:?}");
+        }
+        for c in ['\u{200b}', '\u{2060}', '\u{feff}', 'a'] {
+            assert!(!is_py_space(c), "{c:?}");
+        }
+        assert!(!is_py_alnum('\u{301}'));
+        assert!(!is_py_alnum('\u{93e}'));
+        assert!(!is_py_alnum('\u{24b6}'));
+        assert!(is_py_alnum('\u{4e00}'));
+        assert!(is_py_alnum('\u{2160}')); // Roman numeral, Nl
+        assert!(is_py_alnum('\u{96f6}')); // CJK numeral
+    }
+
+    #[test]
+    fn lower_and_sigma() {
+        let l = |s: &str| string(&py_lower(&chars(s)));
+        assert_eq!(l("\u{130}"), "i\u{307}");
+        assert_eq!(l("\u{3a3}"), "\u{3c3}");
+        assert_eq!(l("A\u{3a3}"), "a\u{3c2}");
+        assert_eq!(l("A\u{3a3}B"), "a\u{3c3}b");
+        assert_eq!(l("A\u{3a3}."), "a\u{3c2}.");
+        assert_eq!(l("\u{1e9e}"), "\u{df}");
+        assert!(re_ignorecase_eq('\u{130}', 'i'));
+        assert!(re_ignorecase_eq('\u{131}', 'I'));
+        assert!(re_ignorecase_eq('\u{17f}', 's'));
+        assert!(re_ignorecase_eq('B', 'b'));
+        assert!(!re_ignorecase_eq('c', 'b'));
+    }
+
+    #[test]
+    fn reprs() {
+        assert_eq!(py_float_repr(1.0), "1.0");
+        assert_eq!(py_float_repr(0.9166666666666666), "0.9166666666666666");
+        assert_eq!(py_float_repr(-0.5), "-0.5");
+        assert_eq!(py_float_repr(1e-5), "1e-05");
+        assert_eq!(py_float_repr(1.5e16), "1.5e+16");
+        assert_eq!(py_float_repr(123456.0), "123456.0");
+        assert_eq!(py_float_repr(0.0001), "0.0001");
+        assert_eq!(py_float_repr(-0.0), "-0.0");
+        assert_eq!(py_float_repr(-3.0), "-3.0");
+        assert_eq!(py_fixed(0.0625, 3), "0.062");
+        assert_eq!(py_str_repr(&['\u{4e2d}']), "'\u{4e2d}'");
+        assert_eq!(py_str_repr(&['\u{1f6d8}']), "'\\U0001f6d8'");
+    }
+
+    #[test]
+    fn slicing() {
+        let s = chars("abcdef");
+        assert_eq!(string(py_slice(&s, None, Some(2))), "ab");
+        assert_eq!(string(py_slice(&s, Some(-2), None)), "ef");
+        assert_eq!(string(py_slice(&s, None, Some(-2))), "abcd");
+        assert_eq!(string(py_slice(&s, Some(2), None)), "cdef");
+        assert_eq!(string(py_slice(&s, Some(-10), None)), "abcdef");
+        assert_eq!(string(py_slice(&s, None, Some(10))), "abcdef");
+    }
+}

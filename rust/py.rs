@@ -7,6 +7,7 @@ use crate::suite::{SpecError, TestSuite};
 use crate::{fuzz, search, text};
 use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyRuntimeError};
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 use rayon::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -51,6 +52,33 @@ fn find_near_matches(
                 .collect()
         })
     })
+}
+
+/// Test hook: the Python-compatible primitives on `s`: (str.lower, per code point isalnum,
+/// isspace and isprintable, NFC).
+#[pyfunction]
+#[allow(clippy::type_complexity)] // a plain tuple is the simplest thing to compare in tests
+fn _py_compat(s: &str) -> (String, Vec<bool>, Vec<bool>, Vec<bool>, String) {
+    let c = text::chars(s);
+    (
+        text::string(&text::py_lower(&c)),
+        c.iter().map(|&x| text::is_py_alnum(x)).collect(),
+        c.iter().map(|&x| text::is_py_space(x)).collect(),
+        c.iter().map(|&x| text::is_py_printable(x)).collect(),
+        text::string(&text::nfc(&c)),
+    )
+}
+
+/// Test hook: Python's `repr(x)`, `f"{x:.3f}"` and `f"{x:.2f}"` as the explanations print them.
+#[pyfunction]
+fn _fmt_float(x: f64) -> (String, String, String) {
+    (text::py_float_repr(x), text::py_fixed(x, 3), text::py_fixed(x, 2))
+}
+
+/// Model output may hold lone surrogates (Python can, Rust strings cannot): those become
+/// U+FFFD so that every string still gets a verdict.
+fn lossless_or_replaced(s: &Bound<'_, PyString>) -> String {
+    s.to_str().map_or_else(|_| s.to_string_lossy().into_owned(), str::to_owned)
 }
 
 /// (source, line, id, message) of each rejected record.
@@ -127,10 +155,11 @@ impl Suite {
     }
 
     /// Runs one test on one page: (passed, explanation, error).
-    fn check(&self, py: Python<'_>, test_id: &str, text: &str) -> PyResult<VerdictRow> {
+    fn check(&self, py: Python<'_>, test_id: &str, text: &Bound<'_, PyString>) -> PyResult<VerdictRow> {
+        let text = lossless_or_replaced(text);
         let out = py.detach(|| {
             guard(|| {
-                let raw = text::chars(text);
+                let raw = text::chars(&text);
                 self.run_one(test_id, &Page::new(&raw)).map(verdict_row)
             })
         })?;
@@ -142,8 +171,10 @@ impl Suite {
     fn check_batch(
         &self,
         py: Python<'_>,
-        pages: Vec<(String, Vec<String>)>,
+        pages: Vec<(Bound<'_, PyString>, Vec<String>)>,
     ) -> PyResult<Vec<Vec<VerdictRow>>> {
+        let pages: Vec<(String, Vec<String>)> =
+            pages.into_iter().map(|(t, ids)| (lossless_or_replaced(&t), ids)).collect();
         let out = py.detach(|| {
             guard(|| {
                 pages
@@ -171,6 +202,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ratio, m)?)?;
     m.add_function(wrap_pyfunction!(partial_ratio, m)?)?;
     m.add_function(wrap_pyfunction!(find_near_matches, m)?)?;
+    m.add_function(wrap_pyfunction!(_py_compat, m)?)?;
+    m.add_function(wrap_pyfunction!(_fmt_float, m)?)?;
     m.add_class::<Suite>()?;
     Ok(())
 }

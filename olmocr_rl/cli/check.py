@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -26,7 +27,9 @@ def validate(
     tests: Annotated[Path, typer.Argument(help="A bench folder (top-level *.jsonl) or a .jsonl file.")],
 ) -> None:
     """Load and validate test JSONL as olmOCR-bench does; list every invalid record."""
-    suite = _load(tests, strict=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # every error is printed below
+        suite = _load(tests, strict=False)
     for err in suite.errors:
         typer.echo(err, err=True)
     counts: dict[str, int] = {}

@@ -1,0 +1,46 @@
+# olmocr-rl: every target sets up what it needs (a venv in .venv, the Rust extension built in
+# release mode), so `make demo` and `make test` work from a fresh clone.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export VIRTUAL_ENV := $(abspath $(VENV))
+
+.PHONY: setup build demo test test-rust test-python lint bench golden clean
+
+$(VENV)/.installed: pyproject.toml Cargo.toml Cargo.lock
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+# Rebuild the extension in place (incremental) so Python sees the current Rust sources.
+build: setup
+	$(VENV)/bin/maturin develop --release -q
+
+demo: build
+	$(VENV)/bin/olmocr-rl validate bench_fixtures
+	$(VENV)/bin/olmocr-rl check bench_fixtures bench_fixtures/demo_model/sample_paper_pg1_repeat1.md --pdf sample_paper.pdf
+
+test-rust:
+	cargo test --locked --release
+
+test-python: build
+	$(VENV)/bin/pytest -q
+
+test: test-rust test-python
+
+lint: setup
+	cargo clippy --all-targets --features python -- -D warnings
+	$(VENV)/bin/python -m mypy.stubtest olmocr_rl._core
+
+bench: build
+	$(PY) benchmarks/bench_text_checks.py
+
+# Regenerate golden verdicts with the upstream reference (dev machines only; see tests/golden/README.md).
+golden:
+	@echo "see tests/golden/README.md"
+
+clean:
+	rm -rf $(VENV) target olmocr_rl/*.so

@@ -1,0 +1,84 @@
+"""Model output is untrusted: any string must give a verdict, without raising, in bounded time."""
+
+import json
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from olmocr_rl import BenchSuite
+
+RECORDS = [
+    {"type": "present", "text": "reading order of the page", "max_diffs": 3},
+    {"type": "present", "text": "Résumé", "case_sensitive": False, "first_n": 500, "last_n": 500},
+    {"type": "absent", "text": "page header text", "max_diffs": 1},
+    {"type": "order", "before": "abcdefghij", "after": "klmnopqrst", "max_diffs": 2},
+    {"type": "order", "before": "ab*_ab", "after": "ba_*ba", "max_diffs": 3},
+    {"type": "order", "before": "a" * 40, "after": "b" * 40, "max_diffs": 20},
+    {"type": "baseline"},
+    {"type": "baseline", "max_length": 10, "max_length_skips_image_alt_tags": True},
+    {"type": "format", "text": "Introduction", "format": "heading"},
+    {"type": "format", "text": "bold words", "format": "bold", "max_diffs": 2},
+    {"type": "format", "text": "emphasis", "format": "italic", "case_sensitive": False},
+    {"type": "footnote", "marker": "1", "appears_before_marker": "the text", "appears_after_marker": "note"},
+]
+for i, r in enumerate(RECORDS):
+    r.update(pdf="x.pdf", page=1, id=f"r{i}")
+SUITE = BenchSuite.from_jsonl("\n".join(json.dumps(r) for r in RECORDS))
+IDS = [r["id"] for r in RECORDS]
+
+MB = 1_000_000
+ADVERSARIAL = {
+    "stars": "*" * MB,
+    "underscores": "_" * MB,
+    "star_pairs": "* " * (MB // 2),
+    "open_b_tags": "<b" * (MB // 2),
+    "open_tags_gt": "<strong x>" * (MB // 10),
+    "hashes": ("#" * 6 + " ") * (MB // 7),
+    "newline_headings": "#\n" * (MB // 2),
+    "images": "![" * (MB // 2),
+    "footnotes": "[^1]" * (MB // 4),
+    "superscripts": "¹" * MB,
+    "sups": "<sup>1</sup>" * (MB // 12),
+    "letters_a": "a" * MB,
+    "ab_repeat": "ab" * (MB // 2),
+    "whitespace": " \n\t\u3000" * (MB // 4),
+    "combining": "\u0301" * MB,
+    "cjk": "中" * MB,
+    "brs": "<br>" * (MB // 4),
+    "mixed_markup": "**a__b*c_d<b>e</i>" * (MB // 18),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_adversarial_megabyte_inputs_are_bounded(name):
+    text = ADVERSARIAL[name]
+    t0 = time.perf_counter()
+    (results,) = SUITE.check_batch([(text, IDS)])
+    elapsed = time.perf_counter() - t0
+    assert len(results) == len(IDS)
+    assert all(isinstance(r.passed, bool) and isinstance(r.explanation, str) for r in results)
+    # A bound, not a speed target: the Python reference is quadratic on several of these.
+    assert elapsed < 60, f"{name}: {elapsed:.1f}s"
+
+
+PIECES = st.sampled_from(["*", "_", "**", "#", "# ", "\n", "<b>", "</b>", "<i", "</i>", "<h2>", "</h3>",
+                          "<sup>", "</sup>", "[^1]", "[^1]:", "¹", "![a](b)", "<br>", "Σ", "İ", "\u0301",
+                          " ", "reading", "order", "page", "中", "😀", "\x1c", "\r"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.one_of(PIECES, st.text(max_size=5)), max_size=60).map("".join))
+def test_any_string_gets_a_verdict(text):
+    for r in SUITE.check_batch([(text, IDS)])[0]:
+        assert isinstance(r.passed, bool)
+        assert not r.error  # these records are all well-typed
+
+
+def test_lone_surrogates_get_a_verdict():
+    # Python strings can hold lone surrogates (e.g. from JSON escapes); Rust's cannot: they are
+    # replaced by U+FFFD, which the reference would treat as an ordinary non-alphanumeric char.
+    text = "reading order \ud800 of the page"
+    assert SUITE.check("r0", text).passed
+    assert len(SUITE.check_batch([(text, IDS)])[0]) == len(IDS)

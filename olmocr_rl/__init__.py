@@ -1,7 +1,8 @@
 """olmocr-rl: olmOCR-bench unit tests as a GRPO reward, checked by a Rust core.
 
 Public API:
-    BenchSuite, CheckResult, SuiteError  -- load olmOCR-bench test JSONL and run checks
+    BenchSuite, CheckResult, PageScore, SuiteError -- load olmOCR-bench test JSONL, run checks
+    BenchReward -- the pass rate as a trl GRPOTrainer reward function
     normalize_text, ratio, partial_ratio, find_near_matches -- the reference's primitives
 """
 
@@ -12,13 +13,17 @@ from olmocr_rl._core import (
     partial_ratio,
     ratio,
 )
-from olmocr_rl.suite import BenchSuite, CheckResult, SuiteError, TestInfo
+from olmocr_rl.rewards import BenchReward
+from olmocr_rl.suite import BenchSuite, CheckResult, PageScore, SuiteError, TestInfo, TestResult
 
 __all__ = [
+    "BenchReward",
     "BenchSuite",
     "CheckResult",
+    "PageScore",
     "SuiteError",
     "TestInfo",
+    "TestResult",
     "__version__",
     "find_near_matches",
     "normalize_text",

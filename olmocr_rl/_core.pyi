@@ -21,3 +21,16 @@ class Suite:
     def records(self) -> list[tuple[str, str, str, str, str, int]]: ...
     def check(self, test_id: str, text: str) -> tuple[bool, str, bool]: ...
     def check_batch(self, pages: list[tuple[str, list[str]]]) -> list[list[tuple[bool, str, bool]]]: ...
+    def score(
+        self, pages: list[tuple[str, list[str]]], threads: int | None = None, details: bool = False
+    ) -> list[
+        tuple[
+            int,
+            int,
+            list[tuple[str, int, int]],
+            float | None,
+            float | None,
+            float | None,
+            list[tuple[str, str, bool, str, bool]],
+        ]
+    ]: ...

@@ -33,6 +33,29 @@ class CheckResult(NamedTuple):
     error: bool = False
 
 
+class TestResult(NamedTuple):
+    id: str
+    type: str
+    passed: bool
+    explanation: str
+    error: bool
+
+
+class PageScore(NamedTuple):
+    """One completion's score: `reward` is the micro pass rate (passed / total), `macro` the mean
+    of per-type pass rates, `graded` the mean partial credit (1 per passed test; a failed fuzzy
+    present/format test earns its best similarity as a fraction of its threshold); all None when
+    the completion has no tests. `results` is filled when `score(..., details=True)`."""
+
+    reward: float | None
+    macro: float | None
+    graded: float | None
+    passed: int
+    total: int
+    by_type: dict[str, tuple[int, int]]
+    results: list[TestResult]
+
+
 class TestInfo(NamedTuple):
     id: str
     type: str
@@ -72,8 +95,9 @@ class BenchSuite:
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, core: _core.Suite):
+    def __init__(self, core: _core.Suite, sources: Sequence[tuple[str, str]] = ()):
         self._core = core
+        self._sources = list(sources)
         self.errors: list[str] = [_format_error(*e) for e in core.errors]
         self._info = {r[0]: TestInfo(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5]) for r in core.records()}
 
@@ -94,7 +118,8 @@ class BenchSuite:
 
     @classmethod
     def from_sources(cls, sources: Sequence[tuple[str, str]], *, strict: bool = True) -> BenchSuite:
-        suite = cls(_core.Suite.from_sources(list(sources)))
+        sources = [(str(name), text) for name, text in sources]
+        suite = cls(_core.Suite.from_sources(sources), sources)
         if suite.errors:
             if strict:
                 raise SuiteError(suite.errors)
@@ -103,6 +128,10 @@ class BenchSuite:
                 stacklevel=2,
             )
         return suite
+
+    def __reduce__(self):
+        # Picklable (e.g. for multiprocessing): rebuilt from the same JSONL texts.
+        return (_rebuild, (self._sources,))
 
     def __len__(self) -> int:
         return len(self._info)
@@ -125,3 +154,37 @@ class BenchSuite:
         """Runs each (text, test ids) page's tests; pages are checked in parallel in Rust."""
         rows = self._core.check_batch([(t, list(ids)) for t, ids in pages])
         return [[CheckResult(*r) for r in page] for page in rows]
+
+    def score(
+        self,
+        completions: Sequence[str],
+        test_ids: Sequence[Sequence[str]],
+        *,
+        details: bool = False,
+        threads: int | None = None,
+    ) -> list[PageScore]:
+        """Scores each completion on its tests; the whole batch crosses into Rust once and runs
+        on a thread pool with the GIL released (`threads`, default: `OLMOCR_RL_THREADS` or the
+        cores divided by `LOCAL_WORLD_SIZE`). Each test id counts once per completion; an
+        unknown id raises KeyError."""
+        if len(completions) != len(test_ids):
+            raise ValueError(f"{len(completions)} completions but {len(test_ids)} test id lists")
+        pages = [(c, list(ids)) for c, ids in zip(completions, test_ids)]
+        out = []
+        for passed, total, by_type, reward, macro, graded, rows in self._core.score(pages, threads, details):
+            out.append(
+                PageScore(
+                    reward=reward,
+                    macro=macro,
+                    graded=graded,
+                    passed=passed,
+                    total=total,
+                    by_type={t: (p, n) for t, p, n in by_type},
+                    results=[TestResult(*r) for r in rows],
+                )
+            )
+        return out
+
+
+def _rebuild(sources: list[tuple[str, str]]) -> BenchSuite:
+    return BenchSuite.from_sources(sources, strict=False)

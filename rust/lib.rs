@@ -6,6 +6,7 @@
 pub mod checks;
 pub mod fuzz;
 pub mod scan;
+pub mod score;
 pub mod search;
 pub mod suite;
 pub mod text;

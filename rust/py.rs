@@ -4,7 +4,7 @@
 
 use crate::checks::{self, Page, Verdict};
 use crate::suite::{SpecError, TestSuite};
-use crate::{fuzz, search, text};
+use crate::{fuzz, score, search, text};
 use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -177,7 +177,7 @@ impl Suite {
             pages.into_iter().map(|(t, ids)| (lossless_or_replaced(&t), ids)).collect();
         let out = py.detach(|| {
             guard(|| {
-                pages
+                score::pool(None).install(|| pages
                     .par_iter()
                     .map(|(text_, ids)| {
                         let raw = text::chars(text_);
@@ -186,12 +186,60 @@ impl Suite {
                             .map(|id| self.run_one(id, &page).map(verdict_row))
                             .collect::<Result<Vec<_>, _>>()
                     })
-                    .collect::<Result<Vec<_>, _>>()
+                    .collect::<Result<Vec<_>, _>>())
             })
         })?;
         Ok(out?)
     }
+
+    /// Scores pages: per page (passed, total, [(type, passed, total)], micro reward or None,
+    /// macro reward or None, graded reward or None, [(id, type, passed, explanation, error)]
+    /// when `details`).
+    #[pyo3(signature = (pages, threads=None, details=false))]
+    fn score(
+        &self,
+        py: Python<'_>,
+        pages: Vec<(Bound<'_, PyString>, Vec<String>)>,
+        threads: Option<usize>,
+        details: bool,
+    ) -> PyResult<Vec<ScoreRow>> {
+        let pages: Vec<(String, Vec<String>)> =
+            pages.into_iter().map(|(t, ids)| (lossless_or_replaced(&t), ids)).collect();
+        let scored = py.detach(|| guard(|| score::score_pages(&self.inner, &pages, threads)))?;
+        scored
+            .into_iter()
+            .map(|r| {
+                let s = r.map_err(|e| match e {
+                    score::ScoreError::UnknownId(id) => CheckError::UnknownId(id),
+                    score::ScoreError::Unsupported(k) => CheckError::Unsupported(k.name()),
+                })?;
+                let by_type = s.by_type.iter().map(|&(k, p, t)| (k.name(), p, t)).collect();
+                let rows = if details {
+                    s.results
+                        .iter()
+                        .map(|(i, v)| {
+                            let t = &self.inner.tests[*i];
+                            (t.id.clone(), t.kind.name(), v.passed, v.explanation.clone(), v.error)
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                Ok((s.passed, s.total, by_type, s.reward(), s.macro_reward(), s.graded(), rows))
+            })
+            .collect()
+    }
 }
+
+type ScoreRow = (
+    usize,
+    usize,
+    Vec<(&'static str, usize, usize)>,
+    Option<f64>,
+    Option<f64>,
+    Option<f64>,
+    Vec<(String, &'static str, bool, String, bool)>,
+);
 
 #[pymodule]
 #[pyo3(name = "_core")]

@@ -11,7 +11,8 @@
 //! * JSON: Python's `json` accepts `NaN`/`Infinity` literals and lone surrogate escapes; these
 //!   lines are rejected here with a clear error.
 //! * Non-string ids are accepted as the reference does and keyed by their JSON text (`5` → "5").
-//! * Integers beyond 2^64 in `max_diffs` saturate (thresholds are then ≤ 0 either way).
+//! * Integers beyond 2^127 in `max_diffs` saturate (thresholds are far below 0 either way, but
+//!   the threshold printed in an explanation would differ).
 
 use crate::text::{chars, normalize, py_strip};
 use serde_json::{Map, Number, Value};
@@ -261,8 +262,10 @@ pub struct Test {
     pub pdf: String,
     pub page: Value,
     pub kind: Kind,
-    /// Python `int(max_diffs)` (booleans are 0/1), saturated.
-    pub max_diffs: u64,
+    /// Python `int(max_diffs)` (booleans are 0/1), saturated at 2^127.
+    pub max_diffs: u128,
+    /// `str(max_diffs)` as Python prints it in explanations ("2", "True").
+    pub max_diffs_text: String,
     pub spec: Spec,
     /// Where the record came from, for messages.
     pub source: String,
@@ -370,8 +373,13 @@ fn validate(obj: &Map<String, Value>, source: &str, line: usize) -> Result<Test,
     }
     let max_diffs = match obj.get("max_diffs").map(PyNum::from_value) {
         None => 0,
-        Some(PyNum::Int(i)) if i >= 0 => u64::try_from(i).unwrap_or(u64::MAX),
+        Some(PyNum::Int(i)) if i >= 0 => i as u128,
         Some(_) => return Err("max_diffs must be a non-negative integer".into()),
+    };
+    let max_diffs_text = match obj.get("max_diffs") {
+        Some(Value::Bool(true)) => "True".to_string(),
+        Some(Value::Bool(false)) => "False".to_string(),
+        _ => max_diffs.to_string(),
     };
     let spec = match kind {
         Kind::Present | Kind::Absent => Spec::Presence {
@@ -383,7 +391,7 @@ fn validate(obj: &Map<String, Value>, source: &str, line: usize) -> Result<Test,
         Kind::Order => {
             let before = required_text(obj, "before")?;
             let after = required_text(obj, "after")?;
-            let half = (before.len() / 2).min(after.len() / 2) as u64;
+            let half = (before.len() / 2).min(after.len() / 2) as u128;
             if max_diffs > half {
                 return Err(format!(
                     "max_diffs {max_diffs} is more than half of 'before' ({}) or 'after' ({})",
@@ -453,6 +461,7 @@ fn validate(obj: &Map<String, Value>, source: &str, line: usize) -> Result<Test,
         page: obj.get("page").cloned().unwrap_or(Value::Null),
         kind,
         max_diffs,
+        max_diffs_text,
         spec,
         source: source.to_string(),
         line,
@@ -581,6 +590,11 @@ impl TestSuite {
 
     pub fn get(&self, id: &str) -> Option<&Test> {
         self.index.get(id).map(|&i| &self.tests[i])
+    }
+
+    /// The load-order position of a test.
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
     }
 }
 

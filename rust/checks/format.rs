@@ -30,8 +30,13 @@ pub fn check(test: &Test, raw: &[char]) -> Verdict {
         &lowered
     };
     let thr = threshold(test.max_diffs, search.len());
-    if found.iter().any(|f| partial_ratio(search, f) / 100.0 >= thr) {
-        return Verdict::pass();
+    let mut best = 0.0f64;
+    for f in &found {
+        let r = partial_ratio(search, f) / 100.0;
+        if r >= thr {
+            return Verdict::pass();
+        }
+        best = best.max(r);
     }
     let name = format.name();
     let detail = if found.is_empty() {
@@ -54,6 +59,7 @@ pub fn check(test: &Test, raw: &[char]) -> Verdict {
         "Text '{}...' not found with {name} formatting. {detail}",
         prefix(text, 40)
     ))
+    .with_partial_credit(best, thr)
 }
 
 /// The raw fragments the reference's `re.findall` calls return, in the reference's order.

@@ -12,24 +12,34 @@ use crate::text::{normalize, py_lower};
 use std::cell::OnceCell;
 
 /// A check's verdict, as the reference's `(passed, explanation)`; `error` marks inputs on which
-/// the reference raises an exception (counted as a failure there too).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// the reference raises an exception (counted as a failure there too). `credit` is the graded
+/// score in [0, 1]: 1 when passed; for a failed fuzzy check (present, format) the best
+/// similarity as a fraction of the threshold; 0 otherwise.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
     pub passed: bool,
     pub explanation: String,
     pub error: bool,
+    pub credit: f64,
 }
 
 impl Verdict {
     pub fn pass() -> Self {
-        Verdict { passed: true, explanation: String::new(), error: false }
+        Verdict { passed: true, explanation: String::new(), error: false, credit: 1.0 }
     }
     pub fn fail(explanation: String) -> Self {
-        Verdict { passed: false, explanation, error: false }
+        Verdict { passed: false, explanation, error: false, credit: 0.0 }
     }
     /// The reference raises here; we fail the test and say why.
     pub fn error(explanation: String) -> Self {
-        Verdict { passed: false, explanation: format!("error: {explanation}"), error: true }
+        Verdict { passed: false, explanation: format!("error: {explanation}"), error: true, credit: 0.0 }
+    }
+    /// Partial credit for a failed fuzzy match: `best / threshold`, clamped to [0, 1).
+    pub fn with_partial_credit(mut self, best: f64, threshold: f64) -> Self {
+        if !self.passed && threshold > 0.0 && best.is_finite() {
+            self.credit = (best / threshold).clamp(0.0, 0.999_999);
+        }
+        self
     }
 }
 
@@ -58,15 +68,35 @@ impl<'a> Page<'a> {
 }
 
 /// `1.0 - max_diffs / len` as the reference computes it (divisor 1 for an empty string).
-pub fn threshold(max_diffs: u64, len: usize) -> f64 {
-    1.0 - (max_diffs as f64) / (len.max(1) as f64)
+pub fn threshold(max_diffs: u128, len: usize) -> f64 {
+    1.0 - py_true_div(max_diffs, len.max(1) as u128)
+}
+
+/// Python's `int / int`: the correctly rounded quotient (one rounding, unlike converting both
+/// operands to f64 first once they exceed 2^53).
+pub fn py_true_div(a: u128, b: u128) -> f64 {
+    const EXACT: u128 = 1 << 53;
+    if b == 0 {
+        return f64::NAN;
+    }
+    if a < EXACT && b < EXACT {
+        return a as f64 / b as f64;
+    }
+    // Scale so the integer quotient carries >= 56 significant bits, then fold the remainder
+    // into a sticky bit: converting that to f64 rounds exactly once, correctly.
+    let bits = |x: u128| 128 - x.leading_zeros() as i32;
+    let shift = (56 - (bits(a) - bits(b))).clamp(0, 127 - bits(a));
+    let scaled = a << shift;
+    let (q, r) = (scaled / b, scaled % b);
+    let sticky = u128::from(r != 0);
+    ((q | sticky) as f64) * 2f64.powi(-shift)
 }
 
 /// Runs `test` on `page`. `None` for the types whose checks live elsewhere (table, math).
 pub fn run(test: &Test, page: &Page) -> Option<Verdict> {
     Some(match &test.spec {
         Spec::Presence { .. } => presence::check(test, page),
-        Spec::Order { before, after } => order::check(before, after, test.max_diffs, page),
+        Spec::Order { before, after } => order::check(test, before, after, page),
         Spec::Baseline { .. } => baseline::check(&test.spec, page.raw()),
         Spec::Format { .. } => format::check(test, page.raw()),
         Spec::Footnote { .. } => footnote::check(test, page.raw()),
@@ -77,4 +107,19 @@ pub fn run(test: &Test, page: &Page) -> Option<Verdict> {
 /// Whether `kind` has a check in this build.
 pub fn supported(kind: Kind) -> bool {
     !matches!(kind, Kind::Table | Kind::Math)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn true_division_is_correctly_rounded() {
+        assert_eq!(py_true_div(1, 3), 1.0 / 3.0);
+        assert_eq!(py_true_div(2, 24), 2.0 / 24.0);
+        // (2^64 + 1) / 10 = 1844674407370955161.7 -> 1844674407370955264.0 in Python
+        assert_eq!(py_true_div((1u128 << 64) + 1, 10), 1844674407370955264.0);
+        assert_eq!(py_true_div((1u128 << 63) + 1, 7), 1317624576693539401.0);
+        assert_eq!(threshold(0, 0), 1.0);
+    }
 }

@@ -9,11 +9,13 @@
 
 use super::{Page, Verdict};
 use crate::search::find_near_matches;
+use crate::suite::Test;
 use crate::text::prefix;
 
-pub fn check(before: &[char], after: &[char], max_diffs: u64, page: &Page) -> Verdict {
+pub fn check(test: &Test, before: &[char], after: &[char], page: &Page) -> Verdict {
     let content = page.normalized();
-    let k = usize::try_from(max_diffs).unwrap_or(usize::MAX);
+    let k = usize::try_from(test.max_diffs).unwrap_or(usize::MAX);
+    let max_diffs = &test.max_diffs_text;
     let b = find_near_matches(before, content, k);
     if b.is_empty() {
         return Verdict::fail(format!(

@@ -47,10 +47,15 @@ pub fn check(test: &Test, page: &Page) -> Verdict {
         return Verdict::pass();
     }
     let absence = if present { "" } else { "absence of " };
-    Verdict::fail(format!(
+    let verdict = Verdict::fail(format!(
         "Expected {absence}'{}...' with threshold {} but best match ratio was {}",
         prefix(query, 40),
         py_float_repr(thr),
         py_fixed(best, 3)
-    ))
+    ));
+    if present {
+        verdict.with_partial_credit(best, thr)
+    } else {
+        verdict
+    }
 }

@@ -1,0 +1,119 @@
+"""Reward functions for trl's GRPOTrainer.
+
+trl (1.x) calls each reward function with keyword arguments: `prompts`, `completions`,
+`completion_ids`, `trainer_state`, `log_metric`, `log_extra` and every dataset column (here
+`test_ids`, one list of olmOCR-bench test ids per completion). A reward returns one float per
+completion, or None where it does not apply (trl then ignores it for that completion).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Union
+
+from olmocr_rl.suite import BenchSuite, PageScore
+
+SuiteLike = Union[BenchSuite, str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
+
+
+def completion_text(completion: Any) -> str | None:
+    """The text of a completion: a string as is; a conversational completion (a list of message
+    dicts, as trl passes them) gives its first message's content, as the reference does.
+    Multimodal content (a list of parts) gives its text parts joined. None if neither."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        if not completion:
+            return ""
+        first = completion[0]
+        content = first.get("content") if isinstance(first, dict) else None
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return None
+
+
+class BenchReward:
+    """The olmOCR-bench pass rate of each completion on its page's tests.
+
+    `average="micro"` (default): passed / total over the completion's tests, as olmOCR's
+    `olmocr_bench_reward`; `"macro"`: the mean of per-type pass rates, so each test type counts
+    equally; `"graded"`: a denser signal, the mean per-test credit (1 for a pass; a failed fuzzy
+    present/format test earns its best similarity divided by its threshold, other failures 0). A completion without test ids gets None. An id missing from the suite raises
+    KeyError naming it: a dataset built for another suite is a bug, not a zero reward.
+
+    Pass a loaded `BenchSuite` or what `BenchSuite.load` takes. Picklable; safe to call from
+    several threads (the scoring runs in Rust with the GIL released).
+    """
+
+    def __init__(
+        self,
+        suite: SuiteLike,
+        average: Literal["micro", "macro", "graded"] = "micro",
+        *,
+        threads: int | None = None,
+        name: str | None = None,
+    ):
+        if average not in ("micro", "macro", "graded"):
+            raise ValueError(f"average must be 'micro', 'macro' or 'graded', not {average!r}")
+        self.suite = suite if isinstance(suite, BenchSuite) else BenchSuite.load(suite)
+        self.average = average
+        self.threads = threads
+        # trl names the logged metrics after the reward function's __name__.
+        self.__name__ = name or {"micro": "olmocr_bench", "macro": "olmocr_bench_macro"}.get(
+            average, "olmocr_bench_graded"
+        )
+
+    def score(self, completions: Sequence[Any], test_ids: Sequence[Sequence[str] | None]) -> list[PageScore | None]:
+        texts, idx = [], []
+        for i, (c, ids) in enumerate(zip(completions, test_ids)):
+            text = completion_text(c)
+            if text is not None and ids:
+                texts.append(text)
+                idx.append(i)
+        scores: list[PageScore | None] = [None] * len(completions)
+        page_ids = [list(test_ids[i] or ()) for i in idx]
+        for i, s in zip(idx, self.suite.score(texts, page_ids, threads=self.threads)):
+            scores[i] = s
+        return scores
+
+    def __call__(
+        self,
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] = (),
+        test_ids: Sequence[Sequence[str] | None] | None = None,
+        log_metric: Callable[[str, float], None] | None = None,
+        **kwargs: Any,
+    ) -> list[float | None]:
+        if test_ids is None:
+            raise TypeError(f"{self.__name__}: the dataset needs a 'test_ids' column (one list of test ids per row)")
+        if len(test_ids) != len(completions):
+            raise ValueError(f"{self.__name__}: {len(completions)} completions but {len(test_ids)} test_ids")
+        scores = self.score(completions, test_ids)
+        if log_metric is not None:
+            for name, value in self.metrics(scores, test_ids).items():
+                log_metric(name, value)
+        key = {"micro": "reward", "macro": "macro", "graded": "graded"}[self.average]
+        return [getattr(s, key) if s is not None else None for s in scores]
+
+    def metrics(self, scores: Sequence[PageScore | None], test_ids: Sequence[Sequence[str] | None]) -> dict[str, float]:
+        """Batch pass rates by test type and by source JSONL, for logging."""
+        by_type: dict[str, list[int]] = {}
+        by_jsonl: dict[str, list[int]] = {}
+        for s, ids in zip(scores, test_ids):
+            if s is None:
+                continue
+            for t, (p, n) in s.by_type.items():
+                acc = by_type.setdefault(t, [0, 0])
+                acc[0] += p
+                acc[1] += n
+            if ids:
+                src = os.path.basename(self.suite.info(ids[0]).source)
+                acc = by_jsonl.setdefault(src, [0, 0])
+                acc[0] += s.passed
+                acc[1] += s.total
+        out = {f"bench/{t}/pass_rate": p / n for t, (p, n) in by_type.items() if n}
+        out.update({f"bench/jsonl/{j}/pass_rate": p / n for j, (p, n) in by_jsonl.items() if n})
+        return out

@@ -1,0 +1,189 @@
+//! Batch scoring: many (completion, test ids) pages checked on a dedicated thread pool, with the
+//! per-page aggregates of the reference's GRPO reward (spec §7.1–7.2).
+//!
+//! A page's tests run in load order (file order, as the reference's loader yields them) and each
+//! id counts once, so the micro and macro rewards are bit-identical to the reference's
+//! `passed / total` and `sum(type rates) / n_types` (types in first-appearance order). A test on
+//! which the reference raises counts as a failure that stays in the denominator, as there.
+
+use crate::checks::{run, Page, Verdict};
+use crate::suite::{Kind, TestSuite};
+use crate::text::chars;
+use rayon::prelude::*;
+use std::sync::{Arc, Mutex};
+
+/// One page's result.
+#[derive(Debug, Clone)]
+pub struct PageScore {
+    pub passed: usize,
+    pub total: usize,
+    /// (type, passed, total) in first-appearance order.
+    pub by_type: Vec<(Kind, usize, usize)>,
+    /// Sum of the tests' graded credit (see `Verdict::credit`).
+    pub credit: f64,
+    /// Each test's verdict, in the order the tests ran (load order).
+    pub results: Vec<(usize, Verdict)>,
+}
+
+impl PageScore {
+    /// Micro average: passed / total (None without tests).
+    pub fn reward(&self) -> Option<f64> {
+        (self.total > 0).then(|| self.passed as f64 / self.total as f64)
+    }
+
+    /// Graded reward: the mean credit over the page's tests (None without tests).
+    pub fn graded(&self) -> Option<f64> {
+        (self.total > 0).then(|| self.credit / self.total as f64)
+    }
+
+    /// Macro average over test types: the mean of per-type pass rates.
+    pub fn macro_reward(&self) -> Option<f64> {
+        if self.by_type.is_empty() {
+            return None;
+        }
+        let sum = self.by_type.iter().fold(0.0, |acc, &(_, p, t)| acc + p as f64 / t as f64);
+        Some(sum / self.by_type.len() as f64)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScoreError {
+    UnknownId(String),
+    Unsupported(Kind),
+}
+
+/// Scores one page: every distinct requested test, in load order.
+pub fn score_page(suite: &TestSuite, text: &str, ids: &[String]) -> Result<PageScore, ScoreError> {
+    let mut idx: Vec<usize> = ids
+        .iter()
+        .map(|id| suite.position(id).ok_or_else(|| ScoreError::UnknownId(id.clone())))
+        .collect::<Result<_, _>>()?;
+    idx.sort_unstable();
+    idx.dedup();
+    let raw = chars(text);
+    let page = Page::new(&raw);
+    let mut score =
+        PageScore { passed: 0, total: 0, by_type: Vec::new(), credit: 0.0, results: Vec::new() };
+    for i in idx {
+        let test = &suite.tests[i];
+        let verdict = run(test, &page).ok_or(ScoreError::Unsupported(test.kind))?;
+        score.total += 1;
+        score.passed += usize::from(verdict.passed);
+        score.credit += verdict.credit;
+        match score.by_type.iter_mut().find(|(k, _, _)| *k == test.kind) {
+            Some(entry) => {
+                entry.1 += usize::from(verdict.passed);
+                entry.2 += 1;
+            }
+            None => score.by_type.push((test.kind, usize::from(verdict.passed), 1)),
+        }
+        score.results.push((i, verdict));
+    }
+    Ok(score)
+}
+
+/// Scores many pages in parallel on the shared pool.
+pub fn score_pages(
+    suite: &TestSuite,
+    pages: &[(String, Vec<String>)],
+    threads: Option<usize>,
+) -> Vec<Result<PageScore, ScoreError>> {
+    pool(threads).install(|| pages.par_iter().map(|(t, ids)| score_page(suite, t, ids)).collect())
+}
+
+/// The default pool size: the cores this process may use, divided among the local ranks of a
+/// distributed launch (each rank computes its own rewards), overridable with
+/// `OLMOCR_RL_THREADS`.
+pub fn default_threads() -> usize {
+    if let Some(n) = std::env::var("OLMOCR_RL_THREADS").ok().and_then(|v| v.trim().parse().ok()) {
+        if n > 0 {
+            return n;
+        }
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let ranks = std::env::var("LOCAL_WORLD_SIZE")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&r| r > 0)
+        .unwrap_or(1);
+    (cores / ranks).max(1)
+}
+
+struct PoolSlot {
+    pid: u32,
+    threads: usize,
+    pool: Arc<rayon::ThreadPool>,
+}
+
+static POOL: Mutex<Option<PoolSlot>> = Mutex::new(None);
+
+/// A dedicated pool (not rayon's global one, which tokenizers share), rebuilt when the size
+/// changes or when this is a forked child (a fork inherits no worker threads).
+pub fn pool(threads: Option<usize>) -> Arc<rayon::ThreadPool> {
+    let threads = threads.filter(|&n| n > 0).unwrap_or_else(default_threads);
+    let pid = std::process::id();
+    let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = slot.as_ref() {
+        if s.pid == pid && s.threads == threads {
+            return Arc::clone(&s.pool);
+        }
+    }
+    let built = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("olmocr-rl-{i}"))
+        .stack_size(16 << 20)
+        .build()
+        .map(Arc::new)
+        .unwrap_or_else(|_| {
+            // Could not spawn threads (e.g. a restricted sandbox): run on the caller's thread.
+            Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .use_current_thread()
+                    .build()
+                    .expect("a one-thread pool on the current thread needs no new threads"),
+            )
+        });
+    *slot = Some(PoolSlot { pid, threads, pool: Arc::clone(&built) });
+    built
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregates_follow_load_order_and_dedup() {
+        let jsonl = [
+            r#"{"pdf":"a","page":1,"id":"p1","type":"present","text":"alpha"}"#,
+            r#"{"pdf":"a","page":1,"id":"b1","type":"baseline"}"#,
+            r#"{"pdf":"a","page":1,"id":"p2","type":"present","text":"gamma"}"#,
+            r#"{"pdf":"a","page":1,"id":"a1","type":"absent","text":"delta"}"#,
+        ]
+        .join("\n");
+        let suite = TestSuite::from_sources([("t.jsonl", jsonl.as_str())]);
+        let ids: Vec<String> = ["a1", "p2", "p1", "b1", "p1"].iter().map(|s| s.to_string()).collect();
+        let s = score_page(&suite, "alpha beta", &ids).unwrap();
+        assert_eq!((s.passed, s.total), (3, 4));
+        assert_eq!(
+            s.by_type,
+            vec![(Kind::Present, 1, 2), (Kind::Baseline, 1, 1), (Kind::Absent, 1, 1)]
+        );
+        assert_eq!(s.reward(), Some(0.75));
+        assert_eq!(s.macro_reward(), Some((0.5 + 1.0 + 1.0) / 3.0));
+        assert_eq!(
+            score_page(&suite, "x", &["zz".to_string()]).unwrap_err(),
+            ScoreError::UnknownId("zz".into())
+        );
+        let empty = score_page(&suite, "x", &[]).unwrap();
+        assert_eq!((empty.reward(), empty.macro_reward()), (None, None));
+    }
+
+    #[test]
+    fn pool_is_reused_and_resized() {
+        let a = pool(Some(2));
+        let b = pool(Some(2));
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(pool(Some(1)).current_num_threads(), 1);
+    }
+}

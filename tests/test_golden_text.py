@@ -11,6 +11,8 @@ import pytest
 
 from olmocr_rl import BenchSuite
 
+pytestmark = pytest.mark.filterwarnings("ignore:skipped 1 invalid:UserWarning")
+
 TYPES = ["present", "absent", "order", "baseline", "format", "footnote", "other"]
 
 

@@ -1,5 +1,7 @@
 """Type stubs for the Rust extension `olmocr_rl._core`."""
 
+from typing import Any
+
 __version__: str
 UNICODE_VERSION: str
 
@@ -11,6 +13,8 @@ def find_near_matches(sub: str, seq: str, max_l_dist: int) -> list[tuple[int, in
 def _py_compat(s: str) -> tuple[str, list[bool], list[bool], list[bool], str]: ...
 
 def _fmt_float(x: float) -> tuple[str, str, str]: ...
+
+def _parse_tables(text: str, markdown: bool) -> list[dict[str, Any]]: ...
 
 class Suite:
     @staticmethod

@@ -5,10 +5,14 @@
 
 pub mod checks;
 pub mod fuzz;
+pub mod html;
+#[doc(hidden)]
+pub mod html_entities;
 pub mod scan;
 pub mod score;
 pub mod search;
 pub mod suite;
+pub mod table;
 pub mod text;
 #[doc(hidden)]
 pub mod unicode_tables;

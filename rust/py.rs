@@ -75,6 +75,16 @@ fn _fmt_float(x: f64) -> (String, String, String) {
     (text::py_float_repr(x), text::py_fixed(x, 3), text::py_fixed(x, 2))
 }
 
+/// Test hook: the tables `text` parses into (markdown tables if `markdown`, else HTML tables),
+/// as JSON-like dicts (see `table::describe`). Raises ValueError where the reference raises.
+#[pyfunction]
+fn _parse_tables<'py>(py: Python<'py>, text: &str, markdown: bool) -> PyResult<Bound<'py, PyAny>> {
+    let json = py
+        .detach(|| guard(|| crate::table::describe(&text::chars(text), markdown)))?
+        .map_err(pyo3::exceptions::PyValueError::new_err)?;
+    py.import("json")?.call_method1("loads", (json,))
+}
+
 /// Model output may hold lone surrogates (Python can, Rust strings cannot): those become
 /// U+FFFD so that every string still gets a verdict.
 fn lossless_or_replaced(s: &Bound<'_, PyString>) -> String {
@@ -252,6 +262,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(find_near_matches, m)?)?;
     m.add_function(wrap_pyfunction!(_py_compat, m)?)?;
     m.add_function(wrap_pyfunction!(_fmt_float, m)?)?;
+    m.add_function(wrap_pyfunction!(_parse_tables, m)?)?;
     m.add_class::<Suite>()?;
     Ok(())
 }

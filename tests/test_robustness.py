@@ -22,6 +22,7 @@ RECORDS = [
     {"type": "format", "text": "bold words", "format": "bold", "max_diffs": 2},
     {"type": "format", "text": "emphasis", "format": "italic", "case_sensitive": False},
     {"type": "footnote", "marker": "1", "appears_before_marker": "the text", "appears_after_marker": "note"},
+    {"type": "table", "cell": "a", "up": "b", "left": "c", "top_heading": "h", "left_heading": "x"},
 ]
 for i, r in enumerate(RECORDS):
     r.update(pdf="x.pdf", page=1, id=f"r{i}")
@@ -48,6 +49,8 @@ ADVERSARIAL = {
     "cjk": "中" * MB,
     "brs": "<br>" * (MB // 4),
     "mixed_markup": "**a__b*c_d<b>e</i>" * (MB // 18),
+    "table_soup": "<table><tr><td rowspan=3>a<td colspan=2>b</tr>" * (MB // 48),
+    "markdown_rows": "| a | b |\n" * (MB // 10),
 }
 
 
@@ -79,6 +82,6 @@ def test_any_string_gets_a_verdict(text):
 def test_lone_surrogates_get_a_verdict():
     # Python strings can hold lone surrogates (e.g. from JSON escapes); Rust's cannot: they are
     # replaced by U+FFFD, which the reference would treat as an ordinary non-alphanumeric char.
-    text = "reading order \ud800 of the page"
+    text = "reading order of the page \ud800"
     assert SUITE.check("r0", text).passed
     assert len(SUITE.check_batch([(text, IDS)])[0]) == len(IDS)

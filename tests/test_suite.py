@@ -62,11 +62,11 @@ def test_universal_newlines_in_jsonl():
 
 
 def test_unknown_id_and_unsupported_types():
-    suite = BenchSuite.from_jsonl(rec(1) + "\n" + rec(2, type="table", cell="x", text=None).replace(', "text": null', ""))
+    suite = BenchSuite.from_jsonl(rec(1) + "\n" + rec(2, type="math", math="x^2", text=None).replace(', "text": null', ""))
     with pytest.raises(KeyError):
         suite.check("nope", "text")
     with pytest.raises(NotImplementedError):
-        suite.check("t2", "<table><tr><td>x</td></tr></table>")
+        suite.check("t2", "$x^2$")
 
 
 def test_missing_paths_are_clear(tmp_path):

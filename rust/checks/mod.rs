@@ -6,6 +6,7 @@ pub mod footnote;
 pub mod format;
 pub mod order;
 pub mod presence;
+pub mod table;
 
 use crate::suite::{Kind, Spec, Test};
 use crate::text::{normalize, py_lower};
@@ -48,11 +49,12 @@ pub struct Page<'a> {
     raw: &'a [char],
     normalized: OnceCell<Vec<char>>,
     normalized_lower: OnceCell<Vec<char>>,
+    tables: table::PageTables,
 }
 
 impl<'a> Page<'a> {
     pub fn new(raw: &'a [char]) -> Self {
-        Page { raw, normalized: OnceCell::new(), normalized_lower: OnceCell::new() }
+        Page { raw, normalized: OnceCell::new(), normalized_lower: OnceCell::new(), tables: Default::default() }
     }
     pub fn raw(&self) -> &'a [char] {
         self.raw
@@ -60,6 +62,10 @@ impl<'a> Page<'a> {
     /// `normalize_text(content)`.
     pub fn normalized(&self) -> &[char] {
         self.normalized.get_or_init(|| normalize(self.raw))
+    }
+    /// The page's markdown and HTML tables, parsed on first use by its table tests.
+    pub fn tables(&self) -> &table::PageTables {
+        &self.tables
     }
     /// `normalize_text(content).lower()`.
     pub fn normalized_lower(&self) -> &[char] {
@@ -92,7 +98,7 @@ pub fn py_true_div(a: u128, b: u128) -> f64 {
     ((q | sticky) as f64) * 2f64.powi(-shift)
 }
 
-/// Runs `test` on `page`. `None` for the types whose checks live elsewhere (table, math).
+/// Runs `test` on `page`. `None` for the types whose checks live elsewhere (math).
 pub fn run(test: &Test, page: &Page) -> Option<Verdict> {
     Some(match &test.spec {
         Spec::Presence { .. } => presence::check(test, page),
@@ -100,13 +106,14 @@ pub fn run(test: &Test, page: &Page) -> Option<Verdict> {
         Spec::Baseline { .. } => baseline::check(&test.spec, page.raw()),
         Spec::Format { .. } => format::check(test, page.raw()),
         Spec::Footnote { .. } => footnote::check(test, page.raw()),
-        Spec::Table { .. } | Spec::Math { .. } => return None,
+        Spec::Table { .. } => table::check_page(test, page),
+        Spec::Math { .. } => return None,
     })
 }
 
 /// Whether `kind` has a check in this build.
 pub fn supported(kind: Kind) -> bool {
-    !matches!(kind, Kind::Table | Kind::Math)
+    !matches!(kind, Kind::Math)
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ test: test-rust test-python
 
 lint: setup
 	cargo clippy --all-targets --features python -- -D warnings
-	$(VENV)/bin/python -m mypy.stubtest olmocr_rl._core
+	$(VENV)/bin/python -m mypy.stubtest --ignore-disjoint-bases olmocr_rl._core
 
 bench: build
 	$(PY) benchmarks/bench_text_checks.py

@@ -1,4 +1,19 @@
-"""Type stubs for the Rust extension `olmocr_rl._core`."""
+"""Type stubs for the Rust extension `olmocr_rl._core` (checked against it by mypy stubtest)."""
+
+from typing import final
+
+__all__ = [
+    "__version__",
+    "UNICODE_VERSION",
+    "normalize_text",
+    "ratio",
+    "partial_ratio",
+    "find_near_matches",
+    "_py_compat",
+    "_fmt_float",
+    "_parse_tables",
+    "Suite",
+]
 
 from typing import Any
 
@@ -16,6 +31,7 @@ def _fmt_float(x: float) -> tuple[str, str, str]: ...
 
 def _parse_tables(text: str, markdown: bool) -> list[dict[str, Any]]: ...
 
+@final
 class Suite:
     @staticmethod
     def from_sources(sources: list[tuple[str, str]]) -> Suite: ...

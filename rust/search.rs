@@ -1,4 +1,57 @@
-//! fuzzysearch 0.8.1 `find_near_matches` semantics (spec §3.0.4).
+//! Port of `fuzzysearch.find_near_matches(sub, seq, max_l_dist=k)` from the Python package
+//! fuzzysearch 0.8.1 (spec §3.0.4), as used by the olmOCR-bench `order` test.
+//!
+//! # What it computes
+//!
+//! A list of approximate occurrences of `sub` in `seq`, each a half-open range of code-point
+//! offsets into `seq` plus a distance, sorted by `(start, end, dist)`. Only `max_l_dist` is
+//! given, so upstream takes one of these paths (the pure-Python ones: in fuzzysearch 0.8.1
+//! wheels the C helpers either do not exist or reject `str`):
+//!
+//! * `k == 0`: every exact occurrence, overlapping ones included (the search restarts one past
+//!   the previous start), ascending, **without** consolidation.
+//! * `k >= 1` and `len(sub) // (k+1) >= 3`: the n-gram algorithm (exact occurrences of each
+//!   n-gram of length `len(sub) // (k+1)` inside its search window, expanded to the right and
+//!   then to the left with the `_expand_short` / `_expand_long` prefix aligners, the latter
+//!   banded, with its stale out-of-band scores reproduced).
+//! * otherwise: the "linear programming" candidate algorithm. If `k >= len(sub)` upstream
+//!   yields the empty match `(i, i, len(sub))` for every `i` in `0..=len(seq)`; that is kept.
+//!
+//! For `k >= 1` the raw matches are consolidated: matches whose ranges share at least one
+//! position are grouped transitively (touching ranges do not count), and from each group the
+//! match with the smallest distance, then the greatest length, is kept. Both search algorithms
+//! are heuristics: the result is not "every substring within distance k"; it is exactly what
+//! fuzzysearch returns.
+//!
+//! # Differences from upstream
+//!
+//! * **Tie rule.** When a consolidation group holds several best matches (equal distance and
+//!   equal length), upstream's pick depends on CPython set iteration order over hashes that
+//!   include a per-process random string hash, so it varies with `PYTHONHASHSEED` (e.g.
+//!   `find_near_matches("abab", "a babaabb", 2)` gives `(0, 5, 1)` or `(3, 8, 1)`). Here the
+//!   tied match with the smallest start (then smallest end) wins, deterministically; it is one
+//!   of the group's tied best matches, i.e. a pick upstream also makes under some seeds.
+//! * **Bounded LP search.** Upstream's LP candidate list is never deduplicated and can grow
+//!   exponentially in `k`. Here a candidate `(s, j, d)` is dropped when another one with the
+//!   same `j`, `s' <= s` and `d' <= d` exists (identical duplicates collapse to one). This
+//!   does not change the consolidated output (the argument is at `lp_search`). The LP search
+//!   then costs O(len(seq) · len(sub) · (k+1)) time.
+//! * Empty `sub` returns an empty list (upstream raises `ValueError`). `k >= len(sub)` is
+//!   handled as upstream does (see above). Like upstream's parameter normalisation,
+//!   `max_l_dist` is capped at `3 << 29`.
+//!
+//! Not a difference, but worth knowing: the n-gram path runs upstream's expansions, at most
+//! k+1 right/left expansion pairs per seq position, each O(len(sub) · (len(sub) + k)) at worst
+//! (banded in practice). A small exact memo (`Memo`) skips re-expanding text identical to a
+//! recent one, which keeps repetitive input (runs of one char, a repeated phrase) cheap. Exact
+//! search (k == 0) is Knuth-Morris-Pratt, O(len(seq) + len(sub)); consolidation is
+//! O(log(groups)) per raw match.
+//!
+//! Agreement with the real library is checked against `tests/golden/search_cases.jsonl`
+//! (produced by `tests/golden/gen_search_cases.py` under several hash seeds).
+
+use std::cmp::{max, min, Reverse};
+use std::collections::{BTreeMap, HashMap};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NearMatch {
@@ -7,8 +60,1029 @@ pub struct NearMatch {
     pub dist: usize,
 }
 
-/// `find_near_matches(sub, seq, max_l_dist=k)`.
+/// Upstream replaces `max_l_dist` by `min(max_l_dist, sum of the three unset limits)`, each
+/// unset limit counting as `1 << 29`.
+const MAX_L_DIST_CAP: usize = 3 << 29;
+
+/// `find_near_matches(sub, seq, max_l_dist=k)`; see the module documentation.
 pub fn find_near_matches(sub: &[char], seq: &[char], max_l_dist: usize) -> Vec<NearMatch> {
-    let _ = (sub, seq, max_l_dist);
-    unimplemented!()
+    if sub.is_empty() {
+        return Vec::new();
+    }
+    let k = min(max_l_dist, MAX_L_DIST_CAP);
+    let m = sub.len();
+    if k == 0 {
+        let mut out = Vec::new();
+        for_each_occurrence(sub, seq, 0, seq.len(), |x| {
+            out.push(NearMatch { start: x, end: x + m, dist: 0 });
+        });
+        return out;
+    }
+    if k >= m {
+        // Every empty match lies in a group of its own (an empty range shares no position).
+        return (0..=seq.len()).map(|i| NearMatch { start: i, end: i, dist: m }).collect();
+    }
+    let mut groups = Groups::default();
+    if m / (k + 1) >= 3 {
+        ngram_search(sub, seq, k, &mut groups);
+    } else {
+        lp_search(sub, seq, k, &mut groups);
+    }
+    groups.finish()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Consolidation
+
+/// Ranking inside a group: smallest distance, then greatest length, then (our tie rule)
+/// smallest start, then smallest end. A total order on distinct matches.
+fn rank(x: &NearMatch) -> (usize, Reverse<usize>, usize, usize) {
+    (x.dist, Reverse(x.end - x.start), x.start, x.end)
+}
+
+/// Online grouping of non-empty matches.
+///
+/// Upstream keeps a list of groups with a running span and merges every group whose span shares
+/// a position with the new match. A group's matches are linked by overlaps, so their union is
+/// exactly the span, and spans of different groups never share a position. Hence the groups
+/// are the connected components of the overlap graph of the (distinct) matches, whatever their
+/// order, and the spans form a set of disjoint intervals, kept here in a map keyed by start.
+/// As `rank` is a total order, a group only needs its best match.
+#[derive(Default)]
+struct Groups {
+    /// span start -> (span end, best match)
+    spans: BTreeMap<usize, (usize, NearMatch)>,
+}
+
+impl Groups {
+    /// Adds matches that pairwise share a position: `lo..hi` is the union of their ranges and
+    /// `best` the best of them by `rank`. Equivalent to adding them one by one.
+    fn add(&mut self, lo: usize, hi: usize, best: NearMatch) {
+        let (mut lo, mut hi, mut best) = (lo, hi, best);
+        loop {
+            // The last span starting before `hi`; it is the only candidate that may still
+            // overlap, as spans are disjoint and sorted.
+            let found = self.spans.range(..hi).next_back().map(|(&s, &(e, b))| (s, e, b));
+            match found {
+                Some((s, e, b)) if e > lo => {
+                    self.spans.remove(&s);
+                    lo = min(lo, s);
+                    hi = max(hi, e);
+                    if rank(&b) < rank(&best) {
+                        best = b;
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.spans.insert(lo, (hi, best));
+    }
+
+    fn add_one(&mut self, x: NearMatch) {
+        self.add(x.start, x.end, x);
+    }
+
+    fn finish(self) -> Vec<NearMatch> {
+        let mut out: Vec<NearMatch> = self.spans.into_values().map(|(_, b)| b).collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// Collects the matches emitted during one LP step. They all end at the same position, hence
+/// pairwise share that last position and fall into one group.
+struct StepBatch {
+    lo: usize,
+    best: Option<NearMatch>,
+}
+
+impl StepBatch {
+    fn new() -> Self {
+        StepBatch { lo: usize::MAX, best: None }
+    }
+
+    fn push(&mut self, x: NearMatch) {
+        self.lo = min(self.lo, x.start);
+        match self.best {
+            Some(b) if rank(&b) <= rank(&x) => {}
+            _ => self.best = Some(x),
+        }
+    }
+
+    fn flush(&mut self, groups: &mut Groups) {
+        if let Some(b) = self.best.take() {
+            groups.add(self.lo, b.end, b);
+        }
+        self.lo = usize::MAX;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact search
+
+/// Calls `f(x)` for every occurrence of `pat` (non-empty) in `text` with `lo <= x` and
+/// `x + pat.len() <= hi`, overlapping occurrences included, ascending (Knuth-Morris-Pratt).
+fn for_each_occurrence(
+    pat: &[char],
+    text: &[char],
+    lo: usize,
+    hi: usize,
+    mut f: impl FnMut(usize),
+) {
+    let p = pat.len();
+    let hi = min(hi, text.len());
+    if p == 0 || lo >= hi || hi - lo < p {
+        return;
+    }
+    // fail[i]: length of the longest proper border of pat[..=i].
+    let mut fail = vec![0usize; p];
+    let mut b = 0usize;
+    for i in 1..p {
+        while b > 0 && pat[i] != pat[b] {
+            b = fail[b - 1];
+        }
+        if pat[i] == pat[b] {
+            b += 1;
+        }
+        fail[i] = b;
+    }
+    let mut q = 0usize;
+    for (i, &c) in text.iter().enumerate().take(hi).skip(lo) {
+        while q > 0 && c != pat[q] {
+            q = fail[q - 1];
+        }
+        if c == pat[q] {
+            q += 1;
+        }
+        if q == p {
+            f(i + 1 - p);
+            q = fail[q - 1];
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Linear-programming algorithm
+
+/// A partial match: started at `seq[start]`, next expected char `sub[j]`, `dist` edits so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Cand {
+    j: usize,
+    start: usize,
+    dist: usize,
+}
+
+/// Largest `len(sub) * (k+1)` for the dense LP tables (two tables of `u32`, 8 MiB each).
+const LP_TABLE_MAX: usize = 1 << 21;
+
+/// Upstream's LP search, with candidate pruning.
+///
+/// Each step maps every candidate to successors and emitted matches that depend only on the
+/// candidate itself, the position and the character. Let X = (s, j, d) and Y = (s', j, d')
+/// with s' <= s and d' <= d, X != Y. Case by case on upstream's rules, whatever X yields, Y
+/// yields the same with start s' and distance (d - d') lower: a match leaves both with the same
+/// dist; on a mismatch X is dropped if d == k, otherwise Y (d' < k) makes the same skip and
+/// substitution moves, and its skip-sub-chars loop runs at least as far as X's and stops at
+/// the same offset; at the end d' + m - j <= d + m - j. By induction, every match emitted
+/// through X's descendants, (s, e, δ), has a twin (s', e, δ') emitted through Y's with δ' <= δ,
+/// which is distinct from it. Such a dominated match changes nothing after consolidation: its
+/// range lies inside the twin's, so it overlaps nothing the twin does not (the groups are the
+/// same), and it ranks strictly below the twin (smaller dist or, at equal dist, greater length),
+/// so it is never a group's best nor part of a best tie. Identical duplicate candidates emit
+/// identical matches, which collapse in upstream's sets.
+///
+/// So any candidate set that is a subset of upstream's and contains, for each upstream
+/// candidate, one dominating or equal to it, yields the same output (dominance is transitive,
+/// so this invariant carries over from step to step). Two such sets are used:
+/// * dense (`lp_dense`): for every `(j, d)`, only the smallest start; O(len(sub) · (k+1)) per
+///   position, with contiguous row operations;
+/// * sparse (`lp_sparse`, when the dense tables would be too large): the exact Pareto front
+///   per `j`, at most k+1 candidates, kept by sorting.
+fn lp_search(sub: &[char], seq: &[char], k: usize, groups: &mut Groups) {
+    lp_search_with(sub, seq, k, groups, LP_TABLE_MAX);
+}
+
+fn lp_search_with(sub: &[char], seq: &[char], k: usize, groups: &mut Groups, table_max: usize) {
+    let fits = match sub.len().checked_mul(k + 1) {
+        Some(size) => size <= table_max,
+        None => false,
+    };
+    // Starts are stored as u32 below u32::MAX (the "none" marker).
+    if fits && seq.len() < u32::MAX as usize {
+        lp_dense(sub, seq, k, groups);
+    } else {
+        lp_sparse(sub, seq, k, groups);
+    }
+}
+
+/// Smallest index of each char among the first k+1 chars of sub.
+fn first_indices(sub: &[char], k: usize) -> HashMap<char, usize> {
+    let mut first = HashMap::new();
+    for (idx, &c) in sub.iter().enumerate().take(k.saturating_add(1)) {
+        first.entry(c).or_insert(idx);
+    }
+    first
+}
+
+/// Sorted positions of each char in sub.
+fn char_positions(sub: &[char]) -> HashMap<char, Vec<usize>> {
+    let mut positions: HashMap<char, Vec<usize>> = HashMap::new();
+    for (idx, &c) in sub.iter().enumerate() {
+        positions.entry(c).or_default().push(idx);
+    }
+    positions
+}
+
+/// The first index p > j with sub[p] == c (`pos_c`: the sorted positions of c), else m.
+fn next_pos(pos_c: &[usize], j: usize, m: usize) -> usize {
+    match pos_c.get(pos_c.partition_point(|&x| x <= j)) {
+        Some(&p) => p,
+        None => m,
+    }
+}
+
+/// `dst[i] = min(dst[i], src[i])`.
+fn min_into(dst: &mut [u32], src: &[u32]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = min(*d, s);
+    }
+}
+
+const NO_START: u32 = u32::MAX;
+
+/// Dense LP search: `table[j * (k+1) + d]` = smallest start of a candidate `(start, j, d)`.
+fn lp_dense(sub: &[char], seq: &[char], k: usize, groups: &mut Groups) {
+    let m = sub.len();
+    let n = seq.len();
+    let w = k + 1;
+    let first = first_indices(sub, k);
+    let positions = char_positions(sub);
+    let mut cur = vec![NO_START; m * w];
+    let mut nxt = vec![NO_START; m * w];
+    let mut cur_rows: Vec<usize> = Vec::new();
+    let mut nxt_rows: Vec<usize> = Vec::new();
+    let mut nxt_marked = vec![false; m];
+    let mut batch = StepBatch::new();
+    let mark = |rows: &mut Vec<usize>, marked: &mut Vec<bool>, j: usize| {
+        if !marked[j] {
+            marked[j] = true;
+            rows.push(j);
+        }
+    };
+    for (i, &c) in seq.iter().enumerate() {
+        let pos_c: &[usize] = positions.get(&c).map_or(&[], |v| v.as_slice());
+        if let Some(&j0) = first.get(&c) {
+            if j0 + 1 == m {
+                batch.push(NearMatch { start: i, end: i + 1, dist: j0 });
+            } else {
+                let slot = &mut nxt[(j0 + 1) * w + j0];
+                *slot = min(*slot, i as u32);
+                mark(&mut nxt_rows, &mut nxt_marked, j0 + 1);
+            }
+        }
+        for &j in &cur_rows {
+            let row = &cur[j * w..(j + 1) * w];
+            if sub[j] == c {
+                if j + 1 == m {
+                    for (d, &s) in row.iter().enumerate() {
+                        if s != NO_START {
+                            batch.push(NearMatch { start: s as usize, end: i + 1, dist: d });
+                        }
+                    }
+                } else {
+                    min_into(&mut nxt[(j + 1) * w..(j + 2) * w], row);
+                    mark(&mut nxt_rows, &mut nxt_marked, j + 1);
+                }
+                continue;
+            }
+            // Mismatch: only candidates with d < k survive.
+            // Skip a seq char: (j, d) -> (j, d+1).
+            min_into(&mut nxt[j * w + 1..(j + 1) * w], &row[..k]);
+            mark(&mut nxt_rows, &mut nxt_marked, j);
+            // Substitution: (j, d) -> (j+1, d+1).
+            if i + 1 < n && j + 1 < m {
+                min_into(&mut nxt[(j + 1) * w + 1..(j + 2) * w], &row[..k]);
+                mark(&mut nxt_rows, &mut nxt_marked, j + 1);
+            }
+            // Skip t = p - j sub chars up to the next c (or the end): d + t <= k.
+            let p = next_pos(pos_c, j, m);
+            let t = p - j;
+            if t <= k {
+                if p + 1 >= m {
+                    for (d, &s) in row[..w - t].iter().enumerate() {
+                        if s != NO_START {
+                            batch.push(NearMatch { start: s as usize, end: i + 1, dist: d + t });
+                        }
+                    }
+                } else {
+                    min_into(&mut nxt[(p + 1) * w + t..(p + 2) * w], &row[..w - t]);
+                    mark(&mut nxt_rows, &mut nxt_marked, p + 1);
+                }
+            }
+        }
+        batch.flush(groups);
+        for &j in &cur_rows {
+            cur[j * w..(j + 1) * w].fill(NO_START);
+        }
+        for &j in &nxt_rows {
+            nxt_marked[j] = false;
+        }
+        std::mem::swap(&mut cur, &mut nxt);
+        std::mem::swap(&mut cur_rows, &mut nxt_rows);
+        nxt_rows.clear();
+    }
+    for &j in &cur_rows {
+        for (d, &s) in cur[j * w..(j + 1) * w].iter().enumerate() {
+            let dist = d + (m - j);
+            if s != NO_START && dist <= k {
+                batch.push(NearMatch { start: s as usize, end: n, dist });
+            }
+        }
+    }
+    batch.flush(groups);
+}
+
+/// Sparse LP search: a list of candidates reduced to the Pareto front after every step.
+fn lp_sparse(sub: &[char], seq: &[char], k: usize, groups: &mut Groups) {
+    let m = sub.len();
+    let n = seq.len();
+    let first = first_indices(sub, k);
+    let positions = char_positions(sub);
+    let mut cands: Vec<Cand> = Vec::new();
+    let mut next: Vec<Cand> = Vec::new();
+    let mut batch = StepBatch::new();
+    for (i, &c) in seq.iter().enumerate() {
+        let pos_c: &[usize] = positions.get(&c).map_or(&[], |v| v.as_slice());
+        next.clear();
+        if let Some(&j0) = first.get(&c) {
+            if j0 + 1 == m {
+                batch.push(NearMatch { start: i, end: i + 1, dist: j0 });
+            } else {
+                next.push(Cand { j: j0 + 1, start: i, dist: j0 });
+            }
+        }
+        for &Cand { j, start, dist } in &cands {
+            if sub[j] == c {
+                if j + 1 == m {
+                    batch.push(NearMatch { start, end: i + 1, dist });
+                } else {
+                    next.push(Cand { j: j + 1, start, dist });
+                }
+                continue;
+            }
+            if dist >= k {
+                continue;
+            }
+            next.push(Cand { j, start, dist: dist + 1 });
+            if i + 1 < n && j + 1 < m {
+                next.push(Cand { j: j + 1, start, dist: dist + 1 });
+            }
+            let p = next_pos(pos_c, j, m);
+            if p - j <= k - dist {
+                let d = dist + (p - j);
+                if p + 1 >= m {
+                    batch.push(NearMatch { start, end: i + 1, dist: d });
+                } else {
+                    next.push(Cand { j: p + 1, start, dist: d });
+                }
+            }
+        }
+        batch.flush(groups);
+        prune_sorted(&mut next);
+        std::mem::swap(&mut cands, &mut next);
+    }
+    for &Cand { j, start, dist } in &cands {
+        let d = dist + (m - j);
+        if d <= k {
+            batch.push(NearMatch { start, end: n, dist: d });
+        }
+    }
+    batch.flush(groups);
+}
+
+/// Keeps only the candidates not dominated by another: sorted by (j, start, dist), a
+/// candidate survives iff its dist is below that of every earlier one with the same j.
+fn prune_sorted(cands: &mut Vec<Cand>) {
+    cands.sort_unstable();
+    let mut kept = 0usize;
+    let mut cur_j = usize::MAX;
+    let mut min_dist = usize::MAX;
+    for idx in 0..cands.len() {
+        let x = cands[idx];
+        if x.j != cur_j {
+            cur_j = x.j;
+            min_dist = usize::MAX;
+        }
+        if x.dist < min_dist {
+            min_dist = x.dist;
+            cands[kept] = x;
+            kept += 1;
+        }
+    }
+    cands.truncate(kept);
+}
+
+// ---------------------------------------------------------------------------------------------
+// N-gram algorithm
+
+fn ngram_search(sub: &[char], seq: &[char], k: usize, groups: &mut Groups) {
+    ngram_search_with(sub, seq, k, groups, true);
+}
+
+fn ngram_search_with(sub: &[char], seq: &[char], k: usize, groups: &mut Groups, use_memo: bool) {
+    let m = sub.len();
+    let n = seq.len();
+    let g = m / (k + 1);
+    if g == 0 {
+        return;
+    }
+    let mut scores: Vec<usize> = Vec::new();
+    let mut left_text: Vec<char> = Vec::new();
+    let mut a = 0usize;
+    while a + g <= m {
+        let b = a + g;
+        let left_pat: Vec<char> = sub[..a].iter().rev().copied().collect();
+        let right_pat = &sub[b..];
+        let mut right_memo = Memo::default();
+        let mut left_memo = Memo::default();
+        // Window [max(0, a-k), min(n, n-m+b+k)), clamped as upstream's search_exact does.
+        let lo = min(a.saturating_sub(k), n);
+        let hi = min(n, (n + b).saturating_add(k).saturating_sub(m));
+        let hi = max(hi, lo);
+        for_each_occurrence(&sub[a..b], seq, lo, hi, |x| {
+            // seq[x+g : x-a+m+k]; x >= a-k, so the end is non-negative, and >= x+g.
+            let r_lo = x + g;
+            let r_hi = max(r_lo, min(n, (x + m).saturating_add(k) - a));
+            let hit =
+                if use_memo { right_memo.get(seq, r_lo, r_hi, k, Dir::Forward) } else { None };
+            let right = match hit {
+                Some(r) => r,
+                None => {
+                    let e = expand(right_pat, &seq[r_lo..r_hi], k, &mut scores);
+                    right_memo.put(r_lo, r_hi, k, e);
+                    e.result
+                }
+            };
+            let Some((dr, rsize)) = right else {
+                return;
+            };
+            // seq[max(0, x-a-(k-dr)) : x], reversed.
+            let kl = k - dr;
+            let l_lo = x.saturating_sub(a.saturating_add(kl));
+            let hit = if use_memo { left_memo.get(seq, l_lo, x, kl, Dir::Backward) } else { None };
+            let left = match hit {
+                Some(r) => r,
+                None => {
+                    left_text.clear();
+                    left_text.extend(seq[l_lo..x].iter().rev());
+                    let e = expand(&left_pat, &left_text, kl, &mut scores);
+                    left_memo.put(l_lo, x, kl, e);
+                    e.result
+                }
+            };
+            let Some((dl, lsize)) = left else {
+                return;
+            };
+            groups.add_one(NearMatch { start: x - lsize, end: x + g + rsize, dist: dl + dr });
+        });
+        a += g;
+    }
+}
+
+/// Outcome of an expansion: the result, and how much of the text it read. `read` chars were
+/// read; if `stopped`, the loop broke early, so any text with the same first `read` chars gives
+/// the same result; otherwise the whole text was read (`read` = its length).
+#[derive(Clone, Copy)]
+struct Expansion {
+    result: Option<(usize, usize)>,
+    read: usize,
+    stopped: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    /// The text is `seq[lo..hi]`.
+    Forward,
+    /// The text is `seq[lo..hi]` reversed.
+    Backward,
+}
+
+/// Remembers a few recent expansions of one pattern so that repetitive input (the same text
+/// after many n-gram occurrences) is not expanded again. A hit requires the chars the earlier
+/// expansion read to be equal (and, if it read the whole text, equal lengths), so the result
+/// is exactly what a new expansion would give.
+#[derive(Default)]
+struct Memo {
+    /// (lo, hi, kk, outcome)
+    slots: Vec<(usize, usize, usize, Expansion)>,
+    next: usize,
+}
+
+const MEMO_SLOTS: usize = 4;
+
+impl Memo {
+    fn get(
+        &self,
+        seq: &[char],
+        lo: usize,
+        hi: usize,
+        kk: usize,
+        dir: Dir,
+    ) -> Option<Option<(usize, usize)>> {
+        let len = hi - lo;
+        for &(elo, ehi, ekk, e) in &self.slots {
+            let fits = if e.stopped { len >= e.read } else { len == e.read };
+            if ekk != kk || !fits {
+                continue;
+            }
+            let same = match dir {
+                Dir::Forward => seq[lo..lo + e.read] == seq[elo..elo + e.read],
+                Dir::Backward => seq[hi - e.read..hi] == seq[ehi - e.read..ehi],
+            };
+            if same {
+                return Some(e.result);
+            }
+        }
+        None
+    }
+
+    fn put(&mut self, lo: usize, hi: usize, kk: usize, e: Expansion) {
+        if self.slots.len() < MEMO_SLOTS {
+            self.slots.push((lo, hi, kk, e));
+        } else {
+            self.slots[self.next] = (lo, hi, kk, e);
+            self.next = (self.next + 1) % MEMO_SLOTS;
+        }
+    }
+}
+
+/// Best-scoring prefix of `t` for `p`, anchored at `t[0]`: `Some((dist, prefix_len))` if the
+/// best distance is at most `kk`.
+fn expand(p: &[char], t: &[char], kk: usize, scores: &mut Vec<usize>) -> Expansion {
+    if p.len() > max(kk.saturating_mul(2), 10) {
+        expand_long(p, t, kk, scores)
+    } else {
+        expand_short(p, t, kk, scores)
+    }
+}
+
+fn expand_short(p: &[char], t: &[char], kk: usize, scores: &mut Vec<usize>) -> Expansion {
+    let plen = p.len();
+    if plen == 0 {
+        return Expansion { result: Some((0, 0)), read: 0, stopped: true };
+    }
+    scores.clear();
+    scores.extend(1..=plen);
+    let mut best = plen;
+    let mut best_len = 0usize;
+    let mut read = 0usize;
+    let mut stopped = false;
+    for (q, &c) in t.iter().enumerate() {
+        read = q + 1;
+        let mut a = q;
+        let mut cc = q + 1;
+        let mut row_min = usize::MAX;
+        for (s, &pc) in scores.iter_mut().zip(p) {
+            let b = *s;
+            cc = min(min(a + usize::from(c != pc), b + 1), cc + 1);
+            *s = cc;
+            a = b;
+            row_min = min(row_min, cc);
+        }
+        if cc <= best {
+            best = cc;
+            best_len = q + 1;
+        } else if row_min >= best {
+            stopped = true;
+            break;
+        }
+    }
+    Expansion { result: (best <= kk).then_some((best, best_len)), read, stopped }
+}
+
+/// Banded variant. As upstream, cells outside the band keep stale scores, and each row starts
+/// from `a = q`, `c = q + 1` even when the band does not start at 0.
+fn expand_long(p: &[char], t: &[char], kk: usize, scores: &mut Vec<usize>) -> Expansion {
+    let plen = p.len();
+    if plen == 0 {
+        return Expansion { result: Some((0, 0)), read: 0, stopped: true };
+    }
+    scores.clear();
+    scores.extend(1..=plen);
+    let mut best = plen;
+    let mut best_len = 0usize;
+    let mut max_good = kk;
+    let mut band_start = 0usize;
+    // Upstream's "range end" variable (one below the exclusive band end); None stands for -1.
+    let mut band_last: Option<usize> = Some(plen - 1);
+    let mut read = 0usize;
+    let mut stopped = false;
+    for (q, &c) in t.iter().enumerate() {
+        read = q + 1;
+        let st = band_start;
+        let en = match band_last {
+            Some(e) => min(plen, e.saturating_add(1)),
+            None => 0,
+        };
+        let mut a = q;
+        let mut cc = q + 1;
+        let (mut new_start, mut new_last): (Option<usize>, Option<usize>) =
+            if cc <= max_good { (Some(0), Some(0)) } else { (None, None) };
+        for j in st..en {
+            let b = scores[j];
+            cc = min(min(a + usize::from(c != p[j]), b + 1), cc + 1);
+            scores[j] = cc;
+            a = b;
+            if cc <= max_good {
+                if new_start.is_none() {
+                    new_start = Some(j);
+                }
+                let reach = j + 1 + (max_good - cc);
+                new_last = Some(match new_last {
+                    Some(e) => max(e, reach),
+                    None => reach,
+                });
+            }
+        }
+        match new_start {
+            Some(s) => band_start = s,
+            None => {
+                stopped = true;
+                break;
+            }
+        }
+        band_last = new_last;
+        if en == plen && cc <= best {
+            best = cc;
+            best_len = q + 1;
+            if best < max_good {
+                max_good = best;
+            }
+        }
+    }
+    Expansion { result: (best <= kk).then_some((best, best_len)), read, stopped }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chars(s: &str) -> Vec<char> {
+        s.chars().collect()
+    }
+
+    fn fnm(sub: &str, seq: &str, k: usize) -> Vec<(usize, usize, usize)> {
+        find_near_matches(&chars(sub), &chars(seq), k)
+            .into_iter()
+            .map(|x| (x.start, x.end, x.dist))
+            .collect()
+    }
+
+    /// Small deterministic PRNG (xorshift64*).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            if n == 0 {
+                0
+            } else {
+                (self.next() % n as u64) as usize
+            }
+        }
+
+        fn string(&mut self, alphabet: &[char], len: usize) -> Vec<char> {
+            (0..len).map(|_| alphabet[self.below(alphabet.len())]).collect()
+        }
+    }
+
+    /// Literal port of upstream's LP search (no pruning). None if the candidate list grows
+    /// past `cap`.
+    fn lp_reference(sub: &[char], seq: &[char], k: usize, cap: usize) -> Option<Vec<NearMatch>> {
+        let m = sub.len();
+        let n = seq.len();
+        let mut out = Vec::new();
+        let mut first = HashMap::new();
+        for (idx, &c) in sub.iter().enumerate().take(k + 1).collect::<Vec<_>>().into_iter().rev() {
+            first.insert(c, idx);
+        }
+        let mut cands: Vec<(usize, usize, usize)> = Vec::new();
+        for (i, &c) in seq.iter().enumerate() {
+            let mut new = Vec::new();
+            if let Some(&j0) = first.get(&c) {
+                if j0 + 1 == m {
+                    out.push(NearMatch { start: i, end: i + 1, dist: j0 });
+                } else {
+                    new.push((i, j0 + 1, j0));
+                }
+            }
+            for &(s, j, d) in &cands {
+                if sub[j] == c {
+                    if j + 1 == m {
+                        out.push(NearMatch { start: s, end: i + 1, dist: d });
+                    } else {
+                        new.push((s, j + 1, d));
+                    }
+                } else {
+                    if d == k {
+                        continue;
+                    }
+                    new.push((s, j, d + 1));
+                    if i + 1 < n && j + 1 < m {
+                        new.push((s, j + 1, d + 1));
+                    }
+                    for t in 1..=(k - d) {
+                        if j + t == m {
+                            out.push(NearMatch { start: s, end: i + 1, dist: d + t });
+                            break;
+                        } else if sub[j + t] == c {
+                            if j + t + 1 == m {
+                                out.push(NearMatch { start: s, end: i + 1, dist: d + t });
+                            } else {
+                                new.push((s, j + t + 1, d + t));
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+            if new.len() > cap {
+                return None;
+            }
+            cands = new;
+        }
+        for &(s, j, d) in &cands {
+            if d + m - j <= k {
+                out.push(NearMatch { start: s, end: n, dist: d + m - j });
+            }
+        }
+        Some(out)
+    }
+
+    /// Literal port of upstream's group_matches + best-of-group, with our tie rule.
+    fn consolidate_reference(matches: &[NearMatch]) -> Vec<NearMatch> {
+        let mut groups: Vec<(usize, usize, Vec<NearMatch>)> = Vec::new();
+        for &x in matches {
+            let overl: Vec<usize> = (0..groups.len())
+                .filter(|&g| !(x.end <= groups[g].0 || x.start >= groups[g].1))
+                .collect();
+            if overl.is_empty() {
+                groups.push((x.start, x.end, vec![x]));
+            } else if overl.len() == 1 {
+                let g = &mut groups[overl[0]];
+                g.0 = g.0.min(x.start);
+                g.1 = g.1.max(x.end);
+                g.2.push(x);
+            } else {
+                let mut ng = (x.start, x.end, vec![x]);
+                for &g in &overl {
+                    ng.0 = ng.0.min(groups[g].0);
+                    ng.1 = ng.1.max(groups[g].1);
+                    ng.2.extend(groups[g].2.iter().copied());
+                }
+                let mut idx = 0;
+                groups.retain(|_| {
+                    idx += 1;
+                    !overl.contains(&(idx - 1))
+                });
+                groups.push(ng);
+            }
+        }
+        let mut out: Vec<NearMatch> =
+            groups.iter().filter_map(|g| g.2.iter().min_by_key(|x| rank(x)).copied()).collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn exact_overlapping() {
+        assert_eq!(fnm("aa", "aaaa", 0), vec![(0, 2, 0), (1, 3, 0), (2, 4, 0)]);
+        assert_eq!(fnm("aba", "ababa", 0), vec![(0, 3, 0), (2, 5, 0)]);
+        assert_eq!(fnm("x", "abc", 0), vec![]);
+        assert_eq!(fnm("é😀", "aé😀é😀", 0), vec![(1, 3, 0), (3, 5, 0)]);
+    }
+
+    #[test]
+    fn spec_tie_example() {
+        // Upstream answers (0, 5, 1) or (3, 8, 1) depending on PYTHONHASHSEED; both have dist 1
+        // and length 5 in one group. Our rule: the smallest start.
+        assert_eq!(fnm("abab", "a babaabb", 2), vec![(0, 5, 1)]);
+    }
+
+    #[test]
+    fn lp_path() {
+        // len(sub) // (k+1) < 3.
+        assert_eq!(fnm("PATTERN", "---PATERN---", 2), vec![(3, 9, 1)]);
+        assert_eq!(fnm("abc", "xxabcxx", 1), vec![(2, 5, 0)]);
+        assert_eq!(fnm("abc", "xxacxx", 1), vec![(2, 4, 1)]);
+        assert_eq!(fnm("abcd", "zzzz", 1), vec![]);
+    }
+
+    #[test]
+    fn ngram_path() {
+        // 7 // 2 = 3: n-gram algorithm.
+        assert_eq!(fnm("PATTERN", "---PATERN---", 1), vec![(3, 9, 1)]);
+        assert_eq!(fnm("PATTERN", "PATTERN--PATTXRN", 1), vec![(0, 7, 0), (9, 16, 1)]);
+        assert_eq!(fnm("abcdefgh", "xxxxabcdxfghxxx", 1), vec![(4, 12, 1)]);
+    }
+
+    #[test]
+    fn expand_long_path() {
+        // len 30, k = 2: n-grams of 10; expanding right from the first n-gram uses a 20-char
+        // pattern > max(2*2, 10), i.e. the banded expand_long.
+        let sub = "the quick brown fox jumps over";
+        let seq = "xx the quick brwn fox jumps ovr the lazy dog";
+        assert_eq!(fnm(sub, seq, 2), vec![(3, 31, 2)]);
+        assert_eq!(
+            expand_long(&chars("abcdefghijkl"), &chars("abcdefghijkl"), 1, &mut Vec::new()).result,
+            Some((0, 12))
+        );
+        assert_eq!(
+            expand_long(&chars("abcdefghijkl"), &chars("abcdeXfghijkl"), 1, &mut Vec::new()).result,
+            Some((1, 13))
+        );
+        assert_eq!(
+            expand_long(&chars("abcdefghijkl"), &chars("zzzz"), 1, &mut Vec::new()).result,
+            None
+        );
+    }
+
+    #[test]
+    fn degenerate_inputs() {
+        assert_eq!(fnm("", "abc", 0), vec![]);
+        assert_eq!(fnm("", "abc", 3), vec![]);
+        assert_eq!(fnm("", "", 0), vec![]);
+        assert_eq!(fnm("abc", "", 0), vec![]);
+        assert_eq!(fnm("abc", "", 1), vec![]);
+        assert_eq!(fnm("abcdefghi", "", 2), vec![]);
+        assert_eq!(fnm("abcdef", "ab", 1), vec![]);
+        assert_eq!(fnm("abcdef", "ab", 4), vec![(0, 2, 4)]);
+        // k >= len(sub): every empty match, as upstream.
+        assert_eq!(fnm("ab", "xy", 2), vec![(0, 0, 2), (1, 1, 2), (2, 2, 2)]);
+        assert_eq!(fnm("ab", "", 7), vec![(0, 0, 2)]);
+        assert_eq!(fnm("ab", "ab", usize::MAX).len(), 3);
+    }
+
+    /// The pruned LP search and the Groups consolidation against literal ports of upstream,
+    /// including large k where the unpruned candidate list grows fast.
+    #[test]
+    fn lp_pruning_matches_literal_port() {
+        let alphabets: Vec<Vec<char>> =
+            ["ab", "abc", "a", " ab", "abcdefg"].iter().map(|s| s.chars().collect()).collect();
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut compared = 0;
+        for _ in 0..3000 {
+            let alpha = &alphabets[rng.below(alphabets.len())];
+            let m = 1 + rng.below(40);
+            let sub = rng.string(alpha, m);
+            // LP cases only: m // (k+1) < 3.
+            let kmin = m / 3;
+            let k = max(1, kmin + rng.below(m - kmin));
+            if k >= m || m / (k + 1) >= 3 {
+                continue;
+            }
+            let big = rng.below(4) == 0;
+            let n = rng.below(if big { 400 } else { 60 });
+            let seq = rng.string(alpha, n);
+            let Some(raw) = lp_reference(&sub, &seq, k, 5_000) else {
+                continue;
+            };
+            let expected = consolidate_reference(&raw);
+            assert_eq!(find_near_matches(&sub, &seq, k), expected, "{sub:?} {seq:?} {k}");
+            let mut sparse = Groups::default();
+            lp_search_with(&sub, &seq, k, &mut sparse, 0);
+            assert_eq!(sparse.finish(), expected, "sparse: {sub:?} {seq:?} {k}");
+            compared += 1;
+        }
+        assert!(compared > 1000, "{compared}");
+    }
+
+    /// The n-gram search with and without the expansion memo, on repetitive inputs.
+    #[test]
+    fn ngram_memo_is_transparent() {
+        let alphabets: Vec<Vec<char>> =
+            ["a", "ab", "abc", ". a"].iter().map(|s| s.chars().collect()).collect();
+        let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+        for _ in 0..800 {
+            let alpha = &alphabets[rng.below(alphabets.len())];
+            let m = 3 + rng.below(60);
+            let k = 1 + rng.below(max(1, m / 3 - 1));
+            if m / (k + 1) < 3 {
+                continue;
+            }
+            // A short random unit repeated, with a few random changes, around a copy of sub.
+            let unit_len = 1 + rng.below(5);
+            let unit = rng.string(alpha, unit_len);
+            let sub: Vec<char> = if rng.below(2) == 0 {
+                unit.iter().cycle().take(m).copied().collect()
+            } else {
+                rng.string(alpha, m)
+            };
+            let n = rng.below(200);
+            let mut seq: Vec<char> = unit.iter().cycle().take(n).copied().collect();
+            for _ in 0..rng.below(4) {
+                if !seq.is_empty() {
+                    let at = rng.below(seq.len());
+                    seq[at] = alpha[rng.below(alpha.len())];
+                }
+            }
+            if rng.below(2) == 0 {
+                let at = rng.below(seq.len() + 1);
+                seq.splice(at..at, sub.iter().copied());
+            }
+            let mut plain = Groups::default();
+            ngram_search_with(&sub, &seq, k, &mut plain, false);
+            assert_eq!(find_near_matches(&sub, &seq, k), plain.finish(), "{sub:?} {seq:?} {k}");
+        }
+    }
+
+    #[test]
+    fn groups_match_literal_consolidation() {
+        let mut rng = Rng(12345);
+        for _ in 0..3000 {
+            let count = rng.below(30);
+            let ms: Vec<NearMatch> = (0..count)
+                .map(|_| {
+                    let s = rng.below(60);
+                    NearMatch { start: s, end: s + 1 + rng.below(8), dist: rng.below(4) }
+                })
+                .collect();
+            let mut g = Groups::default();
+            for &x in &ms {
+                g.add_one(x);
+            }
+            assert_eq!(g.finish(), consolidate_reference(&ms), "{ms:?}");
+        }
+    }
+
+    #[test]
+    fn golden_cases_against_fuzzysearch() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/search_cases.jsonl");
+        let text = std::fs::read_to_string(path).expect("golden file");
+        let as_matches = |v: &serde_json::Value| -> Vec<(usize, usize, usize)> {
+            v.as_array()
+                .expect("array")
+                .iter()
+                .map(|t| {
+                    let f = |i: usize| t[i].as_u64().expect("int") as usize;
+                    (f(0), f(1), f(2))
+                })
+                .collect()
+        };
+        let (mut total, mut hash_dep, mut ties, mut in_seen, mut literal) = (0, 0, 0, 0, 0);
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let v: serde_json::Value = serde_json::from_str(line).expect("json");
+            let sub = v["sub"].as_str().expect("sub");
+            let seq = v["seq"].as_str().expect("seq");
+            let k = v["k"].as_u64().expect("k") as usize;
+            let got = fnm(sub, seq, k);
+            total += 1;
+            // The literal (unpruned) port used by `lp_pruning_matches_literal_port` must agree
+            // with the library too.
+            let (subc, seqc) = (chars(sub), chars(seq));
+            if k >= 1 && k < subc.len() && subc.len() / (k + 1) < 3 {
+                if let Some(raw) = lp_reference(&subc, &seqc, k, 200_000) {
+                    let lit: Vec<_> = consolidate_reference(&raw)
+                        .into_iter()
+                        .map(|x| (x.start, x.end, x.dist))
+                        .collect();
+                    assert_eq!(lit, got, "literal port: {sub:?} {seq:?} {k}");
+                    literal += 1;
+                }
+            }
+            let tie = v["tie"].as_bool().unwrap_or(false);
+            let hd = v["hash_dependent"].as_bool().unwrap_or(false);
+            if hd {
+                hash_dep += 1;
+                assert!(tie, "hash-dependent without a tie: {line}");
+                let seen: Vec<_> = v["all_results"]
+                    .as_array()
+                    .expect("all_results")
+                    .iter()
+                    .map(as_matches)
+                    .collect();
+                if seen.contains(&got) {
+                    in_seen += 1;
+                }
+            }
+            if tie {
+                ties += 1;
+                assert_eq!(got, as_matches(&v["tie_break"]), "{sub:?} {seq:?} {k}");
+            } else {
+                assert_eq!(got, as_matches(&v["matches"]), "{sub:?} {seq:?} {k}");
+            }
+        }
+        eprintln!(
+            "golden: {total} cases, {ties} with ties, {hash_dep} hash-dependent \
+             ({in_seen} of them answered as one of the seeds did); \
+             {literal} LP cases also checked through the literal port"
+        );
+        assert!(total >= 1000);
+    }
 }

@@ -14,7 +14,9 @@
 //! row (`IndexError`, spec §4.4), a `<![` section html.parser rejects, a decimal character
 //! reference of more than 4,300 digits (`ValueError`), and `"cell": null` (`TypeError`). Pages
 //! whose tables exceed the work limits of `crate::table` (millions of grid slots) also get an
-//! error verdict, where the reference would run for minutes or exhaust memory.
+//! error verdict, where the reference would run for minutes or exhaust memory; so do checks
+//! that would compare more than 2^22 related cells in all (e.g. `top_heading` on every row of a
+//! 100,000-row markdown table, which is quadratic in the reference).
 
 use super::{threshold, Page, Verdict};
 use crate::fuzz::ratio;
@@ -84,6 +86,9 @@ fn floor_half(t: f64) -> f64 {
     }
 }
 
+/// The most related cells one check compares before giving up (see the module docs).
+const MAX_RELATION_WORK: usize = 1 << 22;
+
 fn crashed(e: TableError) -> Verdict {
     let why = match e {
         TableError::IndexError => {
@@ -128,6 +133,7 @@ pub fn check_page(test: &Test, page: &Page) -> Verdict {
         return Verdict::fail("No tables found in the content".into());
     }
     let mut reasons: Vec<String> = Vec::new();
+    let mut work = 0usize;
     for table in markdown.iter().chain(html) {
         let candidates = (0..table.data.cells.len()).filter(|&k| at_least(cell, table.text(k), thr));
         for candidate in candidates {
@@ -140,6 +146,10 @@ pub fn check_page(test: &Test, page: &Page) -> Verdict {
                     Ok(r) => r,
                     Err(e) => return crashed(e),
                 };
+                work += related.len() + 1;
+                if work > MAX_RELATION_WORK {
+                    return crashed(TableError::TooLarge);
+                }
                 if let Some(reason) = relation_failure(test, expected, &related, table) {
                     failed.push(reason);
                 }

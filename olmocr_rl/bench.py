@@ -1,0 +1,660 @@
+"""`olmocr-rl bench`: an olmOCR-bench-compatible benchmark runner.
+
+It reads a bench folder exactly as upstream `olmocr.bench.benchmark` does (spec §1.1, §8):
+
+* tests: every top-level `*.jsonl` (or one `.jsonl` given as the folder: then only the PDFs its
+  tests name are considered); PDFs: `pdfs/**/*.pdf`, keyed by their path relative to `pdfs/`;
+* a `baseline` test `<pdfkey>_baseline` (page 1, defaults) is added for every PDF that has no
+  baseline test, filed under the pseudo-category "baseline"; `skip_baseline` drops all of them;
+* every page 1..N of every PDF (N from `pypdf`) must have a test, unless `force`;
+* candidates: every sub-directory except `pdfs`; a candidate's page files are the `*.md` whose
+  path relative to the candidate folder fully matches `<pdf key without .pdf>_pg<N>_repeat<M>.md`;
+  a test on page P uses those whose basename contains `_pg<P>_`, each one a repeat; files are
+  read as UTF-8 with universal newlines;
+* a test passes when more than half of its repeats pass (`test_avg > 0.5`); the per-type figures
+  are means of `test_avg`; each JSONL file (and "baseline") gets a pass rate and the score is the
+  unweighted mean of those rates;
+* any candidate error (a missing page file, an unreadable file, a test that raises) makes the
+  candidate "FAILED (errors)" with score 0.
+
+Where we differ, on purpose:
+
+* Every (test, md file) pair of a candidate is checked in one batch in Rust, in parallel.
+* A failed candidate still gets every figure computed (`score_ignoring_errors`, per type, per
+  JSONL, with errors counted as failed repeats) next to the reference-compatible status and
+  `score` 0. The reference stops at a PDF without any page file; we list every missing file.
+* The bootstrap CI is deterministic: `random.Random(seed)` (default seed 0). Per group and per
+  resample we draw the group's pass count from Binomial(n, passed/n), which is the distribution
+  of the reference's `np.random.choice(scores, n, replace=True).sum()` over 0/1 scores, and take
+  numpy's default (linear) percentiles. The reference's CI is unseeded and varies run to run.
+* Test types this build cannot check (`table`, `math` until their issues land) are reported as
+  unsupported and left out of every figure; the summary says so (the score is then not
+  comparable with the reference's).
+* Test ids must be unique across files (the reference only checks within a file); every invalid
+  record of every file is listed at once (the reference stops at the first).
+* Page files are taken in sorted order (the reference uses the file system's order), so the
+  first failure explanation of a test is deterministic.
+* A corrupt PDF is an error naming the file (the reference crashes); a PDF that is not readable
+  is skipped by the page-coverage check when `force` is given.
+"""
+
+from __future__ import annotations
+
+import bisect
+import glob
+import json
+import math
+import os
+import random
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from olmocr_rl.suite import BenchSuite, CheckResult, SuiteError, TestInfo
+
+BASELINE_GROUP = "baseline"
+_AUTO_SOURCE = "<auto baseline>"
+# A page file's path relative to its candidate folder: "<pdf key without .pdf>_pg<N>_repeat<M>.md".
+# The suffix is anchored, so the base is unique and matching it equals the reference's per-PDF
+# `^{re.escape(base)}_pg\d+_repeat\d+\.md$`.
+_PAGE_FILE = re.compile(r"^(.*)_pg\d+_repeat\d+\.md$", re.DOTALL)
+
+Progress = Callable[[str], None]
+
+
+class BenchError(ValueError):
+    """A bench folder the benchmark cannot run on; `.errors` lists every problem found."""
+
+    def __init__(self, errors: str | list[str]):
+        self.errors = [errors] if isinstance(errors, str) else list(errors)
+        shown = "\n  ".join(self.errors[:20])
+        more = f"\n  ... and {len(self.errors) - 20} more" if len(self.errors) > 20 else ""
+        super().__init__(shown if len(self.errors) == 1 else f"{len(self.errors)} problems:\n  {shown}{more}")
+
+
+@dataclass
+class Bench:
+    """A loaded bench folder: the tests to score, in the reference's order, and their groups."""
+
+    root: Path
+    jsonl_files: list[Path]
+    pdf_keys: list[str]
+    page_counts: dict[str, int]
+    suite: BenchSuite
+    tests: list[TestInfo]  # every test that is scored or reported (after skip_baseline)
+    group: dict[str, str]  # test id -> JSONL basename or "baseline"
+    unsupported: dict[str, str]  # test type -> reason, for types this build cannot check
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TestOutcome:
+    id: str
+    type: str
+    group: str
+    pdf: str
+    page: Any
+    md_files: list[str]  # relative to the candidate folder, sorted
+    passes: int = 0
+    explanations: list[str] = field(default_factory=list)  # of the failed repeats, in file order
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def repeats(self) -> int:
+        return len(self.md_files)
+
+    @property
+    def avg(self) -> float:
+        return self.passes / self.repeats if self.repeats else 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.avg > 0.5  # majority of repeats, strictly
+
+
+@dataclass
+class CandidateResult:
+    name: str
+    outcomes: list[TestOutcome]
+    errors: list[str]
+    missing: list[str]
+    ci: tuple[float, float]
+    skipped: int  # tests of unsupported types, not scored
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.errors)
+
+    @property
+    def by_jsonl(self) -> dict[str, tuple[int, int]]:
+        out: dict[str, list[int]] = {}
+        for o in self.outcomes:
+            g = out.setdefault(o.group, [0, 0])
+            g[0] += o.passed
+            g[1] += 1
+        return {k: (p, t) for k, (p, t) in out.items()}
+
+    @property
+    def by_type(self) -> dict[str, tuple[float, int]]:
+        sums: dict[str, list[float]] = {}
+        for o in self.outcomes:
+            s = sums.setdefault(o.type, [0.0, 0])
+            s[0] += o.avg
+            s[1] += 1
+        return {k: (s / n, int(n)) for k, (s, n) in sorted(sums.items())}
+
+    @property
+    def score_ignoring_errors(self) -> float:
+        rates = [p / t for p, t in self.by_jsonl.values() if t]
+        return sum(rates) / len(rates) if rates else 0.0
+
+    @property
+    def score(self) -> float:
+        """The reference's headline: 0 for a candidate with any error."""
+        return 0.0 if self.failed else self.score_ignoring_errors
+
+    @property
+    def status(self) -> str:
+        """As the reference prints it."""
+        return "FAILED (errors)" if self.failed else f"{self.score * 100:0.1f}%"
+
+
+@dataclass
+class BenchSummary:
+    bench: Bench
+    candidates: list[CandidateResult]
+    bootstrap_samples: int
+    confidence_level: float
+    seed: int
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading
+
+
+def _pdf_page_count(path: Path) -> int:
+    import logging
+
+    from pypdf import PdfReader
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    return len(PdfReader(path).pages)
+
+
+def _probe_unsupported(suite: BenchSuite, tests: Iterable[TestInfo]) -> dict[str, str]:
+    """Test types whose checks this build lacks (they raise NotImplementedError)."""
+    first: dict[str, str] = {}
+    for t in tests:
+        first.setdefault(t.type, t.id)
+    out = {}
+    for kind, test_id in first.items():
+        try:
+            suite.check(test_id, "")
+        except NotImplementedError as e:
+            out[kind] = str(e)
+        except Exception:  # noqa: BLE001 - an internal error surfaces per test when scoring
+            pass
+    return out
+
+
+def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, force: bool = False) -> Bench:
+    """Loads a bench folder (or one of its `.jsonl` files); raises BenchError on what the
+    reference would refuse to run (no pdfs/, no PDFs, no tests, invalid tests, pages without
+    tests unless `force`), listing every problem."""
+    given = Path(path)
+    if not given.exists():
+        raise BenchError(f"{given}: no such file or directory")
+    single = given.is_file()
+    root = given.parent if single else given
+    pdf_dir = root / "pdfs"
+    if not pdf_dir.is_dir():
+        raise BenchError(f"{root}: no pdfs/ folder (a bench folder holds *.jsonl, pdfs/ and one folder per candidate)")
+    pdf_keys = sorted(
+        os.path.relpath(p, pdf_dir) for p in glob.glob(os.path.join(glob.escape(str(pdf_dir)), "**", "*.pdf"), recursive=True)
+    )
+    if not pdf_keys:
+        raise BenchError(f"{pdf_dir}: no PDF files")
+    # glob.glob, as the reference: hidden files (".x.jsonl") are not tests.
+    top = glob.glob(os.path.join(glob.escape(str(root)), "*.jsonl"))
+    jsonl_files = [given] if single else sorted(Path(p) for p in top if os.path.isfile(p))
+    if not jsonl_files:
+        raise BenchError(f"{root}: no *.jsonl test files at the top level")
+    sources = []
+    for f in jsonl_files:
+        try:
+            sources.append((str(f), f.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as e:
+            raise BenchError(f"{f}: cannot read ({e})") from None
+    try:
+        suite = BenchSuite.from_sources(sources, strict=True)
+    except SuiteError as e:
+        raise BenchError(e.errors) from None
+    if not len(suite):
+        raise BenchError(f"{root}: the test files hold no tests")
+    infos = [suite.info(i) for i in suite.ids]
+    if single:
+        referenced = {t.pdf for t in infos}
+        pdf_keys = [k for k in pdf_keys if k in referenced]
+
+    with_baseline = {t.pdf for t in infos if t.type == "baseline"}
+    auto = [{"id": f"{k}_baseline", "pdf": k, "page": 1, "type": "baseline"} for k in pdf_keys if k not in with_baseline]
+    if auto:
+        text = "\n".join(json.dumps(r, ensure_ascii=False) for r in auto)
+        try:
+            suite = BenchSuite.from_sources([*sources, (_AUTO_SOURCE, text)], strict=True)
+        except SuiteError as e:
+            raise BenchError([m.replace(_AUTO_SOURCE, "auto-added baseline tests") for m in e.errors]) from None
+        infos = [suite.info(i) for i in suite.ids]
+
+    # Page coverage, over every test (baseline ones included), before skip_baseline.
+    covered: set[tuple[str, Any]] = set()
+    for t in infos:
+        try:
+            covered.add((t.pdf, t.page))
+        except TypeError:  # an unhashable page (a JSON list/object) equals no page number
+            pass
+    problems: list[str] = []
+    warnings: list[str] = []
+    page_counts: dict[str, int] = {}
+    for k in pdf_keys:
+        try:
+            page_counts[k] = _pdf_page_count(pdf_dir / k)
+        except Exception as e:  # noqa: BLE001 - pypdf raises many types on a corrupt file
+            (warnings if force else problems).append(f"{pdf_dir / k}: cannot read the PDF ({type(e).__name__}: {e})")
+            continue
+        for page in range(1, page_counts[k] + 1):
+            if (k, page) not in covered:
+                (warnings if force else problems).append(f"no test for {k} page {page} (use --force to run anyway)")
+    if problems:
+        raise BenchError(problems)
+
+    if skip_baseline:
+        infos = [t for t in infos if t.type != "baseline"]
+    group = {t.id: BASELINE_GROUP if t.source == _AUTO_SOURCE else os.path.basename(t.source) for t in infos}
+    return Bench(
+        root=root,
+        jsonl_files=jsonl_files,
+        pdf_keys=pdf_keys,
+        page_counts=page_counts,
+        suite=suite,
+        tests=infos,
+        group=group,
+        unsupported=_probe_unsupported(suite, infos),
+        warnings=warnings,
+    )
+
+
+def find_candidates(bench: Bench, names: Sequence[str] | None = None) -> list[Path]:
+    """Candidate folders: every sub-directory of the bench folder except `pdfs` (sorted), or
+    the ones named."""
+    available = sorted(e.name for e in os.scandir(bench.root) if e.is_dir() and e.name != "pdfs")
+    if names:
+        unknown = [n for n in names if n not in available]
+        if unknown:
+            raise BenchError(f"no candidate folder {unknown[0]!r} in {bench.root} (found: {', '.join(available) or 'none'})")
+        available = [n for n in available if n in set(names)]
+    if not available:
+        raise BenchError(f"{bench.root}: no candidate folders (sub-directories besides pdfs/)")
+    return [bench.root / n for n in available]
+
+
+# ----------------------------------------------------------------------------------------------
+# Scoring
+
+
+def _page_files(folder: Path, pdf_keys: Sequence[str]) -> dict[str, list[str]]:
+    base_to_pdf = {os.path.splitext(k)[0]: k for k in pdf_keys}
+    out: dict[str, list[str]] = {k: [] for k in pdf_keys}
+    for f in glob.glob(os.path.join(glob.escape(str(folder)), "**", "*.md"), recursive=True):
+        rel = os.path.relpath(f, folder)
+        m = _PAGE_FILE.match(rel)
+        if m and m.group(1) in base_to_pdf:
+            out[base_to_pdf[m.group(1)]].append(rel)
+    for files in out.values():
+        files.sort()
+    return out
+
+
+def _read_page(path: Path) -> str:
+    with open(path, encoding="utf-8") as f:  # universal newlines, as the reference reads
+        return f.read()
+
+
+def _run_checks(suite: BenchSuite, pages: list[tuple[str, list[str]]]) -> list[list[CheckResult]]:
+    """All checks in one batch; if the core fails on the batch (an internal error), retry page by
+    page and test by test so that only the offending checks become errors."""
+    try:
+        return suite.check_batch(pages)
+    except (RuntimeError, NotImplementedError):
+        pass
+    out = []
+    for text, ids in pages:
+        try:
+            out.extend(suite.check_batch([(text, ids)]))
+            continue
+        except (RuntimeError, NotImplementedError):
+            pass
+        row = []
+        for test_id in ids:
+            try:
+                row.append(suite.check(test_id, text))
+            except (RuntimeError, NotImplementedError) as e:
+                row.append(CheckResult(False, f"error: {type(e).__name__}: {e}", True))
+        out.append(row)
+    return out
+
+
+def evaluate_candidate(bench: Bench, folder: Path, *, progress: Progress | None = None) -> tuple[CandidateResult, list[dict]]:
+    """Scores one candidate folder. Returns the result and the details rows, one per
+    (test, md file), plus one per test without page files."""
+    name = folder.name
+    files = _page_files(folder, bench.pdf_keys)
+    errors: list[str] = []
+    missing: list[str] = []
+    for k in bench.pdf_keys:
+        if not files[k]:
+            missing.append(f"{k}: no page files (expected {os.path.splitext(k)[0]}_pg<N>_repeat<M>.md)")
+    page_re: dict[str, Optional[re.Pattern[str]]] = {}
+    outcomes: list[TestOutcome] = []
+    skipped: list[TestInfo] = []
+    by_file: dict[str, list[TestOutcome]] = {}
+    missing_pages: set[tuple[str, str]] = set()
+    for t in bench.tests:
+        if t.type in bench.unsupported:
+            skipped.append(t)
+            continue
+        page_text = f"{t.page}"
+        if page_text not in page_re:
+            try:
+                page_re[page_text] = re.compile(rf"_pg{page_text}_")
+            except re.error:
+                page_re[page_text] = None
+        pattern = page_re[page_text]
+        pdf_files = files.get(t.pdf, [])
+        md = [f for f in pdf_files if pattern is not None and pattern.search(os.path.basename(f))]
+        o = TestOutcome(t.id, t.type, bench.group[t.id], t.pdf, t.page, md)
+        outcomes.append(o)
+        if t.pdf not in files:
+            o.errors.append(f"test {t.id}: its PDF {t.pdf!r} is not in pdfs/")
+            o.explanations.append("Missing MD files")
+        elif not md:
+            if pdf_files:
+                base = os.path.splitext(t.pdf)[0]
+                if (t.pdf, page_text) not in missing_pages:
+                    missing_pages.add((t.pdf, page_text))
+                    missing.append(f"{t.pdf} page {page_text}: no page files (expected {base}_pg{page_text}_repeat<M>.md)")
+            o.explanations.append("Missing MD files")
+        for f in md:
+            by_file.setdefault(f, []).append(o)
+
+    if progress:
+        progress(f"{name}: reading {len(by_file)} page files")
+    texts: dict[str, str] = {}
+    read_errors: dict[str, str] = {}
+    for f in by_file:
+        try:
+            texts[f] = _read_page(folder / f)
+        except (OSError, UnicodeDecodeError) as e:
+            read_errors[f] = f"cannot read {folder / f}: {e}"
+            errors.append(read_errors[f])
+    batch = [(f, texts[f], [o.id for o in by_file[f]]) for f in by_file if f in texts]
+    if progress:
+        progress(f"{name}: checking {sum(len(b[2]) for b in batch)} (test, page file) pairs")
+    results = _run_checks(bench.suite, [(text, ids) for _, text, ids in batch])
+    verdict: dict[tuple[str, str], CheckResult] = {}
+    for (f, _, ids), rows in zip(batch, results):
+        for test_id, r in zip(ids, rows):
+            verdict[(test_id, f)] = r
+
+    details: list[dict] = []
+    for o in outcomes:
+        if not o.md_files:
+            details.append(_detail(name, o, None, False, "Missing MD files"))
+        for f in o.md_files:
+            if f in read_errors:
+                o.errors.append(read_errors[f])
+                details.append(_detail(name, o, f, False, f"error: {read_errors[f]}", error=True))
+                continue
+            r = verdict[(o.id, f)]
+            if r.passed:
+                o.passes += 1
+            else:
+                o.explanations.append(r.explanation)
+            if r.error:
+                why = r.explanation[7:] if r.explanation.startswith("error: ") else r.explanation
+                o.errors.append(f"error running test {o.id} on {folder / f}: {why}")
+            details.append(_detail(name, o, f, r.passed, r.explanation, error=r.error))
+    for t in skipped:
+        details.append(
+            {"candidate": name, "id": t.id, "type": t.type, "jsonl": bench.group[t.id], "md": None, "passed": None,
+             "explanation": f"not checked: {bench.unsupported[t.type]}"}
+        )
+    errors.extend(m for m in missing)
+    errors.extend(e for o in outcomes for e in o.errors if not e.startswith("cannot read "))
+    result = CandidateResult(name, outcomes, errors, missing, (0.0, 0.0), len(skipped))
+    return result, details
+
+
+def _detail(candidate: str, o: TestOutcome, md: str | None, passed: bool, explanation: str, *, error: bool = False) -> dict:
+    row = {"candidate": candidate, "id": o.id, "type": o.type, "jsonl": o.group, "md": md, "passed": passed,
+           "explanation": explanation}
+    if error:
+        row["error"] = True
+    return row
+
+
+# ----------------------------------------------------------------------------------------------
+# Confidence interval
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """numpy.percentile(values, q) with the default linear method."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("percentile of no values")
+    pos = (len(xs) - 1) * (q / 100.0)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    t = pos - lo
+    a, b = xs[lo], xs[hi]
+    diff = b - a
+    # numpy's _lerp: a + diff*t, computed from the upper end when t >= 0.5
+    return b - diff * (1 - t) if t >= 0.5 else a + diff * t
+
+
+def _binomial_cdf(n: int, k: int) -> list[float]:
+    """Cumulative Binomial(n, k/n) probabilities of 0..n successes."""
+    p = k / n
+    logs = [
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p) + (n - i) * math.log1p(-p)
+        for i in range(n + 1)
+    ]
+    top = max(logs)
+    acc, cdf = 0.0, []
+    for v in logs:
+        acc += math.exp(v - top)
+        cdf.append(acc)
+    return [c / acc for c in cdf]
+
+
+def bootstrap_ci(groups: Sequence[Sequence[float]], *, samples: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Bootstrap CI of the mean of group means over 0/1 scores, resampling within each group
+    (the reference's `calculate_bootstrap_ci` with splits), seeded. Each resampled group's pass
+    count is drawn from Binomial(n, passed/n), the law of a with-replacement resample's sum."""
+    groups = [g for g in groups if len(g)]
+    if not groups or samples <= 0:
+        return (0.0, 0.0)
+    rng = random.Random(seed)
+    # Per group: its size and the cumulative Binomial(n, passed/n) law (None: constant group).
+    laws: list[tuple[int, float, Optional[list[float]]]] = []
+    for g in groups:
+        n, k = len(g), int(sum(g))
+        laws.append((n, k / n, None if k in (0, n) else _binomial_cdf(n, k)))
+
+    def resample() -> float:
+        total = 0.0
+        for n, rate, cdf in laws:
+            total += rate if cdf is None else min(bisect.bisect_right(cdf, rng.random()), n) / n
+        return total / len(laws)
+
+    means = [resample() for _ in range(samples)]
+    alpha = (1 - level) / 2
+    return (percentile(means, alpha * 100), percentile(means, (1 - alpha) * 100))
+
+
+# ----------------------------------------------------------------------------------------------
+# Whole run
+
+
+def run_bench(
+    path: str | os.PathLike[str],
+    candidates: Sequence[str] | None = None,
+    *,
+    skip_baseline: bool = False,
+    force: bool = False,
+    details: str | os.PathLike[str] | None = None,
+    threads: int | None = None,
+    bootstrap_samples: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> BenchSummary:
+    """Runs the benchmark on a bench folder; see the module docstring."""
+    if threads is not None and threads > 0:
+        os.environ["OLMOCR_RL_THREADS"] = str(threads)  # read by the Rust pool on each batch
+    bench = load_bench(path, skip_baseline=skip_baseline, force=force)
+    folders = find_candidates(bench, candidates)
+    out = []
+    sink = open(details, "w", encoding="utf-8") if details else None  # noqa: SIM115
+    try:
+        for folder in folders:
+            result, rows = evaluate_candidate(bench, folder, progress=progress)
+            groups: dict[str, list[float]] = {}
+            for o in result.outcomes:
+                groups.setdefault(o.group, []).append(1.0 if o.passed else 0.0)
+            result.ci = bootstrap_ci(list(groups.values()), samples=bootstrap_samples, level=confidence_level, seed=seed)
+            out.append(result)
+            if sink:
+                for row in rows:
+                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+    finally:
+        if sink:
+            sink.close()
+    return BenchSummary(bench, out, bootstrap_samples, confidence_level, seed)
+
+
+def summary_dict(summary: BenchSummary) -> dict:
+    """The summary as plain JSON data (what `--json` prints)."""
+    b = summary.bench
+    counts: dict[str, int] = {}
+    for t in b.tests:
+        counts[t.type] = counts.get(t.type, 0) + 1
+    cands = []
+    for c in summary.candidates:
+        cands.append(
+            {
+                "name": c.name,
+                "status": "failed" if c.failed else "ok",
+                "reference_status": c.status,
+                "score": c.score,
+                "score_ignoring_errors": c.score_ignoring_errors,
+                "ci": list(c.ci),
+                "ci_half_width": (c.ci[1] - c.ci[0]) / 2,
+                "tests": len(c.outcomes),
+                "unsupported_tests": c.skipped,
+                "by_type": {k: {"score": s, "tests": n} for k, (s, n) in c.by_type.items()},
+                "by_jsonl": {k: {"passed": p, "total": t, "rate": p / t} for k, (p, t) in sorted(c.by_jsonl.items())},
+                "missing": c.missing,
+                "errors": c.errors,
+                "failed_tests": [
+                    {"id": o.id, "pdf": o.pdf, "page": o.page, "passes": o.passes, "repeats": o.repeats,
+                     "passed": o.passed, "explanation": o.explanations[0] if o.explanations else None}
+                    for o in c.outcomes if o.avg < 1.0
+                ],
+            }
+        )
+    return {
+        "bench": str(b.root),
+        "jsonl_files": [f.name for f in b.jsonl_files],
+        "pdfs": len(b.pdf_keys),
+        "tests": len(b.tests),
+        "tests_by_type": dict(sorted(counts.items())),
+        "unsupported": {k: {"tests": counts.get(k, 0), "reason": v} for k, v in sorted(b.unsupported.items())},
+        "warnings": b.warnings,
+        "ci": {"level": summary.confidence_level, "samples": summary.bootstrap_samples, "seed": summary.seed},
+        "candidates": cands,
+    }
+
+
+def print_summary(summary: BenchSummary, console: Any = None, *, show_failures: bool = False) -> None:
+    """Human-readable report (rich tables), like the reference's final summary."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    b = summary.bench
+    for w in b.warnings:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+    if b.unsupported:
+        n = sum(1 for t in b.tests if t.type in b.unsupported)
+        kinds = ", ".join(sorted(b.unsupported))
+        console.print(
+            f"[yellow]note:[/] {n} tests of type {kinds} are not supported by this version of olmocr-rl; they are "
+            "left out of every score below, so the scores are not comparable with the reference's.",
+            highlight=False,
+        )
+    pct = f"{summary.confidence_level * 100:g}%"
+    table = Table(title=f"olmOCR-bench: {b.root}", title_justify="left")
+    for col, justify in (("candidate", "left"), ("score", "right"), (f"± ({pct} CI)", "right"), ("tests", "right")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for c in summary.candidates:
+        half = f"{(c.ci[1] - c.ci[0]) / 2 * 100:0.1f}%"
+        if c.failed:
+            score = f"[red]FAILED (errors)[/] [dim]{c.score_ignoring_errors * 100:0.1f}% ignoring errors[/]"
+        else:
+            score = c.status
+        table.add_row(c.name, score, "" if c.failed else half, str(len(c.outcomes)))
+    console.print(table)
+
+    breakdown = Table(title="pass rate by JSONL file (tests passed) and by test type (mean over repeats)", title_justify="left")
+    breakdown.add_column("")
+    for c in summary.candidates:
+        breakdown.add_column(c.name, justify="right")
+    for g in sorted({g for c in summary.candidates for g in c.by_jsonl}):
+        cells = []
+        for c in summary.candidates:
+            p, t = c.by_jsonl.get(g, (0, 0))
+            cells.append(f"{p / t * 100:0.1f}% ({p}/{t})" if t else "")
+        breakdown.add_row(g, *cells)
+    breakdown.add_section()
+    for kind in sorted({t for c in summary.candidates for t in c.by_type}):
+        cells = []
+        for c in summary.candidates:
+            s, n = c.by_type.get(kind, (0.0, 0))
+            cells.append(f"{s * 100:0.1f}% (n={n})" if n else "")
+        breakdown.add_row(f"[dim]type[/] {kind}", *cells)
+    console.print(breakdown)
+    console.print(
+        "score: the mean of the per-JSONL pass rates (a test passes when most of its repeats pass). "
+        "FAILED (errors): the candidate has errors (listed below) and the reference scores it 0.",
+        style="dim",
+        highlight=False,
+    )
+    for c in summary.candidates:
+        if c.errors:
+            console.print(f"[red]{c.name}: {len(c.errors)} error(s)[/]", highlight=False)
+            for e in c.errors[:20]:
+                console.print(f"  {e}", highlight=False, markup=False)
+            if len(c.errors) > 20:
+                console.print(f"  ... and {len(c.errors) - 20} more (see --json)", highlight=False)
+        if show_failures:
+            for o in c.outcomes:
+                if o.avg < 1.0:
+                    ex = o.explanations[0] if o.explanations else ""
+                    console.print(
+                        f"  [FAIL] {c.name}: {o.id} ({o.pdf} page {o.page}) {o.passes}/{o.repeats} repeats passed. {ex}",
+                        highlight=False,
+                        markup=False,
+                    )

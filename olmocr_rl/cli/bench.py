@@ -1,0 +1,75 @@
+"""`olmocr-rl bench`: score candidate outputs in an olmOCR-bench folder, as the reference does."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from olmocr_rl.cli import app
+
+
+@app.command()
+def bench(
+    bench_dir: Annotated[Path, typer.Argument(help="A bench folder (*.jsonl, pdfs/, one folder per candidate), or one of its .jsonl files.")],
+    candidate: Annotated[
+        Optional[list[str]], typer.Option("--candidate", "-c", help="Evaluate only this candidate folder (repeatable).")
+    ] = None,
+    details: Annotated[
+        Optional[Path], typer.Option(help="Write one JSON line per (test, md file): id, type, jsonl, md, passed, explanation.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    skip_baseline: Annotated[bool, typer.Option("--skip-baseline", "--skip_baseline", help="Drop every baseline test, the auto-added ones included.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Run even if some PDF pages have no test (missing page files still fail a candidate).")] = False,
+    workers: Annotated[Optional[int], typer.Option(min=1, help="Threads for the checks (default: all cores; env OLMOCR_RL_THREADS).")] = None,
+    bootstrap_samples: Annotated[int, typer.Option("--bootstrap-samples", "--bootstrap_samples", min=0, help="Bootstrap resamples for the confidence interval.")] = 1000,
+    confidence_level: Annotated[float, typer.Option("--confidence-level", "--confidence_level", min=0.0, max=1.0, help="Confidence level of the interval.")] = 0.95,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap (the reference's CI is unseeded).")] = 0,
+    show_failures: Annotated[bool, typer.Option("--show-failures", help="List every test that failed on some repeat.")] = False,
+) -> None:
+    """Run olmOCR-bench on every candidate folder: majority over repeats, per-JSONL pass rates,
+    their mean as the score, a bootstrap CI; a candidate with any error is FAILED as upstream."""
+    from rich.console import Console
+
+    from olmocr_rl.bench import BenchError, print_summary, run_bench, summary_dict
+
+    err = Console(stderr=True)
+    show_progress = err.is_terminal and not os.environ.get("CI")
+    status = err.status("loading the bench folder") if show_progress else None
+
+    def progress(msg: str) -> None:
+        if status is not None:
+            status.update(msg)
+
+    try:
+        if status is not None:
+            status.start()
+        summary = run_bench(
+            bench_dir,
+            candidate,
+            skip_baseline=skip_baseline,
+            force=force,
+            details=details,
+            threads=workers,
+            bootstrap_samples=bootstrap_samples,
+            confidence_level=confidence_level,
+            seed=seed,
+            progress=progress,
+        )
+    except BenchError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+    except OSError as e:  # e.g. the details file cannot be written
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        if status is not None:
+            status.stop()
+    if as_json:
+        sys.stdout.write(json.dumps(summary_dict(summary), ensure_ascii=False, indent=2) + "\n")
+    else:
+        print_summary(summary, Console(), show_failures=show_failures)

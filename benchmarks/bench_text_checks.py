@@ -142,8 +142,17 @@ def main() -> None:
                 mismatches += suite.check(t["id"], p).passed != ref[t["id"]].run(p)[0]
             line += f" {theirs * 1e6:9.1f} µs {theirs / ours:7.0f}x {theirs / ours_batch:11.0f}x"
         print(line)
+    # The reward path: every test of a page in one call (the page is normalized once).
+    page_calls = [(pages[i], [t["id"] for t in ts]) for i, ts in enumerate(tests)]
+    ours_page = timed(lambda: [suite.check_batch([pc]) for pc in page_calls]) / len(pairs)
+    line = f"{'all/page':10} {len(pairs):5} {'':>14} {ours_page * 1e6:9.1f} µs"
     if ref is not None:
+        theirs = timed(lambda: [ref[t["id"]].run(p) for t, p in pairs]) / len(pairs)
+        line += f" {theirs * 1e6:9.1f} µs {'':>8} {theirs / ours_page:11.0f}x"
+        print(line)
         print(f"verdict mismatches vs reference: {mismatches}")
+    else:
+        print(line)
 
 
 if __name__ == "__main__":

@@ -187,16 +187,19 @@ impl Suite {
             pages.into_iter().map(|(t, ids)| (lossless_or_replaced(&t), ids)).collect();
         let out = py.detach(|| {
             guard(|| {
-                score::pool(None).install(|| pages
-                    .par_iter()
-                    .map(|(text_, ids)| {
-                        let raw = text::chars(text_);
-                        let page = Page::new(&raw);
-                        ids.iter()
-                            .map(|id| self.run_one(id, &page).map(verdict_row))
-                            .collect::<Result<Vec<_>, _>>()
-                    })
-                    .collect::<Result<Vec<_>, _>>())
+                let one = |(text_, ids): &(String, Vec<String>)| {
+                    let raw = text::chars(text_);
+                    let page = Page::new(&raw);
+                    ids.iter()
+                        .map(|id| self.run_one(id, &page).map(verdict_row))
+                        .collect::<Result<Vec<_>, _>>()
+                };
+                if pages.len() <= 1 {
+                    // Handing one page to the pool costs more than it saves.
+                    pages.iter().map(one).collect::<Result<Vec<_>, _>>()
+                } else {
+                    score::pool(None).install(|| pages.par_iter().map(one).collect())
+                }
             })
         })?;
         Ok(out?)

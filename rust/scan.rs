@@ -40,6 +40,9 @@ pub fn findall_tag(
     close: impl Fn(usize) -> Option<usize>,
 ) -> Vec<Vec<char>> {
     let n = s.len();
+    if !s.contains(&'<') {
+        return Vec::new();
+    }
     let next_gt = next_table(n, |i| s[i] == '>');
     let close_len: Vec<Option<usize>> = (0..n).map(&close).collect();
     let next_close = next_table(n, |i| close_len[i].is_some());
@@ -68,6 +71,9 @@ pub fn findall_tag(
 pub fn findall_delimited(s: &[char], delim: &[char]) -> Vec<Vec<char>> {
     let n = s.len();
     let w = delim.len();
+    if delim.first().is_some_and(|d| !s.contains(d)) {
+        return Vec::new();
+    }
     let next = next_table(n, |i| at(s, i, delim));
     let mut out = Vec::new();
     let mut p = 0;

@@ -88,6 +88,9 @@ pub fn score_pages(
     pages: &[(String, Vec<String>)],
     threads: Option<usize>,
 ) -> Vec<Result<PageScore, ScoreError>> {
+    if pages.len() <= 1 {
+        return pages.iter().map(|(t, ids)| score_page(suite, t, ids)).collect();
+    }
     pool(threads).install(|| pages.par_iter().map(|(t, ids)| score_page(suite, t, ids)).collect())
 }
 

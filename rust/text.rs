@@ -128,6 +128,11 @@ pub fn nfc(s: &[char]) -> Vec<char> {
     if s.iter().all(|&c| (c as u32) < 0x300) {
         return s.to_vec();
     }
+    // Already NFC under the crate's (newer) Unicode is already NFC under Unicode 14: composition
+    // pairs and decompositions of assigned characters never change.
+    if unicode_normalization::is_nfc_quick(s.iter().copied()) == unicode_normalization::IsNormalized::Yes {
+        return s.to_vec();
+    }
     let mut out = Vec::with_capacity(s.len());
     let mut chunk_start = 0;
     for (i, &c) in s.iter().enumerate() {
@@ -164,35 +169,45 @@ fn starts_with_at(s: &[char], p: usize, pat: &[char]) -> bool {
 /// `re.sub(r"(D)(.*?)\1", r"\2", s)` for a delimiter `D` of one or two equal characters `d`:
 /// from an opening delimiter the match ends at the nearest later delimiter on the same line.
 fn strip_delimited(s: &[char], d: char, width: usize) -> Vec<char> {
-    let n = s.len();
-    let is_delim = |p: usize| p + width <= n && s[p..p + width].iter().all(|&c| c == d);
-    // next_close[p]: the smallest q >= p where a delimiter starts, stopping at a newline
-    // (usize::MAX when a '\n' or the end comes first).
-    let mut next_close = vec![usize::MAX; n + 1];
-    for p in (0..n).rev() {
-        next_close[p] = if s[p] == '\n' {
-            usize::MAX
-        } else if is_delim(p) {
-            p
-        } else {
-            next_close[p + 1]
-        };
-    }
-    let mut out = Vec::with_capacity(n);
+    let mut out = Vec::with_capacity(s.len());
+    let mut dead_until = 0; // no opening before this index can find its close
     let mut p = 0;
-    while p < n {
-        if is_delim(p) && p + width <= n {
-            let q = next_close[p + width];
-            if q != usize::MAX {
-                out.extend_from_slice(&s[p + width..q]);
-                p = q + width;
-                continue;
+    while p < s.len() {
+        if p >= dead_until && delim_at(s, p, d, width) {
+            match find_close(s, p + width, d, width) {
+                Ok(q) => {
+                    out.extend_from_slice(&s[p + width..q]);
+                    p = q + width;
+                    continue;
+                }
+                // No delimiter before the end of the line: no opening before it can match
+                // either (its close would have been this one's).
+                Err(eol) => dead_until = eol,
             }
         }
         out.push(s[p]);
         p += 1;
     }
     out
+}
+
+fn delim_at(s: &[char], p: usize, d: char, width: usize) -> bool {
+    p + width <= s.len() && s[p..p + width].iter().all(|&c| c == d)
+}
+
+/// The first `q >= from` where the delimiter starts, or `Err(end of line)`.
+fn find_close(s: &[char], from: usize, d: char, width: usize) -> Result<usize, usize> {
+    let mut q = from;
+    while q < s.len() {
+        if s[q] == '\n' {
+            return Err(q);
+        }
+        if delim_at(s, q, d, width) {
+            return Ok(q);
+        }
+        q += 1;
+    }
+    Err(s.len())
 }
 
 /// Removes every exact occurrence of each pattern, or replaces it with `with`.
@@ -239,15 +254,32 @@ pub fn normalize(s: &[char]) -> Vec<char> {
     const BR_SLASH: &[char] = &['<', 'b', 'r', '/', '>'];
     const B_TAGS: &[&[char]] = &[&['<', 'b', '>'], &['<', '/', 'b', '>']];
     const I_TAGS: &[&[char]] = &[&['<', 'i', '>'], &['<', '/', 'i', '>']];
-    let s = replace_literals(s, &[BR, BR_SLASH], Some(' '));
-    let s = strip_delimited(&s, '*', 2);
-    let s = strip_delimited(&s, '_', 2);
-    let s = replace_literals(&s, B_TAGS, None);
-    let s = replace_literals(&s, I_TAGS, None);
+    // Each step only changes text holding its trigger characters ('<', '*', '_'); skipping the
+    // steps that cannot apply keeps plain prose to two linear passes.
+    let (mut lt, mut star, mut under) = (false, false, false);
+    for &c in s {
+        lt |= c == '<';
+        star |= c == '*';
+        under |= c == '_';
+    }
+    let mut s = if lt { replace_literals(s, &[BR, BR_SLASH], Some(' ')) } else { s.to_vec() };
+    if star {
+        s = strip_delimited(&s, '*', 2);
+    }
+    if under {
+        s = strip_delimited(&s, '_', 2);
+    }
+    if lt {
+        s = replace_literals(&s, B_TAGS, None);
+        s = replace_literals(&s, I_TAGS, None);
+    }
     // `(\*\*|__)(.*?)\1` then `(\*|_)(.*?)\1`: at any position only one alternative can start,
     // and the two delimiter characters never interact, so each is one left-to-right scan.
-    let s = strip_mixed(&s, 2);
-    let s = strip_mixed(&s, 1);
+    // (Tag removal can join two '*' into "**", so these run whenever either character occurs.)
+    if star || under {
+        s = strip_mixed(&s, 2);
+        s = strip_mixed(&s, 1);
+    }
     let s = collapse_ws(&s);
     let mut s = nfc(&s);
     for c in s.iter_mut() {
@@ -265,39 +297,27 @@ pub fn normalize(s: &[char]) -> Vec<char> {
 
 /// One scan of `(\*{w}|_{w})(.*?)\1`: the two delimiters interleave in one left-to-right pass.
 fn strip_mixed(s: &[char], width: usize) -> Vec<char> {
-    let n = s.len();
-    let delim_at = |p: usize, d: char| p + width <= n && s[p..p + width].iter().all(|&c| c == d);
-    let next_table = |d: char| {
-        let mut next = vec![usize::MAX; n + 1];
-        for p in (0..n).rev() {
-            next[p] = if s[p] == '\n' {
-                usize::MAX
-            } else if delim_at(p, d) {
-                p
-            } else {
-                next[p + 1]
-            };
-        }
-        next
-    };
-    let next_star = next_table('*');
-    let next_under = next_table('_');
-    let mut out = Vec::with_capacity(n);
+    let mut out = Vec::with_capacity(s.len());
+    let (mut star_dead, mut under_dead) = (0, 0);
     let mut p = 0;
-    while p < n {
-        let table = if delim_at(p, '*') {
-            Some(&next_star)
-        } else if delim_at(p, '_') {
-            Some(&next_under)
-        } else {
-            None
-        };
-        if let Some(next) = table {
-            let q = next[p + width];
-            if q != usize::MAX {
-                out.extend_from_slice(&s[p + width..q]);
-                p = q + width;
+    while p < s.len() {
+        let (d, dead) = match s[p] {
+            '*' => ('*', &mut star_dead),
+            '_' => ('_', &mut under_dead),
+            _ => {
+                out.push(s[p]);
+                p += 1;
                 continue;
+            }
+        };
+        if p >= *dead && delim_at(s, p, d, width) {
+            match find_close(s, p + width, d, width) {
+                Ok(q) => {
+                    out.extend_from_slice(&s[p + width..q]);
+                    p = q + width;
+                    continue;
+                }
+                Err(eol) => *dead = eol,
             }
         }
         out.push(s[p]);

@@ -107,11 +107,12 @@ pub fn occurrences(s: &[char], marker: &[char]) -> Vec<(usize, usize)> {
         }
     }
     // <sup[^>]*>M</sup> with IGNORECASE (the marker folds too).
-    let next_gt = next_table(n, |i| s[i] == '>');
+    let has_tag = s.contains(&'<');
+    let next_gt = if has_tag { next_table(n, |i| s[i] == '>') } else { Vec::new() };
     let marker_at = |q: usize| {
         q + marker.len() <= n && s[q..q + marker.len()].iter().zip(marker).all(|(&c, &m)| re_ignorecase_eq(c, m))
     };
-    let mut p = 0;
+    let mut p = if has_tag { 0 } else { n };
     while p < n {
         if ci_at(s, p, "<sup") {
             let gt = next_gt[p + 4];

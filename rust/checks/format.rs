@@ -106,6 +106,9 @@ pub fn fragments(s: &[char], format: Format) -> Vec<Vec<char>> {
 /// `.+?` can start on a non-newline character; the group then runs to the end of that line.
 fn markdown_headings(s: &[char]) -> Vec<Vec<char>> {
     let n = s.len();
+    if !s.contains(&'#') {
+        return Vec::new();
+    }
     let next_nl = next_table(n, |i| s[i] == '\n');
     let mut out = Vec::new();
     let mut p = 0;
@@ -135,6 +138,9 @@ fn markdown_headings(s: &[char]) -> Vec<Vec<char>> {
 /// isolated delimiters (not next to another copy of it).
 fn lone_delimited(s: &[char], d: char) -> Vec<Vec<char>> {
     let n = s.len();
+    if !s.contains(&d) {
+        return Vec::new();
+    }
     let isolated = |i: usize| {
         s[i] == d && (i == 0 || s[i - 1] != d) && s.get(i + 1) != Some(&d)
     };

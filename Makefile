@@ -22,6 +22,7 @@ build: setup
 demo: build
 	$(VENV)/bin/olmocr-rl validate bench_fixtures
 	$(VENV)/bin/olmocr-rl check bench_fixtures bench_fixtures/demo_model/sample_paper_pg1_repeat1.md --pdf sample_paper.pdf
+	$(VENV)/bin/olmocr-rl bench bench_fixtures
 
 test-rust:
 	cargo test --locked --release
@@ -37,6 +38,8 @@ lint: setup
 
 bench: build
 	$(PY) benchmarks/bench_text_checks.py
+	$(PY) benchmarks/bench_tables.py
+	$(PY) benchmarks/bench_reward.py
 
 # Regenerate golden verdicts with the upstream reference (dev machines only; see tests/golden/README.md).
 golden:

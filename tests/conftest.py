@@ -3,6 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from olmocr_rl import BenchSuite
+
 GOLDEN = Path(__file__).parent / "golden"
 
 
@@ -14,3 +16,28 @@ def read_jsonl(path: Path) -> list[dict]:
 @pytest.fixture(scope="session")
 def text_cases() -> list[dict]:
     return read_jsonl(GOLDEN / "text_cases.jsonl")
+
+
+def golden_disagreement(case: dict) -> str | None:
+    """How our result on one golden case differs from the reference's, or None if it agrees:
+    load-time acceptance, verdict, error-ness and (when the reference does not raise) the exact
+    explanation. Nondeterministic reference cases only need to load and run."""
+    # Duplicate-key cases carry the record verbatim (the reference's JSON reader keeps the last).
+    record = case.get("raw_test") or json.dumps(case["test"], ensure_ascii=False)
+    suite = BenchSuite.from_jsonl(record, "case.jsonl", strict=False)
+    if "load_error" in case:
+        return f"reference rejects at load ({case['load_error']}), we accept" if len(suite) else None
+    if not len(suite):
+        return f"reference accepts, we reject: {suite.errors}"
+    (test_id,) = suite.ids
+    got = suite.check(test_id, case["text"])
+    if case.get("nondeterministic"):
+        return None
+    if got.passed != case["passed"]:
+        return f"verdict {got.passed} != reference {case['passed']} ({case['explanation']!r} / ours {got.explanation!r})"
+    ref_error = case["explanation"].startswith("error:")
+    if ref_error != got.error:
+        return f"reference error={ref_error}, ours={got.error}: {case['explanation']!r} / {got.explanation!r}"
+    if not ref_error and got.explanation != case["explanation"]:
+        return f"explanation differs: {case['explanation']!r} != ours {got.explanation!r}"
+    return None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from olmocr_rl import BenchSuite
+from conftest import golden_disagreement
 
 CASES = Path(__file__).parent / "golden" / "table_cases.jsonl"
 
@@ -20,27 +20,6 @@ CASES = Path(__file__).parent / "golden" / "table_cases.jsonl"
 def table_cases() -> list[dict]:
     with CASES.open(encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
-
-
-def _disagreement(case: dict) -> str | None:
-    record = json.dumps(case["test"], ensure_ascii=False)
-    suite = BenchSuite.from_jsonl(record, "case.jsonl", strict=False)
-    if "load_error" in case:
-        if len(suite):
-            return f"reference rejects at load ({case['load_error']}), we accept"
-        return None
-    if not len(suite):
-        return f"reference accepts, we reject: {suite.errors}"
-    (test_id,) = suite.ids
-    got = suite.check(test_id, case["text"])
-    if got.passed != case["passed"]:
-        return f"verdict {got.passed} != reference {case['passed']} ({case['explanation']!r} / ours {got.explanation!r})"
-    ref_error = case["explanation"].startswith("error:")
-    if ref_error != got.error:
-        return f"reference error={ref_error}, ours={got.error}: {case['explanation']!r} / {got.explanation!r}"
-    if not ref_error and got.explanation != case["explanation"]:
-        return f"explanation differs: {case['explanation']!r} != ours {got.explanation!r}"
-    return None
 
 
 GROUPS = ["spec", "rule", "load", "md", "html", "junk", "walk", "long"]
@@ -53,7 +32,7 @@ def test_golden_table_agreement(table_cases, group):
     assert cases, f"no golden table cases in group {group}"
     bad = []
     for c in cases:
-        why = _disagreement(c)
+        why = golden_disagreement(c)
         if why:
             bad.append(f"{c['case']}: {why}")
     assert not bad, f"{len(bad)}/{len(cases)} disagree:\n" + "\n".join(bad[:25])

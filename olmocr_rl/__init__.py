@@ -13,12 +13,14 @@ from olmocr_rl._core import (
     partial_ratio,
     ratio,
 )
-from olmocr_rl.rewards import BenchReward
+from olmocr_rl.rewards import BenchReward, EosReward, FrontMatterReward
 from olmocr_rl.suite import BenchSuite, CheckResult, PageScore, SuiteError, TestInfo, TestResult
 
 __all__ = [
     "BenchReward",
     "BenchSuite",
+    "EosReward",
+    "FrontMatterReward",
     "CheckResult",
     "PageScore",
     "SuiteError",

@@ -117,3 +117,55 @@ class BenchReward:
         out = {f"bench/{t}/pass_rate": p / n for t, (p, n) in by_type.items() if n}
         out.update({f"bench/jsonl/{j}/pass_rate": p / n for j, (p, n) in by_jsonl.items() if n})
         return out
+
+
+class FrontMatterReward:
+    """olmOCR's `reward_front_matter`: 0.0 when the completion is not a valid olmOCR page
+    response (YAML front matter with primary_language, is_rotation_valid, rotation_correction,
+    is_table, is_diagram, then the text); 0.5 when it is, plus 0.1 for each of those five fields
+    equal to the reference output's (a dataset column, `claude_original` by default, holding the
+    reference markdown with its front matter; missing or unparseable → no comparison)."""
+
+    __name__ = "front_matter"
+
+    def __init__(self, reference_column: str = "claude_original"):
+        self.reference_column = reference_column
+
+    def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
+        from olmocr_rl.front_matter import FIELDS, FrontMatterError, parse_page_response
+
+        refs = kwargs.get(self.reference_column)
+        out = []
+        for i, c in enumerate(completions):
+            text = completion_text(c)
+            try:
+                mine = parse_page_response(text if text is not None else "")
+            except FrontMatterError:
+                out.append(0.0)
+                continue
+            tenths = 5
+            ref = refs[i] if refs is not None and i < len(refs) else None
+            if ref:
+                try:
+                    theirs = parse_page_response(ref)
+                    tenths += sum(getattr(mine, f) == getattr(theirs, f) for f in FIELDS)
+                except FrontMatterError:
+                    pass
+            out.append(tenths / 10.0)
+        return out
+
+
+class EosReward:
+    """1.0 when a completion's last token is the end-of-sequence token (it finished rather than
+    hit the length limit), else 0.0; an empty completion gets 0.0. Give the tokenizer's
+    `eos_token_id` (an int or a list of ids)."""
+
+    __name__ = "eos"
+
+    def __init__(self, eos_token_id: int | Sequence[int]):
+        self.eos = {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
+
+    def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), completion_ids: Sequence[Sequence[int]] | None = None, **kwargs: Any) -> list[float]:
+        if completion_ids is None:
+            raise TypeError("EosReward needs completion_ids (trl passes them to reward functions)")
+        return [1.0 if ids and ids[-1] in self.eos else 0.0 for ids in completion_ids]

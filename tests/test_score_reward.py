@@ -112,3 +112,18 @@ def test_graded_reward_gives_partial_credit(suite):
     (s,) = suite.score(["beta alpha delta"], [["a1"]])
     assert (s.reward, s.graded) == (0.0, 0.0)
     assert graded.__name__ == "olmocr_bench_graded"
+
+
+def test_scoring_works_in_a_forked_child(suite):
+    # A fork inherits no pool threads; the pool is rebuilt in the child (DataLoader workers,
+    # multiprocessing with the fork start method).
+    import os
+
+    comps, ids = ["alpha beta"] * 8, [["p1", "p2"]] * 8
+    expected = [s.reward for s in suite.score(comps, ids, threads=2)]
+    pid = os.fork()
+    if pid == 0:
+        ok = [s.reward for s in suite.score(comps, ids, threads=2)] == expected
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -207,7 +207,18 @@ fn for_each_occurrence(
         fail[i] = b;
     }
     let mut q = 0usize;
-    for (i, &c) in text.iter().enumerate().take(hi).skip(lo) {
+    let first = pat[0];
+    let mut i = lo;
+    while i < hi {
+        if q == 0 {
+            // Outside any partial match, jump straight to the next copy of the first character
+            // (a tight loop the compiler vectorizes).
+            match text[i..hi].iter().position(|&c| c == first) {
+                Some(off) => i += off,
+                None => return,
+            }
+        }
+        let c = text[i];
         while q > 0 && c != pat[q] {
             q = fail[q - 1];
         }
@@ -218,6 +229,7 @@ fn for_each_occurrence(
             f(i + 1 - p);
             q = fail[q - 1];
         }
+        i += 1;
     }
 }
 

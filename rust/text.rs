@@ -84,6 +84,10 @@ pub fn re_ignorecase_eq(c: char, m: char) -> bool {
     if c == m {
         return true;
     }
+    if c.is_ascii() && m.is_ascii() {
+        // No casefix class joins two ASCII characters other than by ASCII case.
+        return c.eq_ignore_ascii_case(&m);
+    }
     let (lc, lm) = (simple_lower(c), simple_lower(m));
     lc == lm
         || tables::EXTRA_CASES

@@ -33,7 +33,7 @@ pub fn at(s: &[char], p: usize, pat: &[char]) -> bool {
 }
 
 /// `re.findall(OPEN + r"[^>]*>(.*?)" + CLOSE, s, re.IGNORECASE | re.DOTALL)`, where `open` and
-/// `close` return the length they match at a position (or `None`).
+/// `close` return the length they match at a position (or `None`); both patterns start with `<`.
 pub fn findall_tag(
     s: &[char],
     open: impl Fn(usize) -> Option<usize>,
@@ -44,7 +44,9 @@ pub fn findall_tag(
         return Vec::new();
     }
     let next_gt = next_table(n, |i| s[i] == '>');
-    let close_len: Vec<Option<usize>> = (0..n).map(&close).collect();
+    // Every closing pattern starts with '<'.
+    let close_len: Vec<Option<usize>> =
+        (0..n).map(|i| if s[i] == '<' { close(i) } else { None }).collect();
     let next_close = next_table(n, |i| close_len[i].is_some());
     let mut out = Vec::new();
     let mut p = 0;

@@ -99,7 +99,7 @@ pub fn occurrences(s: &[char], marker: &[char]) -> Vec<(usize, usize)> {
     let md: Vec<char> = ['[', '^'].into_iter().chain(marker.iter().copied()).chain([']']).collect();
     let mut p = 0;
     while p + md.len() <= n {
-        if at(s, p, &md) && s.get(p + md.len()) != Some(&':') {
+        if s[p] == '[' && at(s, p, &md) && s.get(p + md.len()) != Some(&':') {
             out.push((p, p + md.len()));
             p += md.len();
         } else {
@@ -131,7 +131,7 @@ pub fn occurrences(s: &[char], marker: &[char]) -> Vec<(usize, usize)> {
         let sup: Vec<char> = marker.iter().map(|&c| SUP[c as usize - '0' as usize]).collect();
         let mut p = 0;
         while p + sup.len() <= n {
-            if at(s, p, &sup) {
+            if s[p] == sup[0] && at(s, p, &sup) {
                 out.push((p, p + sup.len()));
                 p += sup.len();
             } else {

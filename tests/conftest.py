@@ -41,3 +41,8 @@ def golden_disagreement(case: dict) -> str | None:
     if not ref_error and got.explanation != case["explanation"]:
         return f"explanation differs: {case['explanation']!r} != ours {got.explanation!r}"
     return None
+
+
+def golden_failures(cases: list[dict]) -> list[str]:
+    """One line per case that disagrees with the reference."""
+    return [f"{c['case']}: {why}" for c in cases if (why := golden_disagreement(c))]

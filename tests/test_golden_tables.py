@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import golden_disagreement
+from conftest import golden_failures
 
 CASES = Path(__file__).parent / "golden" / "table_cases.jsonl"
 
@@ -30,11 +30,7 @@ GROUPS = ["spec", "rule", "load", "md", "html", "junk", "walk", "long"]
 def test_golden_table_agreement(table_cases, group):
     cases = [c for c in table_cases if c["case"].split("-")[0] == group]
     assert cases, f"no golden table cases in group {group}"
-    bad = []
-    for c in cases:
-        why = golden_disagreement(c)
-        if why:
-            bad.append(f"{c['case']}: {why}")
+    bad = golden_failures(cases)
     assert not bad, f"{len(bad)}/{len(cases)} disagree:\n" + "\n".join(bad[:25])
 
 

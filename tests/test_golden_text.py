@@ -8,7 +8,7 @@ from the verdict comparison but must still load and run.
 
 import pytest
 
-from conftest import golden_disagreement
+from conftest import golden_failures
 
 pytestmark = pytest.mark.filterwarnings("ignore:skipped 1 invalid:UserWarning")
 
@@ -24,11 +24,7 @@ def _type(case: dict) -> str:
 def test_golden_agreement(text_cases, kind):
     cases = [c for c in text_cases if _type(c) == kind]
     assert cases, f"no golden cases of type {kind}"
-    bad = []
-    for c in cases:
-        why = golden_disagreement(c)
-        if why:
-            bad.append(f"{c['case']}: {why}")
+    bad = golden_failures(cases)
     assert not bad, f"{len(bad)}/{len(cases)} disagree:\n" + "\n".join(bad[:25])
 
 

@@ -28,7 +28,7 @@ test-rust:
 	cargo test --locked --release
 
 test-python: build
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --hypothesis-profile=ci
 
 test: test-rust test-python
 

@@ -2,6 +2,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# `make test` (and so CI) runs the property tests with a fixed seed so a run is reproducible;
+# plain `pytest` explores fresh random examples each time.
+settings.register_profile("ci", derandomize=True, print_blob=True)
 
 from olmocr_rl import BenchSuite
 

@@ -28,6 +28,7 @@ for i, r in enumerate(RECORDS):
     r.update(pdf="x.pdf", page=1, id=f"r{i}")
 SUITE = BenchSuite.from_jsonl("\n".join(json.dumps(r) for r in RECORDS))
 IDS = [r["id"] for r in RECORDS]
+TABLE_ID = next(r["id"] for r in RECORDS if r["type"] == "table")
 
 MB = 1_000_000
 ADVERSARIAL = {
@@ -74,9 +75,14 @@ PIECES = st.sampled_from(["*", "_", "**", "#", "# ", "\n", "<b>", "</b>", "<i", 
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(st.one_of(PIECES, st.text(max_size=5)), max_size=60).map("".join))
 def test_any_string_gets_a_verdict(text):
-    for r in SUITE.check_batch([(text, IDS)])[0]:
+    for test_id, r in zip(IDS, SUITE.check_batch([(text, IDS)])[0]):
         assert isinstance(r.passed, bool)
-        assert not r.error  # these records are all well-typed
+        if test_id == TABLE_ID:
+            # The reference's parser itself raises on some markup (e.g. "<![a" marked sections):
+            # those are error verdicts by design, never exceptions.
+            assert not r.error or "cannot be parsed by the reference" in r.explanation, r.explanation
+        else:
+            assert not r.error, r.explanation  # these records are all well-typed
 
 
 def test_lone_surrogates_get_a_verdict():

@@ -72,11 +72,12 @@ def smart_resize(
 ) -> tuple[int, int]:
     """The (height, width) a Qwen2-VL/Qwen2.5-VL image processor resizes an image to: both
     multiples of `factor`, close to the original aspect ratio, area within the pixel bounds.
-    Same arithmetic as transformers' `smart_resize` (Python's round-half-to-even included)."""
+    Same arithmetic as transformers' `smart_resize` (Python's round-half-to-even included),
+    except that an aspect ratio over 200, which transformers refuses, is estimated too."""
     if height <= 0 or width <= 0:
         raise ValueError(f"image size must be positive, got {width}x{height}")
-    h_bar = max(factor, round(height / factor) * factor)
-    w_bar = max(factor, round(width / factor) * factor)
+    h_bar = round(height / factor) * factor
+    w_bar = round(width / factor) * factor
     if h_bar * w_bar > max_pixels:
         beta = math.sqrt((height * width) / max_pixels)
         h_bar = max(factor, math.floor(height / beta / factor) * factor)
@@ -532,8 +533,6 @@ def prepare(
         "pdfs_eval": len({r["pdf"] for r in splits["eval"]}),
         "pages_train": len(splits["train"]),
         "pages_eval": len(splits["eval"]),
-        "pages_rendered": rendered,
-        "pages_reused": len(done) - rendered,
     }
     _write_bytes(out / "report.json", _dumps(report.to_dict(), indent=True) + b"\n")
     shutil.rmtree(tmp_dir, ignore_errors=True)
@@ -707,7 +706,7 @@ def print_report(result: PrepareResult, console: Any = None) -> None:
         ("tests used", s["tests_used"]),
         ("train pages (PDFs)", f"{s['pages_train']} ({s['pdfs_train']})"),
         ("eval pages (PDFs)", f"{s['pages_eval']} ({s['pdfs_eval']})"),
-        ("rendered / reused", f"{s['pages_rendered']} / {s['pages_reused']}"),
+        ("rendered now / reused", f"{result.rendered} / {s['pages_train'] + s['pages_eval'] - result.rendered}"),
         (f"image tokens (patch {r.image_tokens['patch_size']}) min/mean/max",
          f"{r.image_tokens['min']} / {r.image_tokens['mean']} / {r.image_tokens['max']}"),
         ("PDFs without tests", len(r.pdfs_without_tests)),
@@ -724,10 +723,16 @@ def print_report(result: PrepareResult, console: Any = None) -> None:
     table = Table(title="problems (skipped)")
     for col in ("kind", "where", "detail"):
         table.add_column(col, overflow="fold")
+    def short(path: str) -> str:  # a JSONL path relative to its bench folder
+        for base, tag in ((r.bench_dir, ""), (r.eval_bench_dir, "eval: ")):
+            if base and path.startswith(base + os.sep):
+                return tag + path[len(base) + 1 :]
+        return path
+
     for e in r.rejected_tests:
-        table.add_row("invalid test", f"{e['file']}:{e['line']}", (f"{e['id']}: " if e["id"] else "") + e["reason"])
+        table.add_row("invalid test", f"{short(e['file'])}:{e['line']}", (f"{e['id']}: " if e["id"] else "") + e["reason"])
     for e in r.duplicate_ids:
-        table.add_row("duplicate id", f"{e['file']}:{e['line']}", f"{e['id']}: {e['reason']}")
+        table.add_row("duplicate id", f"{short(e['file'])}:{e['line']}", f"{e['id']}: {e['reason']}")
     for e in r.missing_pdfs:
         table.add_row("missing PDF", e["pdf"], f"{e['reason']}; {_tests(e['tests'])}")
     for e in r.unreadable_pdfs:

@@ -481,7 +481,7 @@ def prepare(
             else:
                 report.render_failures.append({**base, "error": status, "tests": tests})
     for (fi, key), error in sorted(unreadable.items()):
-        ids = [t.id for (f, k, _), ts in sorted(pages.items()) if (f, k) == (fi, key) for t in ts]
+        ids = [t.id for page in by_pdf[(fi, key)] for t in pages[(fi, key, page)]]
         report.unreadable_pdfs.append({"bench": str(folders[fi].root), "pdf": key, "error": error, "tests": ids})
     report.pages_out_of_range.sort(key=lambda e: (e["bench"], e["pdf"], not _is_page(e["page"]), _json(e["page"]).zfill(12)))
     report.render_failures.sort(key=lambda e: (e["bench"], e["pdf"], e["page"]))
@@ -611,12 +611,13 @@ def _run_tasks(
     with ExitStack() as stack:
         bar: Any = None
         if progress and total:
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
             bar = stack.enter_context(
                 Progress(
                     TextColumn("rendering"), BarColumn(), MofNCompleteColumn(), TextColumn("pages"),
-                    TimeElapsedColumn(), TimeRemainingColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True),
                 )
             )
             bar_task = bar.add_task("render", total=total)
@@ -694,7 +695,7 @@ def print_report(result: PrepareResult, console: Any = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console(stderr=True)
+    console = console or Console()
     r = result.report
     s = r.summary
     summary = Table(title="olmocr-rl prepare", show_header=False)

@@ -147,7 +147,7 @@ def _render_task(task: tuple[str, list[int], list[str], int, str]) -> dict[str, 
                 results.append((page, None, None, "out of range"))
                 continue
             try:
-                results.append((page, *_render_page(doc, page, out, longest_side, tmp_dir)))
+                results.append((page, *_render_page(doc, pdf_path, page, out, longest_side, tmp_dir)))
             # pdfium reports a broken page as PdfiumError (a RuntimeError); PIL as OSError.
             except (pdfium.PdfiumError, RuntimeError, OSError, ValueError) as e:
                 results.append((page, None, None, f"{type(e).__name__}: {e}"))
@@ -156,13 +156,15 @@ def _render_task(task: tuple[str, list[int], list[str], int, str]) -> dict[str, 
     return {"page_count": n, "pages": results}
 
 
-def _render_page(doc: Any, page: int, out: str, longest_side: int, tmp_dir: str) -> tuple[int, int, str]:
+def _render_page(doc: Any, doc_path: str, page: int, out: str, longest_side: int, tmp_dir: str) -> tuple[int, int, str]:
     p = doc[page - 1]
     try:
         w_pt, h_pt = p.get_size()
         scale = page_scale(w_pt, h_pt, longest_side)
         expected = (math.ceil(w_pt * scale), math.ceil(h_pt * scale))
-        if _existing_size(out) == expected:
+        # Reuse a page an earlier run wrote if it has the size this run would give and is
+        # newer than the PDF (a replaced PDF is rendered again).
+        if _existing_size(out) == expected and os.stat(out).st_mtime_ns >= os.stat(doc_path).st_mtime_ns:
             return (*expected, "reused")
         image = p.render(scale=scale, rev_byteorder=True).to_pil()
     finally:
@@ -414,12 +416,12 @@ def prepare(
         elif not _is_page(t.page):
             bad_page[(fi, t.pdf, _json(t.page))].append(t.id)
         else:
-            pages[(fi, t.pdf, t.page)].append(t)
+            pages[(fi, t.pdf, int(t.page))].append(t)  # type: ignore[call-overload]  # _is_page: an int
     for (fi, key), ids in sorted(missing.items()):
         report.missing_pdfs.append({"bench": str(folders[fi].root), "pdf": key, "reason": _missing_reason(folders[fi], key), "tests": ids})
-    for (fi, key, page), ids in sorted(bad_page.items()):
+    for (fi, key, page_json), ids in sorted(bad_page.items()):
         report.pages_out_of_range.append(
-            {"bench": str(folders[fi].root), "pdf": key, "page": _unjson(page), "page_count": None,
+            {"bench": str(folders[fi].root), "pdf": key, "page": _unjson(page_json), "page_count": None,
              "reason": "page is not a positive integer", "tests": ids}
         )
     for fi, folder in enumerate(folders):

@@ -301,6 +301,15 @@ def test_interrupted_state_is_repaired(tmp_path: Path) -> None:
     assert result.rendered == 2
     assert tree(out) == tree(clean)
 
+    # A PDF replaced after its pages were rendered is rendered again.
+    letter = bench / "pdfs" / "letter.pdf"
+    letter.write_bytes(pdf_bytes(1))
+    later = (out / "images" / "letter_pg1.png").stat().st_mtime_ns + 10**9
+    os.utime(letter, ns=(later, later))
+    before = (out / "images" / "letter_pg1.png").read_bytes()
+    assert prepare(bench, out, PrepareOptions(workers=1)).rendered == 1
+    assert (out / "images" / "letter_pg1.png").read_bytes() != before
+
 
 def test_prompt_files(tmp_path: Path) -> None:
     bench = copy_bench(tmp_path / "bench")

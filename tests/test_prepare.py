@@ -414,3 +414,30 @@ def test_filters_and_max_pages(tmp_path: Path) -> None:
     result = prepare(bench, tmp_path / "c", PrepareOptions(workers=1, max_pages=2))
     assert [(r["pdf"], r["page"]) for r in result.train] == [("letter.pdf", 1), ("reports/annual_report.pdf", 1)]
     assert len(list((tmp_path / "c" / "images").rglob("*.png"))) == 2
+
+
+def test_prepared_tests_score_like_the_bench(tmp_path: Path) -> None:
+    """The rows' tests, loaded from OUT_DIR/tests, give the same verdicts on the demo model's
+    pages as the bench folder's own JSONL (the records are copied verbatim)."""
+    out = tmp_path / "out"
+    prepare(FIXTURES, out, PrepareOptions(workers=1))
+    ours, theirs = BenchSuite.load(out / "tests"), BenchSuite.load(FIXTURES)
+    rows = load_manifest(out)
+    assert {i for r in rows for i in r["test_ids"]} == set(theirs.ids)
+    for r in rows:
+        md = FIXTURES / "demo_model" / f"{r['pdf'][: -len('.pdf')]}_pg{r['page']}_repeat1.md"
+        text = md.read_text(encoding="utf-8")
+        got = ours.score([text], [r["test_ids"]], details=True)[0]
+        want = theirs.score([text], [r["test_ids"]], details=True)[0]
+        assert got == want
+        assert 0 < got.total == len(r["test_ids"])
+        for test_id in r["test_ids"]:
+            assert ours.info(test_id)._replace(source="", line=0) == theirs.info(test_id)._replace(source="", line=0)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_progress_counts_every_page(tmp_path: Path, workers: int) -> None:
+    bench = eval_bench(tmp_path)
+    seen: list[int] = []
+    result = prepare(bench, tmp_path / "out", PrepareOptions(workers=workers), on_progress=seen.append)
+    assert sum(seen) == len(result.train) == 15 and len(seen) == 8  # one report per PDF task

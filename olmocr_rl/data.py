@@ -404,6 +404,7 @@ def prepare(
     missing: dict[tuple[int, str], list[str]] = defaultdict(list)
     bad_page: dict[tuple[int, str, str], list[str]] = defaultdict(list)
     filtered: dict[str, int] = defaultdict(int)
+    filtered_pages: set[tuple[int, str, Any]] = set()
     infos = sorted((suite.info(i) for i in suite.ids), key=lambda t: (order[t.source], t.line))
     for t in infos:
         fi = folders.index(folder_of[t.source])
@@ -411,6 +412,8 @@ def prepare(
             covered[(fi, t.pdf)].add(t.page if _is_page(t.page) else None)
         if opts.type_filter and t.type not in opts.type_filter:
             filtered[t.type] += 1
+            if _is_page(t.page):
+                filtered_pages.add((fi, t.pdf, t.page))
         elif t.pdf not in folders[fi].pdf_keys:
             missing[(fi, t.pdf)].append(t.id)
         elif not _is_page(t.page):
@@ -531,6 +534,7 @@ def prepare(
         "tests_valid": len(suite),
         "tests_used": sum(len(r["test_ids"]) for rows in splits.values() for r in rows),
         "tests_excluded_by_type": dict(sorted(filtered.items())),
+        "pages_excluded_by_type": len(filtered_pages - set(pages)),
         "pdfs_train": len({r["pdf"] for r in splits["train"]}),
         "pdfs_eval": len({r["pdf"] for r in splits["eval"]}),
         "pages_train": len(splits["train"]),
@@ -717,7 +721,8 @@ def print_report(result: PrepareResult, console: Any = None) -> None:
     ]:
         summary.add_row(label, str(value))
     if s["tests_excluded_by_type"]:
-        summary.add_row("excluded by --type-filter", ", ".join(f"{k} {v}" for k, v in s["tests_excluded_by_type"].items()))
+        excluded = ", ".join(f"{k} {v}" for k, v in s["tests_excluded_by_type"].items())
+        summary.add_row("excluded by --type-filter", f"tests: {excluded}; pages left without tests: {s['pages_excluded_by_type']}")
     if s["jsonl_files_excluded"]:
         summary.add_row("excluded by --jsonl-filter", ", ".join(s["jsonl_files_excluded"]))
     console.print(summary)

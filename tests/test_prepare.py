@@ -410,6 +410,7 @@ def test_filters_and_max_pages(tmp_path: Path) -> None:
         ("letter.pdf", 1), ("reports/annual_report.pdf", 2), ("sample_paper.pdf", 1),
     ]
     assert result.report.summary["tests_excluded_by_type"]["present"] > 0
+    assert result.report.summary["pages_excluded_by_type"] == 1
 
     result = prepare(bench, tmp_path / "c", PrepareOptions(workers=1, max_pages=2))
     assert [(r["pdf"], r["page"]) for r in result.train] == [("letter.pdf", 1), ("reports/annual_report.pdf", 1)]

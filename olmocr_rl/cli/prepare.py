@@ -14,7 +14,7 @@ from olmocr_rl.cli import app
 def prepare(
     bench_dir: Annotated[Path, typer.Argument(help="olmOCR-bench folder: top-level *.jsonl tests and pdfs/**.pdf.")],
     out_dir: Annotated[Path, typer.Argument(help="Where to write the prepared dataset (a re-run resumes).")],
-    longest_side: Annotated[int, typer.Option("--longest-side", help="Longest side of rendered pages, px.")] = 1288,
+    longest_side: Annotated[int, typer.Option("--longest-side", "--target-longest-image-dim", help="Longest side of rendered pages, px.")] = 1288,
     jsonl_filter: Annotated[
         Optional[str], typer.Option(help="Only JSONL files whose name matches this regex (case-insensitive search).")
     ] = None,

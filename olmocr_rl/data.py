@@ -358,9 +358,6 @@ def prepare(
     """Validates the bench folder, renders every tested page once (reusing pages an earlier run
     finished) and writes the prepared directory. Broken tests and PDFs are reported in the
     result's `report` and skipped; raises PrepareError only when nothing can be done."""
-    from olmocr_rl import _core
-    from olmocr_rl.suite import BenchSuite
-
     opts = options or PrepareOptions()
     opts.check()
     try:
@@ -374,52 +371,131 @@ def prepare(
         folders.append(_open_folder(Path(opts.eval_dir).resolve(), pattern, EVAL_PREFIX))
     report = PrepareReport(bench_dir=str(root), eval_bench_dir=str(folders[1].root) if opts.eval_dir else None)
 
-    # 1. Tests: every file of every folder in one suite, so duplicate ids across files (and
-    #    across the train and eval folders) are found, with the checks' own validation rules.
+    tests = _load_tests(folders, report)
+    pages = _group_pages(tests, folders, opts, report)
+    candidates: list[_Page] = []
+    for fi in range(len(folders)):
+        mine = sorted(k for k in pages.tests if k[0] == fi)
+        candidates += mine[: opts.max_pages] if opts.max_pages else mine
+    eval_pdfs = _eval_pdfs(candidates, opts)
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "prepared.json").unlink(missing_ok=True)  # the directory is unfinished until rewritten
+    sizes, rendered = _render_all(candidates, pages, folders, out, opts, report, progress, on_progress)
+
+    splits: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
+    used: dict[str, set[int]] = defaultdict(set)  # source -> lines of the tests the rows use
+    for fi, key, page in candidates:
+        if (fi, key, page) not in sizes:
+            continue
+        w, h = sizes[(fi, key, page)]
+        page_tests = pages.tests[(fi, key, page)]
+        for t in page_tests:
+            used[t.source].add(t.line)
+        splits["eval" if (fi, key) in eval_pdfs else "train"].append(
+            {
+                "pdf": key,
+                "page": page,
+                "image": _image_rel(folders[fi], key, page),
+                "width": w,
+                "height": h,
+                "prompt": opts.prompt,
+                "jsonl_file": tests.out_name[page_tests[0].source],
+                "test_ids": [t.id for t in page_tests],
+                "image_tokens": image_tokens(w, h, opts.patch_size, opts.min_pixels, opts.max_pixels),
+            }
+        )
+
+    # Written in this order, prepared.json last: it marks a finished directory.
+    _write_tests(
+        out / "tests",
+        {tests.out_name[s]: [tests.lines[s][n - 1].rstrip("\r") for n in sorted(ns)] for s, ns in used.items()},
+    )
+    for split, rows in splits.items():
+        _write_bytes(out / f"{split}.jsonl", b"".join(_dumps(r) + b"\n" for r in rows))
+    _summarize(report, splits, tests, pages, folders, opts)
+    _write_bytes(out / "report.json", _dumps(report.to_dict(), indent=True) + b"\n")
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "bench_dir": str(root),
+        "target_longest_image_dim": opts.longest_side,
+        "prompt": opts.prompt,
+        "splits": {k: len(v) for k, v in splits.items()},
+        "options": {k: v for k, v in asdict(opts).items() if k != "prompt"} | {"eval_dir": report.eval_bench_dir},
+    }
+    _write_bytes(out / "prepared.json", _dumps(meta, indent=True) + b"\n")
+    return PrepareResult(out, splits["train"], splits["eval"], report, rendered)
+
+
+_Page = tuple[int, str, int]  # (folder index, pdf key, page)
+
+
+@dataclass
+class _Tests:
+    suite: Any  # BenchSuite of every selected JSONL file of every folder
+    infos: list[Any]  # its TestInfo records in file and line order
+    lines: dict[str, list[str]]  # source -> its lines (the records are copied verbatim)
+    out_name: dict[str, str]  # source -> its name under tests/
+    folder: dict[str, int]  # source -> folder index
+
+
+def _load_tests(folders: list[_Folder], report: PrepareReport) -> _Tests:
+    """Every file of every folder in one suite, so duplicate ids across files (and across the
+    train and eval folders) are found, with the checks' own validation rules."""
+    from olmocr_rl import _core
+    from olmocr_rl.suite import BenchSuite
+
     sources: list[tuple[str, str]] = []
-    lines: dict[str, list[str]] = {}
-    out_name: dict[str, str] = {}
-    folder_of: dict[str, _Folder] = {}
-    for folder in folders:
+    tests = _Tests(None, [], {}, {}, {})
+    for fi, folder in enumerate(folders):
         for f in folder.jsonl:
             name = folder.name_prefix + f.name
-            if name in out_name.values():
+            if name in tests.out_name.values():
                 raise PrepareError(f"{f}: tests/{name} would also hold the training file of that name; rename one")
             text_lines = _read_lines(f, report)
             if text_lines is None:
                 continue
             src = str(f)
             sources.append((src, "\n".join(text_lines)))
-            lines[src], out_name[src], folder_of[src] = text_lines, name, folder
+            tests.lines[src], tests.out_name[src], tests.folder[src] = text_lines, name, fi
     core = _core.Suite.from_sources(sources)
-    suite = BenchSuite(core, sources)
+    tests.suite = BenchSuite(core, sources)
     for src, line, test_id, message in core.errors:
         entry = {"file": src, "line": line, "id": test_id, "reason": message}
         (report.duplicate_ids if message.startswith("duplicate test id") else report.rejected_tests).append(entry)
     order = {src: i for i, (src, _) in enumerate(sources)}
+    tests.infos = sorted((tests.suite.info(i) for i in tests.suite.ids), key=lambda t: (order[t.source], t.line))
+    return tests
 
-    # 2. Pages: group valid tests by (folder, pdf, page); sort out the ones that cannot be used.
-    covered: dict[tuple[int, str], set[Any]] = defaultdict(set)  # pages named by any valid test
-    pages: dict[tuple[int, str, int], list[Any]] = defaultdict(list)
+
+@dataclass
+class _Pages:
+    tests: dict[_Page, list[Any]]  # usable pages and their tests (after --type-filter)
+    covered: dict[tuple[int, str], set[Any]]  # pages that any valid test names, per PDF
+    filtered: dict[str, int]  # tests left out by --type-filter, per type
+    filtered_pages: set[tuple[int, str, Any]]  # pages of those tests
+
+
+def _group_pages(tests: _Tests, folders: list[_Folder], opts: PrepareOptions, report: PrepareReport) -> _Pages:
+    """Groups valid tests by (folder, pdf, page); reports missing PDFs and non-integer pages."""
+    pages = _Pages(defaultdict(list), defaultdict(set), defaultdict(int), set())
     missing: dict[tuple[int, str], list[str]] = defaultdict(list)
     bad_page: dict[tuple[int, str, str], list[str]] = defaultdict(list)
-    filtered: dict[str, int] = defaultdict(int)
-    filtered_pages: set[tuple[int, str, Any]] = set()
-    infos = sorted((suite.info(i) for i in suite.ids), key=lambda t: (order[t.source], t.line))
-    for t in infos:
-        fi = folders.index(folder_of[t.source])
+    for t in tests.infos:
+        fi = tests.folder[t.source]
         if t.pdf in folders[fi].pdf_keys:
-            covered[(fi, t.pdf)].add(t.page if _is_page(t.page) else None)
+            pages.covered[(fi, t.pdf)].add(t.page if _is_page(t.page) else None)
         if opts.type_filter and t.type not in opts.type_filter:
-            filtered[t.type] += 1
+            pages.filtered[t.type] += 1
             if _is_page(t.page):
-                filtered_pages.add((fi, t.pdf, t.page))
+                pages.filtered_pages.add((fi, t.pdf, t.page))
         elif t.pdf not in folders[fi].pdf_keys:
             missing[(fi, t.pdf)].append(t.id)
         elif not _is_page(t.page):
             bad_page[(fi, t.pdf, _json(t.page))].append(t.id)
         else:
-            pages[(fi, t.pdf, int(t.page))].append(t)  # type: ignore[call-overload]  # _is_page: an int
+            pages.tests[(fi, t.pdf, t.page)].append(t)
     for (fi, key), ids in sorted(missing.items()):
         report.missing_pdfs.append({"bench": str(folders[fi].root), "pdf": key, "reason": _missing_reason(folders[fi], key), "tests": ids})
     for (fi, key, page_json), ids in sorted(bad_page.items()):
@@ -429,27 +505,38 @@ def prepare(
         )
     for fi, folder in enumerate(folders):
         report.pdfs_without_tests += [
-            {"bench": str(folder.root), "pdf": k} for k in sorted(folder.pdf_keys) if (fi, k) not in covered
+            {"bench": str(folder.root), "pdf": k} for k in sorted(folder.pdf_keys) if (fi, k) not in pages.covered
         ]
+    return pages
 
-    # 3. Selection and split (by PDF, so no page of an eval PDF is trained on).
-    candidates: list[tuple[int, str, int]] = []
-    for fi in range(len(folders)):
-        mine = sorted(k for k in pages if k[0] == fi)
-        candidates += mine[: opts.max_pages] if opts.max_pages else mine
-    eval_pdfs: set[tuple[int, str]] = {(1, key) for fi, key, _ in candidates if fi == 1}
-    if opts.eval_fraction:
-        pdfs = sorted({(fi, key) for fi, key, _ in candidates})
-        n_eval = round(opts.eval_fraction * len(pdfs))
-        if n_eval == 0 and len(pdfs) > 1:
-            n_eval = 1
-        n_eval = min(n_eval, len(pdfs) - 1)
-        random.Random(opts.seed).shuffle(pdfs)
-        eval_pdfs = set(pdfs[:n_eval])
 
-    # 4. Render: tasks of up to _PAGES_PER_TASK pages of one PDF.
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "prepared.json").unlink(missing_ok=True)  # the directory is unfinished until rewritten
+def _eval_pdfs(candidates: list[_Page], opts: PrepareOptions) -> set[tuple[int, str]]:
+    """The PDFs of the eval split: all of a separate eval folder's (index 1), or a seeded
+    `eval_fraction` of the PDFs (at least one when there are two or more, never all)."""
+    if not opts.eval_fraction:
+        return {(fi, key) for fi, key, _ in candidates if fi == 1}
+    pdfs = sorted({(fi, key) for fi, key, _ in candidates})
+    n_eval = round(opts.eval_fraction * len(pdfs))
+    if n_eval == 0 and len(pdfs) > 1:
+        n_eval = 1
+    n_eval = min(n_eval, len(pdfs) - 1)
+    random.Random(opts.seed).shuffle(pdfs)
+    return set(pdfs[:n_eval])
+
+
+def _render_all(
+    candidates: list[_Page],
+    pages: _Pages,
+    folders: list[_Folder],
+    out: Path,
+    opts: PrepareOptions,
+    report: PrepareReport,
+    progress: bool,
+    on_progress: Callable[[int], None] | None,
+) -> tuple[dict[_Page, tuple[int, int]], int]:
+    """Renders the candidate pages (tasks of up to _PAGES_PER_TASK pages of one PDF); reports
+    unreadable PDFs, pages past the end, render failures and untested pages. Returns each
+    usable page's (width, height) and how many pages this run rendered."""
     tmp_dir = out / ".tmp"
     tmp_dir.mkdir(exist_ok=True)
     by_pdf: dict[tuple[int, str], list[int]] = defaultdict(list)
@@ -463,65 +550,47 @@ def prepare(
             outs = [str(out / _image_rel(folders[fi], key, p)) for p in chunk]
             tasks.append(((fi, key), (pdf_path, chunk, outs, opts.longest_side, str(tmp_dir))))
     results = _run_tasks(tasks, opts.workers or _default_workers(), len(candidates), progress, on_progress)
+    shutil.rmtree(tmp_dir, ignore_errors=True)
 
-    # 5. Rows, and what rendering found.
     page_counts: dict[tuple[int, str], int] = {}
-    done: dict[tuple[int, str, int], tuple[int, int]] = {}
+    sizes: dict[_Page, tuple[int, int]] = {}
     rendered = 0
     unreadable: dict[tuple[int, str], str] = {}
     for (fi, key), res in results:
         if "error" in res:
             unreadable[(fi, key)] = res["error"]
             continue
-        page_counts[(fi, key)] = res["page_count"]
+        page_counts[(fi, key)] = n = res["page_count"]
         for page, w, h, status in res["pages"]:
-            tests = [t.id for t in pages[(fi, key, page)]]
+            ids = [t.id for t in pages.tests[(fi, key, page)]]
             base = {"bench": str(folders[fi].root), "pdf": key, "page": page}
             if status in ("rendered", "reused"):
-                done[(fi, key, page)] = (w, h)
+                sizes[(fi, key, page)] = (w, h)
                 rendered += status == "rendered"
             elif status == "out of range":
-                n = res["page_count"]
-                report.pages_out_of_range.append({**base, "page_count": n, "reason": f"the PDF has {n} page(s)", "tests": tests})
+                report.pages_out_of_range.append({**base, "page_count": n, "reason": f"the PDF has {n} page(s)", "tests": ids})
             else:
-                report.render_failures.append({**base, "error": status, "tests": tests})
+                report.render_failures.append({**base, "error": status, "tests": ids})
     for (fi, key), error in sorted(unreadable.items()):
-        ids = [t.id for page in by_pdf[(fi, key)] for t in pages[(fi, key, page)]]
+        ids = [t.id for page in by_pdf[(fi, key)] for t in pages.tests[(fi, key, page)]]
         report.unreadable_pdfs.append({"bench": str(folders[fi].root), "pdf": key, "error": error, "tests": ids})
     report.pages_out_of_range.sort(key=lambda e: (e["bench"], e["pdf"], not _is_page(e["page"]), _json(e["page"]).zfill(12)))
     report.render_failures.sort(key=lambda e: (e["bench"], e["pdf"], e["page"]))
     for (fi, key), n in sorted(page_counts.items()):
-        untested = [p for p in range(1, n + 1) if p not in covered[(fi, key)]]
+        untested = [p for p in range(1, n + 1) if p not in pages.covered[(fi, key)]]
         if untested:
             report.pages_without_tests.append({"bench": str(folders[fi].root), "pdf": key, "pages": untested})
+    return sizes, rendered
 
-    splits: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
-    used: dict[str, set[int]] = defaultdict(set)
-    for fi, key, page in candidates:
-        if (fi, key, page) not in done:
-            continue
-        w, h = done[(fi, key, page)]
-        tests = pages[(fi, key, page)]
-        for t in tests:
-            used[t.source].add(t.line)
-        splits["eval" if (fi, key) in eval_pdfs else "train"].append(
-            {
-                "pdf": key,
-                "page": page,
-                "image": _image_rel(folders[fi], key, page),
-                "width": w,
-                "height": h,
-                "prompt": opts.prompt,
-                "jsonl_file": out_name[tests[0].source],
-                "test_ids": [t.id for t in tests],
-                "image_tokens": image_tokens(w, h, opts.patch_size, opts.min_pixels, opts.max_pixels),
-            }
-        )
 
-    # 6. Write: tests, manifests, report, and prepared.json last.
-    _write_tests(out / "tests", {out_name[s]: [lines[s][n - 1].rstrip("\r") for n in sorted(ns)] for s, ns in used.items()})
-    for split, rows in splits.items():
-        _write_bytes(out / f"{split}.jsonl", b"".join(_dumps(r) + b"\n" for r in rows))
+def _summarize(
+    report: PrepareReport,
+    splits: dict[str, list[dict[str, Any]]],
+    tests: _Tests,
+    pages: _Pages,
+    folders: list[_Folder],
+    opts: PrepareOptions,
+) -> None:
     tokens = [r["image_tokens"] for rows in splits.values() for r in rows]
     report.image_tokens = {
         "patch_size": opts.patch_size, "min_pixels": opts.min_pixels, "max_pixels": opts.max_pixels, "pages": len(tokens),
@@ -529,30 +598,17 @@ def prepare(
         "max": max(tokens, default=0), "total": sum(tokens),
     }
     report.summary = {
-        "jsonl_files": [out_name[s] for s, _ in sources],
+        "jsonl_files": list(tests.out_name.values()),
         "jsonl_files_excluded": [f.name_prefix + n for f in folders for n in f.excluded],
-        "tests_valid": len(suite),
+        "tests_valid": len(tests.suite),
         "tests_used": sum(len(r["test_ids"]) for rows in splits.values() for r in rows),
-        "tests_excluded_by_type": dict(sorted(filtered.items())),
-        "pages_excluded_by_type": len(filtered_pages - set(pages)),
+        "tests_excluded_by_type": dict(sorted(pages.filtered.items())),
+        "pages_excluded_by_type": len(pages.filtered_pages - set(pages.tests)),
         "pdfs_train": len({r["pdf"] for r in splits["train"]}),
         "pdfs_eval": len({r["pdf"] for r in splits["eval"]}),
         "pages_train": len(splits["train"]),
         "pages_eval": len(splits["eval"]),
     }
-    _write_bytes(out / "report.json", _dumps(report.to_dict(), indent=True) + b"\n")
-    shutil.rmtree(tmp_dir, ignore_errors=True)
-    meta = {
-        "format": FORMAT,
-        "version": VERSION,
-        "bench_dir": str(root),
-        "target_longest_image_dim": opts.longest_side,
-        "prompt": opts.prompt,
-        "splits": {k: len(v) for k, v in splits.items()},
-        "options": {k: v for k, v in asdict(opts).items() if k != "prompt"} | {"eval_dir": report.eval_bench_dir},
-    }
-    _write_bytes(out / "prepared.json", _dumps(meta, indent=True) + b"\n")
-    return PrepareResult(out, splits["train"], splits["eval"], report, rendered)
 
 
 def _is_page(page: Any) -> bool:

@@ -703,10 +703,14 @@ def _run_tasks(
             ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=multiprocessing.get_context("spawn"))
         )
         futures = {pool.submit(_render_task, task): (key, len(task[1])) for key, task in tasks}
-        for fut in as_completed(futures):
-            key, n = futures[fut]
-            results.append((key, fut.result()))
-            advance(n)
+        try:
+            for fut in as_completed(futures):
+                key, n = futures[fut]
+                results.append((key, fut.result()))
+                advance(n)
+        except BaseException:  # Ctrl-C: stop at once; pages written so far are reused next run
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     return results
 
 

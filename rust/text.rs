@@ -177,6 +177,13 @@ fn strip_delimited(s: &[char], d: char, width: usize) -> Vec<char> {
     let mut dead_until = 0; // no opening before this index can find its close
     let mut p = 0;
     while p < s.len() {
+        // Characters other than `d` are copied as they are, a run at a time.
+        let q = find_from(s, p, |c| c == d);
+        out.extend_from_slice(&s[p..q]);
+        p = q;
+        if p == s.len() {
+            break;
+        }
         if p >= dead_until && delim_at(s, p, d, width) {
             match find_close(s, p + width, d, width) {
                 Ok(q) => {
@@ -193,6 +200,12 @@ fn strip_delimited(s: &[char], d: char, width: usize) -> Vec<char> {
         p += 1;
     }
     out
+}
+
+/// The first `i >= from` with `pred(s[i])`, or `s.len()`.
+#[inline]
+fn find_from(s: &[char], from: usize, pred: impl Fn(char) -> bool) -> usize {
+    s[from..].iter().position(|&c| pred(c)).map_or(s.len(), |o| from + o)
 }
 
 fn delim_at(s: &[char], p: usize, d: char, width: usize) -> bool {
@@ -216,20 +229,27 @@ fn find_close(s: &[char], from: usize, d: char, width: usize) -> Result<usize, u
 
 /// Removes every exact occurrence of each pattern, or replaces it with `with`.
 fn replace_literals(s: &[char], pats: &[&[char]], with: Option<char>) -> Vec<char> {
+    debug_assert!(pats.iter().all(|p| p.first() == Some(&'<')));
     let mut out = Vec::with_capacity(s.len());
     let mut p = 0;
-    'outer: while p < s.len() {
-        if s[p] == '<' {
-            for pat in pats {
-                if starts_with_at(s, p, pat) {
-                    out.extend(with);
-                    p += pat.len();
-                    continue 'outer;
-                }
+    while p < s.len() {
+        // Every pattern starts with '<': copy up to the next one.
+        let q = find_from(s, p, |c| c == '<');
+        out.extend_from_slice(&s[p..q]);
+        p = q;
+        if p == s.len() {
+            break;
+        }
+        match pats.iter().find(|pat| starts_with_at(s, p, pat)) {
+            Some(pat) => {
+                out.extend(with);
+                p += pat.len();
+            }
+            None => {
+                out.push('<');
+                p += 1;
             }
         }
-        out.push(s[p]);
-        p += 1;
     }
     out
 }
@@ -237,17 +257,15 @@ fn replace_literals(s: &[char], pats: &[&[char]], with: Option<char>) -> Vec<cha
 /// Collapses every maximal run of Python whitespace into one U+0020 (no trim).
 pub fn collapse_ws(s: &[char]) -> Vec<char> {
     let mut out = Vec::with_capacity(s.len());
-    let mut in_ws = false;
-    for &c in s {
-        if is_py_space(c) {
-            if !in_ws {
-                out.push(' ');
-            }
-            in_ws = true;
-        } else {
-            out.push(c);
-            in_ws = false;
+    let mut p = 0;
+    while p < s.len() {
+        let q = find_from(s, p, is_py_space);
+        out.extend_from_slice(&s[p..q]);
+        if q == s.len() {
+            break;
         }
+        out.push(' ');
+        p = find_from(s, q, |c| !is_py_space(c));
     }
     out
 }
@@ -305,15 +323,13 @@ fn strip_mixed(s: &[char], width: usize) -> Vec<char> {
     let (mut star_dead, mut under_dead) = (0, 0);
     let mut p = 0;
     while p < s.len() {
-        let (d, dead) = match s[p] {
-            '*' => ('*', &mut star_dead),
-            '_' => ('_', &mut under_dead),
-            _ => {
-                out.push(s[p]);
-                p += 1;
-                continue;
-            }
-        };
+        let q = find_from(s, p, |c| c == '*' || c == '_');
+        out.extend_from_slice(&s[p..q]);
+        p = q;
+        if p == s.len() {
+            break;
+        }
+        let (d, dead) = if s[p] == '*' { ('*', &mut star_dead) } else { ('_', &mut under_dead) };
         if p >= *dead && delim_at(s, p, d, width) {
             match find_close(s, p + width, d, width) {
                 Ok(q) => {

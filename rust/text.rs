@@ -98,6 +98,31 @@ pub fn re_ignorecase_eq(c: char, m: char) -> bool {
 /// Python `str.lower()`, including the Final_Sigma rule for U+03A3.
 pub fn py_lower(s: &[char]) -> Vec<char> {
     let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        // A run of ASCII at a time.
+        let end = find_from(s, i, |c| !c.is_ascii());
+        out.extend(s[i..end].iter().map(|c| c.to_ascii_lowercase()));
+        if end == s.len() {
+            break;
+        }
+        i = end;
+        let c = s[i];
+        i += 1;
+        if c == '\u{3a3}' {
+            out.push(if final_sigma(s, i - 1) { '\u{3c2}' } else { '\u{3c3}' });
+        } else if let Some(low) = lower_one(c) {
+            out.extend(low.chars());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+fn py_lower_simple(s: &[char]) -> Vec<char> {
+    let mut out = Vec::with_capacity(s.len());
     for (i, &c) in s.iter().enumerate() {
         if c.is_ascii() {
             out.push(c.to_ascii_lowercase());
@@ -202,10 +227,19 @@ fn strip_delimited(s: &[char], d: char, width: usize) -> Vec<char> {
     out
 }
 
-/// The first `i >= from` with `pred(s[i])`, or `s.len()`.
+/// The first `i >= from` with `pred(s[i])`, or `s.len()`. Blocks of characters are tested
+/// without branches first (vectorized for simple predicates).
 #[inline]
 fn find_from(s: &[char], from: usize, pred: impl Fn(char) -> bool) -> usize {
-    s[from..].iter().position(|&c| pred(c)).map_or(s.len(), |o| from + o)
+    const BLOCK: usize = 16;
+    let mut i = from;
+    while let Some(block) = s.get(i..i + BLOCK) {
+        if block.iter().fold(false, |acc, &c| acc | pred(c)) {
+            break;
+        }
+        i += BLOCK;
+    }
+    s[i..].iter().position(|&c| pred(c)).map_or(s.len(), |o| i + o)
 }
 
 fn delim_at(s: &[char], p: usize, d: char, width: usize) -> bool {
@@ -256,17 +290,19 @@ fn replace_literals(s: &[char], pats: &[&[char]], with: Option<char>) -> Vec<cha
 
 /// Collapses every maximal run of Python whitespace into one U+0020 (no trim).
 pub fn collapse_ws(s: &[char]) -> Vec<char> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut p = 0;
-    while p < s.len() {
-        let q = find_from(s, p, is_py_space);
-        out.extend_from_slice(&s[p..q]);
-        if q == s.len() {
-            break;
-        }
-        out.push(' ');
-        p = find_from(s, q, |c| !is_py_space(c));
+    // Branch-free: every character is written, and the write position only advances past a
+    // whitespace character that follows another one.
+    let mut out = vec!['\0'; s.len()];
+    let mut j = 0;
+    let mut prev = false;
+    for &c in s {
+        let u = c as u32;
+        let space = if u < 0x85 { (9..=13).contains(&u) | (0x1c..=0x20).contains(&u) } else { is_py_space(c) };
+        out[j] = if space { ' ' } else { c };
+        j += usize::from(!(space && prev));
+        prev = space;
     }
+    out.truncate(j);
     out
 }
 
@@ -465,6 +501,39 @@ mod tests {
         assert_eq!(norm("a * b * c"), "a b c");
         assert_eq!(norm("\u{fb01}ne"), "\u{fb01}ne");
         assert_eq!(norm("e\u{301}"), "\u{e9}");
+    }
+
+    #[test]
+    fn fast_passes_match_simple_loops() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m) as usize
+        };
+        let alpha: Vec<char> = "aB \t\n\r\u{1c}\u{1f}\u{85}\u{a0}\u{3000}\u{3a3}\u{130}é!".chars().collect();
+        for _ in 0..20_000 {
+            let s: Vec<char> = (0..next(50)).map(|_| alpha[next(alpha.len() as u64)]).collect();
+            let mut want = Vec::new();
+            let mut in_ws = false;
+            for &c in &s {
+                if is_py_space(c) {
+                    if !in_ws {
+                        want.push(' ');
+                    }
+                    in_ws = true;
+                } else {
+                    want.push(c);
+                    in_ws = false;
+                }
+            }
+            assert_eq!(collapse_ws(&s), want, "{s:?}");
+            assert_eq!(py_lower(&s), py_lower_simple(&s), "{s:?}");
+            let at = next(s.len() as u64 + 1);
+            let want = s[at..].iter().position(|&c| c == 'a').map_or(s.len(), |o| at + o);
+            assert_eq!(find_from(&s, at, |c| c == 'a'), want);
+        }
     }
 
     #[test]

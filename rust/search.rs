@@ -284,26 +284,30 @@ impl CharIndex {
         if text.len() >= u32::MAX as usize {
             return None;
         }
-        let mut start = [0u32; 129];
-        let mut other = Vec::new();
-        for (i, &c) in text.iter().enumerate() {
-            if c.is_ascii() {
-                start[c as usize + 1] += 1;
-            } else {
-                other.push((c, i as u32));
-            }
+        // Counts in slot `c + 1` (non-ASCII characters in slot 129, not part of `order`).
+        let mut start = [0u32; 130];
+        for &c in text {
+            start[(c as usize).min(128) + 1] += 1;
         }
+        let n_other = start[129] as usize;
         for c in 0..128 {
             start[c + 1] += start[c];
         }
         let mut fill = start;
         let mut order = vec![0u32; start[128] as usize];
+        let mut other = Vec::with_capacity(n_other);
         for (i, &c) in text.iter().enumerate() {
             if c.is_ascii() {
-                order[fill[c as usize] as usize] = i as u32;
-                fill[c as usize] += 1;
+                let slot = &mut fill[c as usize];
+                if let Some(o) = order.get_mut(*slot as usize) {
+                    *o = i as u32;
+                }
+                *slot += 1;
+            } else {
+                other.push((c, i as u32));
             }
         }
+        let start: [u32; 129] = std::array::from_fn(|c| start[c]);
         other.sort_unstable();
         let other_pos = other.iter().map(|&(_, i)| i).collect();
         Some(CharIndex { order, start, other, other_pos })

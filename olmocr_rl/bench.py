@@ -346,9 +346,11 @@ def _run_checks(suite: BenchSuite, pages: list[tuple[str, list[str]]]) -> list[l
     return out
 
 
-def evaluate_candidate(bench: Bench, folder: Path, *, progress: Progress | None = None) -> tuple[CandidateResult, list[dict]]:
+def evaluate_candidate(
+    bench: Bench, folder: Path, *, progress: Progress | None = None, details: bool = True
+) -> tuple[CandidateResult, list[dict]]:
     """Scores one candidate folder. Returns the result and the details rows, one per
-    (test, md file), plus one per test without page files."""
+    (test, md file), plus one per test without page files (none when `details` is False)."""
     name = folder.name
     files = _page_files(folder, bench.pdf_keys)
     errors: list[str] = []
@@ -361,6 +363,7 @@ def evaluate_candidate(bench: Bench, folder: Path, *, progress: Progress | None 
     skipped: list[TestInfo] = []
     by_file: dict[str, list[TestOutcome]] = {}
     missing_pages: set[tuple[str, str]] = set()
+    page_md: dict[tuple[str, str], list[str]] = {}  # (pdf, page text) -> its md files
     for t in bench.tests:
         if t.type in bench.unsupported:
             skipped.append(t)
@@ -373,7 +376,11 @@ def evaluate_candidate(bench: Bench, folder: Path, *, progress: Progress | None 
                 page_re[page_text] = None
         pattern = page_re[page_text]
         pdf_files = files.get(t.pdf, [])
-        md = [f for f in pdf_files if pattern is not None and pattern.search(os.path.basename(f))]
+        md = page_md.get((t.pdf, page_text))
+        if md is None:
+            md = [f for f in pdf_files if pattern is not None and pattern.search(os.path.basename(f))]
+            page_md[(t.pdf, page_text)] = md
+        md = list(md)
         o = TestOutcome(t.id, t.type, bench.group[t.id], t.pdf, t.page, md)
         outcomes.append(o)
         if t.pdf not in files:
@@ -408,14 +415,15 @@ def evaluate_candidate(bench: Bench, folder: Path, *, progress: Progress | None 
         for test_id, r in zip(ids, rows):
             verdict[(test_id, f)] = r
 
-    details: list[dict] = []
+    rows: list[dict] = []
     for o in outcomes:
-        if not o.md_files:
-            details.append(_detail(name, o, None, False, "Missing MD files"))
+        if details and not o.md_files:
+            rows.append(_detail(name, o, None, False, "Missing MD files"))
         for f in o.md_files:
             if f in read_errors:
                 o.errors.append(read_errors[f])
-                details.append(_detail(name, o, f, False, f"error: {read_errors[f]}", error=True))
+                if details:
+                    rows.append(_detail(name, o, f, False, f"error: {read_errors[f]}", error=True))
                 continue
             r = verdict[(o.id, f)]
             if r.passed:
@@ -425,16 +433,17 @@ def evaluate_candidate(bench: Bench, folder: Path, *, progress: Progress | None 
             if r.error:
                 why = r.explanation[7:] if r.explanation.startswith("error: ") else r.explanation
                 o.errors.append(f"error running test {o.id} on {folder / f}: {why}")
-            details.append(_detail(name, o, f, r.passed, r.explanation, error=r.error))
-    for t in skipped:
-        details.append(
+            if details:
+                rows.append(_detail(name, o, f, r.passed, r.explanation, error=r.error))
+    for t in skipped if details else ():
+        rows.append(
             {"candidate": name, "id": t.id, "type": t.type, "jsonl": bench.group[t.id], "md": None, "passed": None,
              "explanation": f"not checked: {bench.unsupported[t.type]}"}
         )
     errors.extend(m for m in missing)
     errors.extend(e for o in outcomes for e in o.errors if not e.startswith("cannot read "))
     result = CandidateResult(name, outcomes, errors, missing, (0.0, 0.0), len(skipped))
-    return result, details
+    return result, rows
 
 
 def _detail(candidate: str, o: TestOutcome, md: str | None, passed: bool, explanation: str, *, error: bool = False) -> dict:
@@ -530,7 +539,7 @@ def run_bench(
     sink = open(details, "w", encoding="utf-8") if details else None  # noqa: SIM115
     try:
         for folder in folders:
-            result, rows = evaluate_candidate(bench, folder, progress=progress)
+            result, rows = evaluate_candidate(bench, folder, progress=progress, details=sink is not None)
             groups: dict[str, list[float]] = {}
             for o in result.outcomes:
                 groups.setdefault(o.group, []).append(1.0 if o.passed else 0.0)

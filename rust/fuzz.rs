@@ -582,7 +582,7 @@ impl PartialRatioNeedle {
 
     /// `partial_ratio(needle, text)`, bit for bit equal to RapidFuzz.
     pub fn score(&self, text: &[char]) -> f64 {
-        self.eval(text, 0.0, false)
+        self.eval(text, 0.0, false, true)
     }
 
     /// `Some(partial_ratio(needle, text))` (exact) when it is `>= min_score`, else `None`.
@@ -593,7 +593,7 @@ impl PartialRatioNeedle {
     /// float quirks at the boundary (it can return 0 when the score equals the cutoff, and can
     /// return a score one ulp below it); olmOCR never passes `score_cutoff`.
     pub fn score_if_at_least(&self, text: &[char], min_score: f64) -> Option<f64> {
-        let s = self.eval(text, min_score, false);
+        let s = self.eval(text, min_score, false, false);
         (s >= min_score).then_some(s)
     }
 
@@ -601,12 +601,25 @@ impl PartialRatioNeedle {
     /// substring that reaches `min_score`. For the olmOCR test `score / 100.0 >= threshold`,
     /// pass `min_score_for_threshold(threshold)`.
     pub fn at_least(&self, text: &[char], min_score: f64) -> bool {
-        self.eval(text, min_score, true) >= min_score
+        self.eval(text, min_score, true, false) >= min_score
+    }
+
+    /// `Ok(())` when `partial_ratio(needle, text) >= min_score` (stopping at the first candidate
+    /// that reaches it, as [`at_least`](Self::at_least)); otherwise `Err` with the exact score.
+    /// One pass where `at_least` then [`score`](Self::score) would take two.
+    pub fn decide(&self, text: &[char], min_score: f64) -> Result<(), f64> {
+        let s = self.eval(text, min_score, true, true);
+        if s >= min_score {
+            Ok(())
+        } else {
+            Err(s)
+        }
     }
 
     /// Returns the exact score when it is `>= cutoff` (with `early`: some candidate score
-    /// `>= cutoff`, not necessarily the largest); otherwise a value below `cutoff`.
-    fn eval(&self, text: &[char], cutoff: f64, early: bool) -> f64 {
+    /// `>= cutoff`, not necessarily the largest); otherwise a value below `cutoff`, which is the
+    /// exact score when `exact_below`.
+    fn eval(&self, text: &[char], cutoff: f64, early: bool, exact_below: bool) -> f64 {
         let m = self.needle.len();
         let n = text.len();
         if m == 0 && n == 0 {
@@ -617,7 +630,7 @@ impl PartialRatioNeedle {
         }
         if n < m {
             // The shorter string is always the needle.
-            return PartialRatioNeedle::new(text).eval(&self.needle, cutoff, early);
+            return PartialRatioNeedle::new(text).eval(&self.needle, cutoff, early, exact_below);
         }
         with_kernel!(&self.kernel, k => {
             if n == m {
@@ -635,7 +648,7 @@ impl PartialRatioNeedle {
                 let theirs = with_kernel!(&other.kernel, k2 => best_affix(k2, m, &self.needle));
                 mine.max(theirs)
             } else {
-                score_longer(k, &self.needle, text, cutoff, early)
+                score_longer(k, &self.needle, text, cutoff, early, exact_below)
             }
         })
     }
@@ -695,7 +708,14 @@ fn best_affix<K: Kernel>(k: &K, m: usize, hay: &[char]) -> f64 {
 
 /// `partial_ratio` when `hay.len() > needle.len() >= 1`, under the contract of
 /// [`PartialRatioNeedle::eval`].
-fn score_longer<K: Kernel>(k: &K, needle: &[char], hay: &[char], cutoff: f64, early: bool) -> f64 {
+fn score_longer<K: Kernel>(
+    k: &K,
+    needle: &[char],
+    hay: &[char],
+    cutoff: f64,
+    early: bool,
+    exact_below: bool,
+) -> f64 {
     let m = needle.len();
     let pre = prefilter(hay, needle);
     if pre.exact == Some(true) {
@@ -712,7 +732,9 @@ fn score_longer<K: Kernel>(k: &K, needle: &[char], hay: &[char], cutoff: f64, ea
         floor += 1;
     }
     let pass = (0..=m).find(|&l| score_from_lcs(l, m, m) >= cutoff).unwrap_or(m + 1);
-    let floor = floor.max(pass.saturating_sub(1));
+    // Unless the exact score is wanted below the cutoff, windows that cannot reach it need
+    // no evaluation either.
+    let floor = if exact_below { floor } else { floor.max(pass.saturating_sub(1)) };
     let ceiling = if pre.exact == Some(false) { m - 1 } else { m };
     let stop = if early { ceiling.min(pass) } else { ceiling };
     match best_window(k, m, hay, floor, &pre.seeds, stop) {
@@ -1104,7 +1126,7 @@ mod tests {
                 assert_eq!(l, lcs_dp(&rev_a, &rev_b));
                 if let Some(w) = want {
                     assert_eq!(
-                        score_longer(&k, &a, &b, 0.0, false).to_bits(),
+                        score_longer(&k, &a, &b, 0.0, false, true).to_bits(),
                         w.to_bits(),
                         "limit {limit}"
                     );
@@ -1157,6 +1179,8 @@ mod tests {
                     "{a:?} {b:?} cutoff {c}"
                 );
                 assert_eq!(needle.at_least(&b, c), s >= c, "{a:?} {b:?} at_least {c}");
+                let decided = needle.decide(&b, c).map_err(f64::to_bits);
+                assert_eq!(decided, if s >= c { Ok(()) } else { Err(s.to_bits()) }, "{a:?} {b:?} decide {c}");
             }
             // olmOCR-style threshold.
             if la > 0 {

@@ -66,6 +66,18 @@ const MAX_L_DIST_CAP: usize = 3 << 29;
 
 /// `find_near_matches(sub, seq, max_l_dist=k)`; see the module documentation.
 pub fn find_near_matches(sub: &[char], seq: &[char], max_l_dist: usize) -> Vec<NearMatch> {
+    find_near_matches_indexed(sub, seq, max_l_dist, None)
+}
+
+/// [`find_near_matches`] with an optional [`CharIndex`] of `seq` (built once for several
+/// searches in the same text): the exact n-gram scans then visit only the positions of the
+/// pattern's rarest character. The result is the same with or without it.
+pub fn find_near_matches_indexed(
+    sub: &[char],
+    seq: &[char],
+    max_l_dist: usize,
+    index: Option<&CharIndex>,
+) -> Vec<NearMatch> {
     if sub.is_empty() {
         return Vec::new();
     }
@@ -73,7 +85,7 @@ pub fn find_near_matches(sub: &[char], seq: &[char], max_l_dist: usize) -> Vec<N
     let m = sub.len();
     if k == 0 {
         let mut out = Vec::new();
-        for_each_occurrence(sub, seq, 0, seq.len(), |x| {
+        for_each_occurrence(sub, seq, 0, seq.len(), index, |x| {
             out.push(NearMatch { start: x, end: x + m, dist: 0 });
         });
         return out;
@@ -84,7 +96,7 @@ pub fn find_near_matches(sub: &[char], seq: &[char], max_l_dist: usize) -> Vec<N
     }
     let mut groups = Groups::default();
     if m / (k + 1) >= 3 {
-        ngram_search(sub, seq, k, &mut groups);
+        ngram_search_with(sub, seq, k, &mut groups, true, index);
     } else {
         lp_search(sub, seq, k, &mut groups);
     }
@@ -187,6 +199,7 @@ fn for_each_occurrence(
     text: &[char],
     lo: usize,
     hi: usize,
+    index: Option<&CharIndex>,
     mut f: impl FnMut(usize),
 ) {
     let p = pat.len();
@@ -211,8 +224,30 @@ fn for_each_occurrence(
     // text. Periodic or adversarial text makes verification expensive: after `budget`
     // verified characters fall back to KMP from where the scan stopped. Both report the same
     // occurrences in ascending order.
-    let r = (0..p).min_by_key(|&i| commonness(pat[i])).unwrap_or(0);
     let mut budget = (hi - lo).saturating_mul(2) + 64;
+    if let Some(index) = index {
+        // The same scan over the positions of the pattern's rarest character in this text.
+        let (r, positions) = (0..p)
+            .map(|i| (i, index.positions(pat[i])))
+            .min_by_key(|(_, v)| v.len())
+            .unwrap_or((0, &[]));
+        let first = positions.partition_point(|&x| (x as usize) < lo + r);
+        for &x in &positions[first..] {
+            let start = x as usize - r;
+            if start + p > hi {
+                return;
+            }
+            budget = budget.saturating_sub(p);
+            if text[start..start + p].iter().zip(pat).all(|(a, b)| a == b) {
+                f(start);
+            }
+            if budget == 0 {
+                return kmp_from(pat, &fail, text, start + 1, hi, f);
+            }
+        }
+        return;
+    }
+    let r = (0..p).min_by_key(|&i| commonness(pat[i])).unwrap_or(0);
     let mut i = lo + r;
     while i + (p - r) <= hi {
         match text[i..hi - (p - r - 1)].iter().position(|&c| c == pat[r]) {
@@ -228,6 +263,65 @@ fn for_each_occurrence(
             return kmp_from(pat, &fail, text, start + 1, hi, f);
         }
         i += 1;
+    }
+}
+
+/// The positions of each character of a text, ascending: a counting sort of the positions by
+/// character (ASCII through a direct table, other characters by sorting), built in linear time
+/// plus `O(u log u)` for the `u` non-ASCII positions.
+pub struct CharIndex {
+    /// Positions grouped by character: ASCII `c` owns `order[start[c]..start[c + 1]]`.
+    order: Vec<u32>,
+    start: [u32; 129],
+    /// (character, position) of the non-ASCII characters, sorted.
+    other: Vec<(char, u32)>,
+    other_pos: Vec<u32>,
+}
+
+impl CharIndex {
+    /// `None` when the text is too long for `u32` positions.
+    pub fn new(text: &[char]) -> Option<Self> {
+        if text.len() >= u32::MAX as usize {
+            return None;
+        }
+        // Counts in slot `c + 1` (non-ASCII characters in slot 129, not part of `order`).
+        let mut start = [0u32; 130];
+        for &c in text {
+            start[(c as usize).min(128) + 1] += 1;
+        }
+        let n_other = start[129] as usize;
+        for c in 0..128 {
+            start[c + 1] += start[c];
+        }
+        let mut fill = start;
+        let mut order = vec![0u32; start[128] as usize];
+        let mut other = Vec::with_capacity(n_other);
+        for (i, &c) in text.iter().enumerate() {
+            if c.is_ascii() {
+                let slot = &mut fill[c as usize];
+                if let Some(o) = order.get_mut(*slot as usize) {
+                    *o = i as u32;
+                }
+                *slot += 1;
+            } else {
+                other.push((c, i as u32));
+            }
+        }
+        let start: [u32; 129] = std::array::from_fn(|c| start[c]);
+        other.sort_unstable();
+        let other_pos = other.iter().map(|&(_, i)| i).collect();
+        Some(CharIndex { order, start, other, other_pos })
+    }
+
+    /// The positions of `c` in the text, ascending.
+    pub fn positions(&self, c: char) -> &[u32] {
+        if c.is_ascii() {
+            let c = c as usize;
+            return &self.order[self.start[c] as usize..self.start[c + 1] as usize];
+        }
+        let a = self.other.partition_point(|&(x, _)| x < c);
+        let b = self.other.partition_point(|&(x, _)| x <= c);
+        &self.other_pos[a..b]
     }
 }
 
@@ -525,11 +619,14 @@ fn prune_sorted(cands: &mut Vec<Cand>) {
 // ---------------------------------------------------------------------------------------------
 // N-gram algorithm
 
-fn ngram_search(sub: &[char], seq: &[char], k: usize, groups: &mut Groups) {
-    ngram_search_with(sub, seq, k, groups, true);
-}
-
-fn ngram_search_with(sub: &[char], seq: &[char], k: usize, groups: &mut Groups, use_memo: bool) {
+fn ngram_search_with(
+    sub: &[char],
+    seq: &[char],
+    k: usize,
+    groups: &mut Groups,
+    use_memo: bool,
+    index: Option<&CharIndex>,
+) {
     let m = sub.len();
     let n = seq.len();
     let g = m / (k + 1);
@@ -549,7 +646,7 @@ fn ngram_search_with(sub: &[char], seq: &[char], k: usize, groups: &mut Groups, 
         let lo = min(a.saturating_sub(k), n);
         let hi = min(n, (n + b).saturating_add(k).saturating_sub(m));
         let hi = max(hi, lo);
-        for_each_occurrence(&sub[a..b], seq, lo, hi, |x| {
+        for_each_occurrence(&sub[a..b], seq, lo, hi, index, |x| {
             // seq[x+g : x-a+m+k]; x >= a-k, so the end is non-negative, and >= x+g.
             let r_lo = x + g;
             let r_hi = max(r_lo, min(n, (x + m).saturating_add(k) - a));
@@ -781,11 +878,15 @@ mod tests {
             let p = next(8) + 1;
             let pat: Vec<char> = (0..p).map(|_| alpha[next(alpha.len() as u64)]).collect();
             let (lo, hi) = (next(n as u64 + 1), next(n as u64 + 1));
-            let mut got = Vec::new();
-            for_each_occurrence(&pat, &text, lo, hi, |x| got.push(x));
             let want: Vec<usize> =
                 (lo..n).filter(|&x| x + p <= hi.min(n) && text[x..x + p] == pat[..]).collect();
+            let mut got = Vec::new();
+            for_each_occurrence(&pat, &text, lo, hi, None, |x| got.push(x));
             assert_eq!(got, want, "{text:?} {pat:?} {lo} {hi}");
+            let index = CharIndex::new(&text).unwrap();
+            let mut got = Vec::new();
+            for_each_occurrence(&pat, &text, lo, hi, Some(&index), |x| got.push(x));
+            assert_eq!(got, want, "indexed: {text:?} {pat:?} {lo} {hi}");
         }
     }
 
@@ -1029,6 +1130,28 @@ mod tests {
 
     /// The n-gram search with and without the expansion memo, on repetitive inputs.
     #[test]
+    fn char_index_is_transparent() {
+        let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B);
+        for round in 0..4000 {
+            let alphabet: Vec<char> =
+                if round % 2 == 0 { "ab é".chars().collect() } else { "abcdeéü€ ".chars().collect() };
+            let (n, m) = (rng.below(120), rng.below(20) + 1);
+            let seq = rng.string(&alphabet, n);
+            let sub = rng.string(&alphabet, m);
+            let k = rng.below(6);
+            let index = CharIndex::new(&seq).unwrap();
+            for (i, &c) in seq.iter().enumerate() {
+                assert!(index.positions(c).contains(&(i as u32)));
+            }
+            assert_eq!(
+                find_near_matches_indexed(&sub, &seq, k, Some(&index)),
+                find_near_matches(&sub, &seq, k),
+                "{sub:?} {seq:?} {k}"
+            );
+        }
+    }
+
+    #[test]
     fn ngram_memo_is_transparent() {
         let alphabets: Vec<Vec<char>> =
             ["a", "ab", "abc", ". a"].iter().map(|s| s.chars().collect()).collect();
@@ -1061,7 +1184,7 @@ mod tests {
                 seq.splice(at..at, sub.iter().copied());
             }
             let mut plain = Groups::default();
-            ngram_search_with(&sub, &seq, k, &mut plain, false);
+            ngram_search_with(&sub, &seq, k, &mut plain, false, None);
             assert_eq!(find_near_matches(&sub, &seq, k), plain.finish(), "{sub:?} {seq:?} {k}");
         }
     }

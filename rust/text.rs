@@ -98,6 +98,31 @@ pub fn re_ignorecase_eq(c: char, m: char) -> bool {
 /// Python `str.lower()`, including the Final_Sigma rule for U+03A3.
 pub fn py_lower(s: &[char]) -> Vec<char> {
     let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        // A run of ASCII at a time.
+        let end = find_from(s, i, |c| !c.is_ascii());
+        out.extend(s[i..end].iter().map(|c| c.to_ascii_lowercase()));
+        if end == s.len() {
+            break;
+        }
+        i = end;
+        let c = s[i];
+        i += 1;
+        if c == '\u{3a3}' {
+            out.push(if final_sigma(s, i - 1) { '\u{3c2}' } else { '\u{3c3}' });
+        } else if let Some(low) = lower_one(c) {
+            out.extend(low.chars());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+fn py_lower_simple(s: &[char]) -> Vec<char> {
+    let mut out = Vec::with_capacity(s.len());
     for (i, &c) in s.iter().enumerate() {
         if c.is_ascii() {
             out.push(c.to_ascii_lowercase());
@@ -177,6 +202,13 @@ fn strip_delimited(s: &[char], d: char, width: usize) -> Vec<char> {
     let mut dead_until = 0; // no opening before this index can find its close
     let mut p = 0;
     while p < s.len() {
+        // Characters other than `d` are copied as they are, a run at a time.
+        let q = find_from(s, p, |c| c == d);
+        out.extend_from_slice(&s[p..q]);
+        p = q;
+        if p == s.len() {
+            break;
+        }
         if p >= dead_until && delim_at(s, p, d, width) {
             match find_close(s, p + width, d, width) {
                 Ok(q) => {
@@ -193,6 +225,21 @@ fn strip_delimited(s: &[char], d: char, width: usize) -> Vec<char> {
         p += 1;
     }
     out
+}
+
+/// The first `i >= from` with `pred(s[i])`, or `s.len()`. Blocks of characters are tested
+/// without branches first (vectorized for simple predicates).
+#[inline]
+fn find_from(s: &[char], from: usize, pred: impl Fn(char) -> bool) -> usize {
+    const BLOCK: usize = 16;
+    let mut i = from;
+    while let Some(block) = s.get(i..i + BLOCK) {
+        if block.iter().fold(false, |acc, &c| acc | pred(c)) {
+            break;
+        }
+        i += BLOCK;
+    }
+    s[i..].iter().position(|&c| pred(c)).map_or(s.len(), |o| i + o)
 }
 
 fn delim_at(s: &[char], p: usize, d: char, width: usize) -> bool {
@@ -216,39 +263,46 @@ fn find_close(s: &[char], from: usize, d: char, width: usize) -> Result<usize, u
 
 /// Removes every exact occurrence of each pattern, or replaces it with `with`.
 fn replace_literals(s: &[char], pats: &[&[char]], with: Option<char>) -> Vec<char> {
+    debug_assert!(pats.iter().all(|p| p.first() == Some(&'<')));
     let mut out = Vec::with_capacity(s.len());
     let mut p = 0;
-    'outer: while p < s.len() {
-        if s[p] == '<' {
-            for pat in pats {
-                if starts_with_at(s, p, pat) {
-                    out.extend(with);
-                    p += pat.len();
-                    continue 'outer;
-                }
+    while p < s.len() {
+        // Every pattern starts with '<': copy up to the next one.
+        let q = find_from(s, p, |c| c == '<');
+        out.extend_from_slice(&s[p..q]);
+        p = q;
+        if p == s.len() {
+            break;
+        }
+        match pats.iter().find(|pat| starts_with_at(s, p, pat)) {
+            Some(pat) => {
+                out.extend(with);
+                p += pat.len();
+            }
+            None => {
+                out.push('<');
+                p += 1;
             }
         }
-        out.push(s[p]);
-        p += 1;
     }
     out
 }
 
 /// Collapses every maximal run of Python whitespace into one U+0020 (no trim).
 pub fn collapse_ws(s: &[char]) -> Vec<char> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut in_ws = false;
+    // Branch-free: every character is written, and the write position only advances past a
+    // whitespace character that follows another one.
+    let mut out = vec!['\0'; s.len()];
+    let mut j = 0;
+    let mut prev = false;
     for &c in s {
-        if is_py_space(c) {
-            if !in_ws {
-                out.push(' ');
-            }
-            in_ws = true;
-        } else {
-            out.push(c);
-            in_ws = false;
-        }
+        let u = c as u32;
+        let space = if u < 0x85 { (9..=13).contains(&u) | (0x1c..=0x20).contains(&u) } else { is_py_space(c) };
+        out[j] = if space { ' ' } else { c };
+        j += usize::from(!(space && prev));
+        prev = space;
     }
+    out.truncate(j);
     out
 }
 
@@ -305,15 +359,13 @@ fn strip_mixed(s: &[char], width: usize) -> Vec<char> {
     let (mut star_dead, mut under_dead) = (0, 0);
     let mut p = 0;
     while p < s.len() {
-        let (d, dead) = match s[p] {
-            '*' => ('*', &mut star_dead),
-            '_' => ('_', &mut under_dead),
-            _ => {
-                out.push(s[p]);
-                p += 1;
-                continue;
-            }
-        };
+        let q = find_from(s, p, |c| c == '*' || c == '_');
+        out.extend_from_slice(&s[p..q]);
+        p = q;
+        if p == s.len() {
+            break;
+        }
+        let (d, dead) = if s[p] == '*' { ('*', &mut star_dead) } else { ('_', &mut under_dead) };
         if p >= *dead && delim_at(s, p, d, width) {
             match find_close(s, p + width, d, width) {
                 Ok(q) => {
@@ -449,6 +501,39 @@ mod tests {
         assert_eq!(norm("a * b * c"), "a b c");
         assert_eq!(norm("\u{fb01}ne"), "\u{fb01}ne");
         assert_eq!(norm("e\u{301}"), "\u{e9}");
+    }
+
+    #[test]
+    fn fast_passes_match_simple_loops() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m) as usize
+        };
+        let alpha: Vec<char> = "aB \t\n\r\u{1c}\u{1f}\u{85}\u{a0}\u{3000}\u{3a3}\u{130}é!".chars().collect();
+        for _ in 0..20_000 {
+            let s: Vec<char> = (0..next(50)).map(|_| alpha[next(alpha.len() as u64)]).collect();
+            let mut want = Vec::new();
+            let mut in_ws = false;
+            for &c in &s {
+                if is_py_space(c) {
+                    if !in_ws {
+                        want.push(' ');
+                    }
+                    in_ws = true;
+                } else {
+                    want.push(c);
+                    in_ws = false;
+                }
+            }
+            assert_eq!(collapse_ws(&s), want, "{s:?}");
+            assert_eq!(py_lower(&s), py_lower_simple(&s), "{s:?}");
+            let at = next(s.len() as u64 + 1);
+            let want = s[at..].iter().position(|&c| c == 'a').map_or(s.len(), |o| at + o);
+            assert_eq!(find_from(&s, at, |c| c == 'a'), want);
+        }
     }
 
     #[test]

@@ -33,13 +33,18 @@ def bench(
 ) -> None:
     """Run olmOCR-bench on every candidate folder: majority over repeats, per-JSONL pass rates,
     their mean as the score, a bootstrap CI; a candidate with any error is FAILED as upstream."""
-    from rich.console import Console
-
     from olmocr_rl.bench import BenchError, print_summary, run_bench, summary_dict
 
-    err = Console(stderr=True)
-    show_progress = err.is_terminal and not os.environ.get("CI")
-    status = err.status("loading the bench folder") if show_progress else None
+    status = None
+    # rich (a noticeable part of start-up) only when it has something to show: a progress line
+    # on a terminal, or the tables of the summary.
+    maybe_terminal = sys.stderr.isatty() or any(os.environ.get(v) for v in ("FORCE_TERMINAL", "TTY_INTERACTIVE", "TTY_COMPATIBLE"))
+    if maybe_terminal and not os.environ.get("CI"):
+        from rich.console import Console
+
+        err = Console(stderr=True)
+        if err.is_terminal:
+            status = err.status("loading the bench folder")
 
     def progress(msg: str) -> None:
         if status is not None:
@@ -72,4 +77,6 @@ def bench(
     if as_json:
         sys.stdout.write(json.dumps(summary_dict(summary), ensure_ascii=False, indent=2) + "\n")
     else:
+        from rich.console import Console
+
         print_summary(summary, Console(), show_failures=show_failures)

@@ -13,7 +13,7 @@
 use super::Verdict;
 use crate::scan::{next_table, NONE};
 use crate::suite::Spec;
-use crate::text::{collapse_ws, is_py_alnum, py_str_repr};
+use crate::text::{collapse_ws, is_py_alnum, is_py_space, py_str_repr};
 
 pub fn check(spec: &Spec, content: &[char]) -> Verdict {
     let Spec::Baseline {
@@ -40,7 +40,7 @@ pub fn check(spec: &Spec, content: &[char]) -> Verdict {
             Err(e) => Verdict::error(e),
         };
     }
-    if alnum(content) == 0 {
+    if !content.iter().any(|&c| is_py_alnum(c)) {
         return Verdict::fail("The text contains no alpha numeric characters".into());
     }
     for (i, count) in ngram_repeats(content).into_iter().enumerate() {
@@ -79,12 +79,45 @@ pub fn disallowed(c: char) -> bool {
 
 /// `RepeatDetector(max_ngram_size=5).ngram_repeats()`: for each size, how many back-to-back
 /// copies of the final n-gram end the whitespace-collapsed text.
+///
+/// Only the end of the collapsed text matters unless the text repeats: the counts are first
+/// taken on its last `TAIL` characters (collapsed from the raw end backwards), and the whole
+/// text is collapsed only when some run of copies reaches back to that window's start.
 pub fn ngram_repeats(content: &[char]) -> [usize; 5] {
-    let mut out = [0; 5];
+    const TAIL: usize = 64;
     if content.is_empty() {
-        return out;
+        return [0; 5];
     }
-    let t = collapse_ws(content);
+    let mut tail: Vec<char> = Vec::with_capacity(TAIL + 1);
+    let mut i = content.len();
+    while i > 0 && tail.len() <= TAIL {
+        i -= 1;
+        if is_py_space(content[i]) {
+            tail.push(' ');
+            while i > 0 && is_py_space(content[i - 1]) {
+                i -= 1;
+            }
+        } else {
+            tail.push(content[i]);
+        }
+    }
+    if tail.len() <= TAIL {
+        // The whole text fits: `tail` is all of it.
+        tail.reverse();
+        return repeats_in(&tail).0;
+    }
+    tail.reverse();
+    match repeats_in(&tail) {
+        (counts, false) => counts,
+        _ => repeats_in(&collapse_ws(content)).0,
+    }
+}
+
+/// The five counts on `t` (the collapsed text, or its end), and whether some run of copies
+/// reached the first `size` characters of `t` (so that a longer text could extend it).
+fn repeats_in(t: &[char]) -> ([usize; 5], bool) {
+    let mut out = [0; 5];
+    let mut reached_start = false;
     for (i, slot) in out.iter_mut().enumerate() {
         let size = i + 1;
         if t.len() < size {
@@ -99,13 +132,23 @@ pub fn ngram_repeats(content: &[char]) -> [usize; 5] {
             }
             count += 1;
             if pos < size {
+                reached_start = true;
                 break;
             }
             pos -= size;
         }
         *slot = count;
     }
-    out
+    (out, reached_start)
+}
+
+/// The reference's loop on the fully collapsed text (the oracle for the tail shortcut).
+#[cfg(test)]
+fn ngram_repeats_full(content: &[char]) -> [usize; 5] {
+    if content.is_empty() {
+        return [0; 5];
+    }
+    repeats_in(&collapse_ws(content)).0
 }
 
 /// `re.sub(r"!\[.*?\]\(.*?\)", "", s)`: `.` stops at `\n`; from `![` the match takes the first
@@ -147,6 +190,27 @@ mod tests {
         assert_eq!(ngram_repeats(&chars(&("ab".repeat(40) + "\n"))), [1, 1, 1, 1, 1]);
         assert_eq!(ngram_repeats(&chars("")), [0; 5]);
         assert_eq!(ngram_repeats(&chars("abc")), [1, 1, 1, 0, 0]);
+    }
+
+    #[test]
+    fn tail_shortcut_matches_the_full_count() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m) as usize
+        };
+        let alpha: Vec<char> = "ab \n\t\u{a0}".chars().collect();
+        for _ in 0..20_000 {
+            let unit: Vec<char> = (0..next(6) + 1).map(|_| alpha[next(alpha.len() as u64)]).collect();
+            let mut s: Vec<char> = (0..next(70)).map(|_| alpha[next(alpha.len() as u64)]).collect();
+            for _ in 0..next(60) {
+                s.extend(&unit);
+            }
+            s.extend((0..next(3)).map(|_| alpha[next(alpha.len() as u64)]));
+            assert_eq!(ngram_repeats(&s), ngram_repeats_full(&s), "{s:?}");
+        }
     }
 
     #[test]

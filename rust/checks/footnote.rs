@@ -10,7 +10,7 @@
 
 use super::{threshold, Verdict};
 use crate::fuzz::partial_ratio;
-use crate::scan::{at, ci_at, next_table, NONE};
+use crate::scan::{at, ci_at, skip_to, NextFinder, NONE};
 use crate::suite::{Spec, Test};
 use crate::text::{is_py_alnum, normalize, prefix, py_lower, re_ignorecase_eq, string};
 
@@ -97,45 +97,44 @@ pub fn occurrences(s: &[char], marker: &[char]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     // \[\^M\](?!:) — non-overlapping, left to right.
     let md: Vec<char> = ['[', '^'].into_iter().chain(marker.iter().copied()).chain([']']).collect();
-    let mut p = 0;
+    let mut p = skip_to(s, 0, '[');
     while p + md.len() <= n {
-        if s[p] == '[' && at(s, p, &md) && s.get(p + md.len()) != Some(&':') {
+        if at(s, p, &md) && s.get(p + md.len()) != Some(&':') {
             out.push((p, p + md.len()));
-            p += md.len();
+            p = skip_to(s, p + md.len(), '[');
         } else {
-            p += 1;
+            p = skip_to(s, p + 1, '[');
         }
     }
-    // <sup[^>]*>M</sup> with IGNORECASE (the marker folds too).
-    let has_tag = s.contains(&'<');
-    let next_gt = if has_tag { next_table(n, |i| s[i] == '>') } else { Vec::new() };
+    // <sup[^>]*>M</sup> with IGNORECASE (the marker folds too). Queries to `next_gt` grow.
+    let mut next_gt = NextFinder::new(n, |i| s[i] == '>');
     let marker_at = |q: usize| {
         q + marker.len() <= n && s[q..q + marker.len()].iter().zip(marker).all(|(&c, &m)| re_ignorecase_eq(c, m))
     };
-    let mut p = if has_tag { 0 } else { n };
+    let mut p = skip_to(s, 0, '<');
     while p < n {
         if ci_at(s, p, "<sup") {
-            let gt = next_gt[p + 4];
+            let gt = next_gt.next(p + 4);
             if gt != NONE && marker_at(gt + 1) && ci_at(s, gt + 1 + marker.len(), "</sup>") {
                 let end = gt + 1 + marker.len() + 6;
                 out.push((p, end));
-                p = end;
+                p = skip_to(s, end, '<');
                 continue;
             }
         }
-        p += 1;
+        p = skip_to(s, p + 1, '<');
     }
     // Unicode superscript digits, found anywhere (also inside longer runs).
     if marker.iter().all(|c| c.is_ascii_digit()) {
         const SUP: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
         let sup: Vec<char> = marker.iter().map(|&c| SUP[c as usize - '0' as usize]).collect();
-        let mut p = 0;
+        let mut p = skip_to(s, 0, sup[0]);
         while p + sup.len() <= n {
-            if s[p] == sup[0] && at(s, p, &sup) {
+            if at(s, p, &sup) {
                 out.push((p, p + sup.len()));
-                p += sup.len();
+                p = skip_to(s, p + sup.len(), sup[0]);
             } else {
-                p += 1;
+                p = skip_to(s, p + 1, sup[0]);
             }
         }
     }

@@ -11,7 +11,7 @@
 
 use super::{threshold, Verdict};
 use crate::fuzz::partial_ratio;
-use crate::scan::{ci_at, findall_delimited, findall_tag, next_table, NONE};
+use crate::scan::{ci_at, findall_delimited, findall_tag, NextFinder, NONE};
 use crate::suite::{Format, Spec, Test};
 use crate::text::{is_py_space, normalize, prefix, py_lower};
 
@@ -109,7 +109,8 @@ fn markdown_headings(s: &[char]) -> Vec<Vec<char>> {
     if !s.contains(&'#') {
         return Vec::new();
     }
-    let next_nl = next_table(n, |i| s[i] == '\n');
+    // Queries only grow (`e` and `p` move forward).
+    let mut next_nl = NextFinder::new(n, |i| s[i] == '\n');
     let mut out = Vec::new();
     let mut p = 0;
     while p < n {
@@ -119,14 +120,17 @@ fn markdown_headings(s: &[char]) -> Vec<Vec<char>> {
             if run <= 6 && a < n && is_py_space(s[a]) {
                 let b = a + s[a..].iter().take_while(|&&c| is_py_space(c)).count();
                 if let Some(e) = (a + 1..=b).rev().find(|&e| e < n && s[e] != '\n') {
-                    let eol = if next_nl[e] == NONE { n } else { next_nl[e] };
+                    let eol = match next_nl.next(e) {
+                        NONE => n,
+                        nl => nl,
+                    };
                     out.push(s[e..eol].to_vec());
                     p = eol;
                 }
             }
         }
         // `^` only matches at line starts: go to the next one.
-        match next_nl[p.min(n)] {
+        match next_nl.next(p.min(n)) {
             NONE => break,
             nl => p = nl + 1,
         }
@@ -144,16 +148,17 @@ fn lone_delimited(s: &[char], d: char) -> Vec<Vec<char>> {
     let isolated = |i: usize| {
         s[i] == d && (i == 0 || s[i - 1] != d) && s.get(i + 1) != Some(&d)
     };
-    let next = next_table(n, isolated);
+    // Queries only grow.
+    let mut next = NextFinder::new(n, isolated);
     let mut out = Vec::new();
-    let mut p = next[0];
+    let mut p = next.next(0);
     while p != NONE {
-        let q = next[p + 1];
+        let q = next.next(p + 1);
         if q == NONE {
             break;
         }
         out.push(s[p + 1..q].to_vec());
-        p = next[q + 1];
+        p = next.next(q + 1);
     }
     out
 }

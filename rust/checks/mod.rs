@@ -8,6 +8,7 @@ pub mod order;
 pub mod presence;
 pub mod table;
 
+use crate::search::CharIndex;
 use crate::suite::{Kind, Spec, Test};
 use crate::text::{normalize, py_lower};
 use std::cell::OnceCell;
@@ -49,12 +50,19 @@ pub struct Page<'a> {
     raw: &'a [char],
     normalized: OnceCell<Vec<char>>,
     normalized_lower: OnceCell<Vec<char>>,
+    normalized_index: OnceCell<Option<CharIndex>>,
     tables: table::PageTables,
 }
 
 impl<'a> Page<'a> {
     pub fn new(raw: &'a [char]) -> Self {
-        Page { raw, normalized: OnceCell::new(), normalized_lower: OnceCell::new(), tables: Default::default() }
+        Page {
+            raw,
+            normalized: OnceCell::new(),
+            normalized_lower: OnceCell::new(),
+            normalized_index: OnceCell::new(),
+            tables: Default::default(),
+        }
     }
     pub fn raw(&self) -> &'a [char] {
         self.raw
@@ -62,6 +70,10 @@ impl<'a> Page<'a> {
     /// `normalize_text(content)`.
     pub fn normalized(&self) -> &[char] {
         self.normalized.get_or_init(|| normalize(self.raw))
+    }
+    /// Where each character occurs in `normalized()`, for the order tests' exact scans.
+    pub fn normalized_index(&self) -> Option<&CharIndex> {
+        self.normalized_index.get_or_init(|| CharIndex::new(self.normalized())).as_ref()
     }
     /// The page's markdown and HTML tables, parsed on first use by its table tests.
     pub fn tables(&self) -> &table::PageTables {

@@ -8,7 +8,7 @@
 //! the reference itself gives different verdicts from run to run.
 
 use super::{Page, Verdict};
-use crate::search::find_near_matches;
+use crate::search::find_near_matches_indexed;
 use crate::suite::Test;
 use crate::text::prefix;
 
@@ -16,14 +16,15 @@ pub fn check(test: &Test, before: &[char], after: &[char], page: &Page) -> Verdi
     let content = page.normalized();
     let k = usize::try_from(test.max_diffs).unwrap_or(usize::MAX);
     let max_diffs = &test.max_diffs_text;
-    let b = find_near_matches(before, content, k);
+    let index = page.normalized_index();
+    let b = find_near_matches_indexed(before, content, k, index);
     if b.is_empty() {
         return Verdict::fail(format!(
             "'before' text '{}...' not found with max_l_dist {max_diffs}",
             prefix(before, 40)
         ));
     }
-    let a = find_near_matches(after, content, k);
+    let a = find_near_matches_indexed(after, content, k, index);
     if a.is_empty() {
         return Verdict::fail(format!(
             "'after' text '{}...' not found with max_l_dist {max_diffs}",

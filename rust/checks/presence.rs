@@ -42,12 +42,22 @@ pub fn check(test: &Test, page: &Page) -> Verdict {
     };
     let thr = threshold(test.max_diffs, query.len());
     let present = test.kind == Kind::Present;
-    // Decide with an early-exit search; the exact best score is only needed for a message.
+    // Decide with an early-exit search; the exact best score is only needed for a message
+    // (and a failed `present` test's partial credit).
     let needle = PartialRatioNeedle::new(query);
-    if needle.at_least(window, min_score_for_threshold(thr)) == present {
-        return Verdict::pass();
-    }
-    let best = needle.score(window) / 100.0;
+    let min_score = min_score_for_threshold(thr);
+    let best = if present {
+        // Usually present when it passes; when not, one pass also gives the exact score.
+        match needle.decide(window, min_score) {
+            Ok(()) => return Verdict::pass(),
+            Err(score) => score / 100.0,
+        }
+    } else {
+        if !needle.at_least(window, min_score) {
+            return Verdict::pass();
+        }
+        needle.score(window) / 100.0
+    };
     let absence = if present { "" } else { "absence of " };
     let verdict = Verdict::fail(format!(
         "Expected {absence}'{}...' with threshold {} but best match ratio was {}",

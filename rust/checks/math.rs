@@ -20,7 +20,8 @@
 //!   tree with DejaVu Serif advance widths and a model of KaTeX's CSS (`math/glue.js`). Verdicts
 //!   decided by the layout stage can differ near the 5 px tolerance; the golden tests measure
 //!   how often.
-//! * Bounds: a render that exceeds our operation budget, heap or JS stack (macro bombs, 100 kB
+//! * Bounds: an equation over `katex::MAX_EQUATION_CHARS` characters is not rendered, and a render
+//!   that exceeds our operation budget, heap or JS stack (macro bombs, 100 kB
 //!   or deeply nested equations; the reference would grind on or overflow V8's stack at a
 //!   different depth) counts as a render error for a hypothesis and makes the test an error
 //!   verdict for a reference. The layout search gives up ("not equal") beyond

@@ -134,6 +134,9 @@ function __olmocr_layout(eq) {
       if (!n.children) { // svg, img, ...: only explicit widths count
         return 0;
       }
+      // A subtree's width does not depend on where it is placed: measure each node once
+      // (vlists measure their rows before placing them; without this, nesting is exponential).
+      if (!emit && n.__olmocr_w !== undefined) return n.__olmocr_w;
       fs = fsOf(n, fs);
       f = fontOf(n, f);
       var st = n.style || {};
@@ -179,7 +182,8 @@ function __olmocr_layout(eq) {
       var explicit = Math.max(__olmocr_px(st.width, fs), __olmocr_px(st.minWidth, fs));
       if (has(n, "nulldelimiter")) explicit = Math.round(0.12 * fs * 64) / 64;
       inner = Math.max(inner, explicit);
-      return ml + pl + inner + pr + mr;
+      n.__olmocr_w = ml + pl + inner + pr + mr;
+      return n.__olmocr_w;
     }
     function flow(children, x, base, fs, f, align, emit) {
       var w = 0;

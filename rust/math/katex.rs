@@ -23,8 +23,12 @@ pub const KATEX_VERSION: &str = "0.16.21";
 /// Interrupt-handler calls (each ≈ 10,000 QuickJS operations) one render may use. A typical
 /// equation needs a handful; a 100 kB equation about 300.
 pub const OP_BUDGET: u64 = 3_000;
-/// Wall-clock backstop per render (the op budget normally ends a render first).
-pub const WALL_LIMIT: Duration = Duration::from_secs(20);
+/// Wall-clock backstop per render (the op budget normally ends a render first; time spent
+/// inside one native call, such as a long `Array.prototype.splice`, is not counted by it).
+pub const WALL_LIMIT: Duration = Duration::from_secs(5);
+/// Longer equations are not rendered (a bound: KaTeX's own cost grows faster than linearly on
+/// long flat input, about 2.5 s for 10,000 symbols in QuickJS). Far above real equations.
+pub const MAX_EQUATION_CHARS: usize = 5_000;
 /// JS heap per thread.
 pub const MEMORY_LIMIT: usize = 512 << 20;
 /// JS stack: well below any thread's real stack (16 MiB in the scoring pool, 8 MiB for a main
@@ -169,6 +173,9 @@ fn with_engine<T>(f: impl FnOnce(&Engine) -> T) -> Result<T, String> {
 
 /// Runs glue function `func` (`__olmocr_mathml` or `__olmocr_layout`) on `eq`.
 pub fn render(func: &str, eq: &str) -> Rendered {
+    if eq.chars().count() > MAX_EQUATION_CHARS {
+        return Rendered::Limit(format!("equation longer than {MAX_EQUATION_CHARS} characters"));
+    }
     match with_engine(|e| e.call(func, eq)) {
         Ok(r) => {
             if matches!(r, Rendered::Limit(_)) {

@@ -41,7 +41,7 @@ pub fn check(math_src: &str, ignore_dollar_delimited: bool, raw: &[char]) -> Ver
     let equations = extract::equations(raw, ignore_dollar_delimited);
     let fail = || Verdict::fail(format!("No match found for {math_src} anywhere in content"));
     let target = chars(math_src);
-    if equations.iter().any(|e| *e == target) {
+    if equations.contains(&target) {
         return Verdict::pass();
     }
     if equations.is_empty() {

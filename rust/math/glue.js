@@ -59,9 +59,13 @@ function __olmocr_layout(eq) {
     var out = [];
 
     function has(n, c) { return n.classes && n.classes.indexOf(c) >= 0; }
+    function styled(n) {
+      for (var k in n.style) return true;
+      return false;
+    }
     function bare(n) { // a SymbolNode written as a plain text node
       return n.text !== undefined && !n.children &&
-        !(n.classes && n.classes.length) && !(n.italic > 0) && !(n.style && Object.keys(n.style).length);
+        !(n.classes && n.classes.length) && !(n.italic > 0) && !styled(n);
     }
     function isSym(n) { return n.text !== undefined && !n.children; }
     function fontOf(n, f) {
@@ -125,8 +129,8 @@ function __olmocr_layout(eq) {
       if (isSym(n)) {
         var ff = fontOf(n, f);
         var w0 = Math.round(textWidth(n.text, ff) * fs * 64) / 64; // LayoutUnit: 1/64 px
-        var st0 = n.style || {};
-        var w = w0 + __olmocr_px(st0.marginRight, fs) + (n.italic > 0 ? Math.round(n.italic * fs * 64) / 64 : 0);
+        var w = w0 + (n.italic > 0 ? Math.round(n.italic * fs * 64) / 64 : 0);
+        if (styled(n)) w += __olmocr_px(n.style.marginRight, fs);
         // getBoundingClientRect excludes margins (the italic correction is a margin-right).
         if (emit && !bare(n)) leaf(n.text, x, base, w0, fs, ib);
         return w;
@@ -139,11 +143,14 @@ function __olmocr_layout(eq) {
       if (!emit && n.__olmocr_w !== undefined) return n.__olmocr_w;
       fs = fsOf(n, fs);
       f = fontOf(n, f);
-      var st = n.style || {};
-      var ml = __olmocr_px(st.marginLeft, fs), mr = __olmocr_px(st.marginRight, fs);
-      var pl = __olmocr_px(st.paddingLeft, fs), pr = __olmocr_px(st.paddingRight, fs);
-      var dx = __olmocr_px(st.left, fs);
-      base -= __olmocr_em(st.verticalAlign) * fs;
+      var st = n.style, ml = 0, mr = 0, pl = 0, pr = 0, dx = 0, explicit = 0;
+      if (styled(n)) {
+        ml = __olmocr_px(st.marginLeft, fs); mr = __olmocr_px(st.marginRight, fs);
+        pl = __olmocr_px(st.paddingLeft, fs); pr = __olmocr_px(st.paddingRight, fs);
+        dx = __olmocr_px(st.left, fs);
+        explicit = Math.max(__olmocr_px(st.width, fs), __olmocr_px(st.minWidth, fs));
+        base -= __olmocr_em(st.verticalAlign) * fs;
+      }
       if (has(n, "msupsub")) align = "l";
       if (has(n, "mfrac") || has(n, "op-limits") || has(n, "accent")) align = "c";
       if (has(n, "col-align-l")) align = "l";
@@ -179,7 +186,6 @@ function __olmocr_layout(eq) {
         }
       }
       if (has(n, "accent-body") && !has(n, "accent-full")) inner = 0; // CSS width: 0
-      var explicit = Math.max(__olmocr_px(st.width, fs), __olmocr_px(st.minWidth, fs));
       if (has(n, "nulldelimiter")) explicit = Math.round(0.12 * fs * 64) / 64;
       inner = Math.max(inner, explicit);
       n.__olmocr_w = ml + pl + inner + pr + mr;

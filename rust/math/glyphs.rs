@@ -54,10 +54,10 @@ fn neighbours(b: &[GlyphBox]) -> Vec<[Option<usize>; 4]> {
                 continue;
             }
             let cand = [
-                (o.cy < s.cy && (o.cx - s.cx).abs() <= TOL).then(|| s.cy - o.cy),
-                (o.cy > s.cy && (o.cx - s.cx).abs() <= TOL).then(|| o.cy - s.cy),
-                (o.cx < s.cx && (o.cy - s.cy).abs() <= TOL).then(|| s.cx - o.cx),
-                (o.cx > s.cx && (o.cy - s.cy).abs() <= TOL).then(|| o.cx - s.cx),
+                (o.cy < s.cy && (o.cx - s.cx).abs() <= TOL).then_some(s.cy - o.cy),
+                (o.cy > s.cy && (o.cx - s.cx).abs() <= TOL).then_some(o.cy - s.cy),
+                (o.cx < s.cx && (o.cy - s.cy).abs() <= TOL).then_some(s.cx - o.cx),
+                (o.cx > s.cx && (o.cy - s.cy).abs() <= TOL).then_some(o.cx - s.cx),
             ];
             for (d, dist) in cand.into_iter().enumerate() {
                 if let Some(dist) = dist {

@@ -53,7 +53,9 @@ pub enum Rendered {
 }
 
 static KATEX_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
-static SOURCE: Mutex<Option<(PathBuf, Result<Arc<String>, String>)>> = Mutex::new(None);
+/// The file last read: (path, its text or why it could not be read).
+type Source = (PathBuf, Result<Arc<String>, String>);
+static SOURCE: Mutex<Option<Source>> = Mutex::new(None);
 
 /// Where to read `katex.min.js` from (overrides `OLMOCR_RL_KATEX_JS`).
 pub fn set_katex_path(path: Option<PathBuf>) {

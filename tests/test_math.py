@@ -9,6 +9,8 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from olmocr_rl import BenchSuite, _core
 
@@ -134,3 +136,18 @@ def test_missing_katex_is_an_error_verdict_naming_the_fix():
     passed, error, why = json.loads(out)
     assert (passed, error) == (False, True)
     assert "olmocr==0.4.27" in why and "OLMOCR_RL_KATEX_JS" in why
+
+
+TOKENS = ["x", "1", "+", "=", "^", "_", "{", "}", "\\frac", "\\sqrt", "\\left(", "\\right)", "\\text{a b}",
+          "\\alpha", "&", "\\\\", "\\begin{matrix}", "\\end{matrix}", "\\def\\a{\\a}", "\\a", "$", "\\(", "\\)",
+          " ", "\u00a0", "<", "\\hat", "\\mathbf", "\\tag{1}", "\\color{red}", "%", "#", "\\neq", "é", "中"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(TOKENS), max_size=40), st.lists(st.sampled_from(TOKENS), max_size=40))
+def test_any_latex_gets_a_verdict(ref_tokens, hyp_tokens):
+    ref = "".join(ref_tokens)
+    if not ref.strip():
+        return
+    got = math_suite(ref).check("m", "$$" + "".join(hyp_tokens) + "$$ and $" + ref[::-1] + "$")
+    assert isinstance(got.passed, bool) and isinstance(got.explanation, str)

@@ -54,8 +54,9 @@ fn render_uncached(eq: &str) -> Render {
     }
 }
 
-/// Renders kept per thread (QuickJS contexts are per thread too); cleared when full.
-const CACHE_ENTRIES: usize = 20_000;
+/// Renders kept per thread (QuickJS contexts are per thread too); cleared when full. A few KB
+/// each, so a few MB per scoring thread.
+const CACHE_ENTRIES: usize = 4_096;
 
 thread_local! {
     static CACHE: RefCell<HashMap<String, Rc<Render>>> = RefCell::new(HashMap::new());

@@ -49,6 +49,7 @@ bench: build
 	$(PY) benchmarks/bench_text_checks.py
 	$(PY) benchmarks/bench_tables.py
 	$(PY) benchmarks/bench_reward.py
+	$(PY) benchmarks/bench_math.py
 
 # Regenerate golden verdicts with the upstream reference (dev machines only; see tests/golden/README.md).
 golden:

@@ -29,7 +29,10 @@ HERE = Path(__file__).resolve().parent
 
 def pairs(seed: int, n: int) -> list[tuple[dict, str]]:
     sys.path.insert(0, str(HERE))
-    from bench_math_reference import make_pairs
+    try:
+        from bench_math_reference import make_pairs
+    except ImportError:
+        raise SystemExit("bench_math: benchmarks/bench_math_reference.py (the shared pair generator) is missing")
 
     return make_pairs(seed, n)
 

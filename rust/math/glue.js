@@ -21,18 +21,25 @@ function __olmocr_mathml(eq) {
   }
 }
 
-var __olmocr_w = null;
+var __olmocr_w = null, __olmocr_k = null;
 function __olmocr_widths() {
   if (__olmocr_w) return __olmocr_w;
   __olmocr_w = {};
+  __olmocr_k = {};
   for (var k in __olmocr_fonts) {
-    var m = {};
+    var m = {}, kern = {};
     var runs = __olmocr_fonts[k].w.split(",");
     for (var i = 0; i < runs.length; i++) {
       var p = runs[i].split(":");
       m[parseInt(p[0], 16)] = parseInt(p[1], 16) / 2048;
     }
+    var pairs = __olmocr_fonts[k].k ? __olmocr_fonts[k].k.split(",") : [];
+    for (var j = 0; j < pairs.length; j++) {
+      var q = pairs[j].split(":");
+      kern[parseInt(q[0], 16) * 0x110000 + parseInt(q[1], 16)] = parseInt(q[2], 10) / 2048;
+    }
     __olmocr_w[k] = m;
+    __olmocr_k[k] = kern;
   }
   return __olmocr_w;
 }
@@ -81,10 +88,12 @@ function __olmocr_layout(eq) {
       return bd ? (it ? "bi" : "b") : (it ? "i" : "r");
     }
     function textWidth(t, f) {
-      var w = 0;
+      var w = 0, prev = -1, K = __olmocr_k[f];
       for (var i = 0; i < t.length; i++) {
         var c = t.codePointAt(i);
         if (c > 0xffff) i++;
+        if (prev >= 0) { var kv = K[prev * 0x110000 + c]; if (kv) w += kv; }
+        prev = W[f][c] === undefined ? -1 : c; // kerning only between glyphs of this font
         var v = W[f][c];
         if (v === undefined) v = W.r[c];
         if (v === undefined) v = W.s[c];
@@ -115,6 +124,7 @@ function __olmocr_layout(eq) {
       if (!/\S/.test(text)) return;
       // Chromium rounds the font's ascent and descent to whole pixels.
       var a = Math.round(ASC * fs), d = Math.round(DESC * fs);
+      x = Math.round(x * 64) / 64;
       if (ib) { // an inline-block (.vlist > span > span): its box is the line height, 1.2em
         var lh = Math.floor(1.2 * fs * 64) / 64;
         out.push([text.trim(), x, base - a - Math.floor((lh - a - d) / 2), w, lh]);
@@ -147,7 +157,7 @@ function __olmocr_layout(eq) {
       if (styled(n)) {
         ml = __olmocr_px(st.marginLeft, fs); mr = __olmocr_px(st.marginRight, fs);
         pl = __olmocr_px(st.paddingLeft, fs); pr = __olmocr_px(st.paddingRight, fs);
-        dx = __olmocr_px(st.left, fs);
+        dx = __olmocr_em(st.left) * fs; // relative offsets stay fractional (leaf x is snapped)
         explicit = Math.max(__olmocr_px(st.width, fs), __olmocr_px(st.minWidth, fs));
         base -= __olmocr_em(st.verticalAlign) * fs;
       }
@@ -231,7 +241,7 @@ function __olmocr_layout(eq) {
       if (kids.length && has(kids[0], "pstrut")) { ps = __olmocr_em(kids[0].style.height); start = 1; }
       var rbase = base + (top + ps) * fs;
       var ml = __olmocr_px(st.marginLeft, fs), mr = __olmocr_px(st.marginRight, fs);
-      var dx = __olmocr_px(st.left, fs);
+      var dx = __olmocr_em(st.left) * fs;
       var w = 0;
       for (var i = start; i < kids.length; i++) w += lay(kids[i], x + ml + dx + w, rbase, fs, f, align, emit, true);
       return ml + w + mr;

@@ -80,16 +80,19 @@ pub fn render(eq: &str) -> Rc<Render> {
     r
 }
 
-/// `compare_rendered_equations(reference, hypothesis)` for a successfully rendered reference:
-/// MathML containment, else the glyph-layout match.
-pub fn compare(ref_eq: &str, reference: &Render, hyp_eq: &str, hypothesis: &Render) -> bool {
-    let Render::Ok { compare: ref_inner, .. } = reference else {
-        return true; // an error reference has no spans: the layout match holds trivially
-    };
-    if let Render::Ok { compare: hyp_inner, .. } = hypothesis {
-        if hyp_inner.contains(ref_inner.as_str()) {
-            return true;
-        }
+/// The first half of `compare_rendered_equations(reference, hypothesis)`: normalized MathML
+/// containment (false unless both rendered).
+pub fn mathml_match(reference: &Render, hypothesis: &Render) -> bool {
+    match (reference, hypothesis) {
+        (Render::Ok { compare: r, .. }, Render::Ok { compare: h, .. }) => h.contains(r.as_str()),
+        _ => false,
+    }
+}
+
+/// The second half: the glyph-layout match (an error reference has no spans, so it holds).
+pub fn layout_match(ref_eq: &str, reference: &Render, hyp_eq: &str, hypothesis: &Render) -> bool {
+    if !matches!(reference, Render::Ok { .. }) {
+        return true;
     }
     let Some(ref_spans) = reference.spans(ref_eq) else { return false };
     let hyp_spans: &[Span] = match hypothesis {

@@ -74,7 +74,7 @@ def main() -> None:
          "--pairs", str(args.pairs), "--seed", str(args.seed)],
         capture_output=True, text=True, check=True,
     ).stdout
-    print(out.strip())
+    print("\n".join(line for line in out.splitlines() if line.startswith(("reference", "  "))))
     m = re.search(r"([0-9.]+) checks/s", out)
     c = re.search(r"checks \((\d+) pass\)", out)
     u = re.search(r"(\d+) ms CPU/check", out)

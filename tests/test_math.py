@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -151,3 +152,18 @@ def test_any_latex_gets_a_verdict(ref_tokens, hyp_tokens):
         return
     got = math_suite(ref).check("m", "$$" + "".join(hyp_tokens) + "$$ and $" + ref[::-1] + "$")
     assert isinstance(got.passed, bool) and isinstance(got.explanation, str)
+
+
+def test_math_in_the_bench_runner(tmp_path):
+    # `olmocr-rl bench` scores math tests now (no longer "unsupported").
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_bench import make_bench
+
+    from olmocr_rl.bench import load_bench, run_bench
+
+    recs = [{"pdf": "a.pdf", "page": 1, "id": i, "type": "math", "math": m} for i, m in [("m1", "x^2"), ("m2", "\\beta")]]
+    root = make_bench(tmp_path / "bench", [json.dumps(r) for r in recs], files={"m/a_pg1_repeat1.md": "We have $$x^{2}$$."})
+    assert "math" not in load_bench(root).unsupported
+    c = run_bench(root).candidates[0]
+    got = {o.id: o.passed for o in c.outcomes}
+    assert (got["m1"], got["m2"]) == (True, False)  # plus the auto-added baseline test

@@ -46,10 +46,10 @@ lint: setup
 	$(VENV)/bin/python -m mypy.stubtest --ignore-disjoint-bases olmocr_rl._core
 
 bench: build
+	$(PY) benchmarks/bench_math.py
 	$(PY) benchmarks/bench_text_checks.py
 	$(PY) benchmarks/bench_tables.py
 	$(PY) benchmarks/bench_reward.py
-	$(PY) benchmarks/bench_math.py
 
 # Regenerate golden verdicts with the upstream reference (dev machines only; see tests/golden/README.md).
 golden:

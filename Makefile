@@ -13,7 +13,16 @@ $(VENV)/.installed: pyproject.toml Cargo.toml Cargo.lock
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-setup: $(VENV)/.installed
+# KaTeX 0.16.21 for math checks comes from the olmocr PyPI package (its katex.min.js, the file the
+# reference renders with); --no-deps: only that file is used, olmocr itself is never imported.
+OLMOCR_PIN := 0.4.27
+$(VENV)/.katex: $(VENV)/.installed
+	$(PY) -m pip install -q --no-deps olmocr==$(OLMOCR_PIN)
+	touch $@
+
+KATEX_JS = $(shell $(PY) -c 'import importlib.util as u, os; s = u.find_spec("olmocr"); print(os.path.join(s.submodule_search_locations[0], "bench", "katex", "katex.min.js") if s else "")')
+
+setup: $(VENV)/.installed $(VENV)/.katex
 
 # Rebuild the extension in place (incremental) so Python sees the current Rust sources.
 build: setup
@@ -25,8 +34,8 @@ demo: build
 	$(VENV)/bin/olmocr-rl bench bench_fixtures
 	$(VENV)/bin/olmocr-rl prepare bench_fixtures target/demo-prepared --strict
 
-test-rust:
-	cargo test --locked --release
+test-rust: setup
+	OLMOCR_RL_KATEX_JS="$(KATEX_JS)" cargo test --locked --release
 
 test-python: build
 	$(VENV)/bin/pytest -q --hypothesis-profile=ci
@@ -38,6 +47,7 @@ lint: setup
 	$(VENV)/bin/python -m mypy.stubtest --ignore-disjoint-bases olmocr_rl._core
 
 bench: build
+	$(PY) benchmarks/bench_math.py
 	$(PY) benchmarks/bench_text_checks.py
 	$(PY) benchmarks/bench_tables.py
 	$(PY) benchmarks/bench_reward.py

@@ -12,6 +12,8 @@ __all__ = [
     "_py_compat",
     "_fmt_float",
     "_parse_tables",
+    "set_katex_path",
+    "katex_problem",
     "Suite",
 ]
 
@@ -30,6 +32,9 @@ def _py_compat(s: str) -> tuple[str, list[bool], list[bool], list[bool], str]: .
 def _fmt_float(x: float) -> tuple[str, str, str]: ...
 
 def _parse_tables(text: str, markdown: bool) -> list[dict[str, Any]]: ...
+
+def set_katex_path(path: str | None) -> None: ...
+def katex_problem() -> str | None: ...
 
 @final
 class Suite:

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, Union
 
-from olmocr_rl import _core
+from olmocr_rl import _core, _katex
+
+_katex.configure()
 
 PathLike = Union[str, "os.PathLike[str]"]
 

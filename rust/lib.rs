@@ -8,6 +8,7 @@ pub mod fuzz;
 pub mod html;
 #[doc(hidden)]
 pub mod html_entities;
+pub mod math;
 pub mod scan;
 pub mod score;
 pub mod search;

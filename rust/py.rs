@@ -85,6 +85,20 @@ fn _parse_tables<'py>(py: Python<'py>, text: &str, markdown: bool) -> PyResult<B
     py.import("json")?.call_method1("loads", (json,))
 }
 
+/// Where math checks read KaTeX 0.16.21's `katex.min.js` (None: the `OLMOCR_RL_KATEX_JS`
+/// environment variable).
+#[pyfunction]
+#[pyo3(signature = (path))]
+fn set_katex_path(path: Option<std::path::PathBuf>) {
+    crate::math::katex::set_katex_path(path);
+}
+
+/// None if math checks can run here, else why not (and how to fix it).
+#[pyfunction]
+fn katex_problem(py: Python<'_>) -> PyResult<Option<String>> {
+    py.detach(|| guard(|| crate::math::katex::available().err()))
+}
+
 /// Model output may hold lone surrogates (Python can, Rust strings cannot): those become
 /// U+FFFD so that every string still gets a verdict.
 fn lossless_or_replaced(s: &Bound<'_, PyString>) -> String {
@@ -266,6 +280,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_py_compat, m)?)?;
     m.add_function(wrap_pyfunction!(_fmt_float, m)?)?;
     m.add_function(wrap_pyfunction!(_parse_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(set_katex_path, m)?)?;
+    m.add_function(wrap_pyfunction!(katex_problem, m)?)?;
     m.add_class::<Suite>()?;
     Ok(())
 }

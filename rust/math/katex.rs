@@ -1,0 +1,241 @@
+//! KaTeX 0.16.21 in QuickJS-NG (rquickjs), one runtime per thread.
+//!
+//! `katex.min.js` is not part of this repository: it is read at run time from the path given to
+//! [`set_katex_path`] (the Python package passes the file of the installed `olmocr` PyPI
+//! package, which ships KaTeX 0.16.21, the version the reference runs) or from the
+//! `OLMOCR_RL_KATEX_JS` environment variable. Loading checks `katex.version == "0.16.21"`.
+//!
+//! Bounds, so that model output cannot hang or exhaust a worker: every render runs under a
+//! deterministic operation budget (QuickJS calls the interrupt handler about every 10,000
+//! operations; [`OP_BUDGET`] calls end the render), a wall-clock backstop, a heap limit and a
+//! JS stack limit far below the thread's real stack. A render that hits a bound reports
+//! [`Rendered::Limit`] and the thread's runtime is rebuilt.
+
+use rquickjs::{Context, Function, Runtime};
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The KaTeX version the reference renders with.
+pub const KATEX_VERSION: &str = "0.16.21";
+/// Interrupt-handler calls (each ≈ 10,000 QuickJS operations) one render may use. A typical
+/// equation needs a handful; a 100 kB equation about 300.
+pub const OP_BUDGET: u64 = 3_000;
+/// Wall-clock backstop per render (the op budget normally ends a render first; time spent
+/// inside one native call, such as a long `Array.prototype.splice`, is not counted by it).
+pub const WALL_LIMIT: Duration = Duration::from_secs(5);
+/// Longer equations are not rendered (a bound: KaTeX's own cost grows faster than linearly on
+/// long flat input, about 2.5 s for 10,000 symbols in QuickJS). Far above real equations.
+pub const MAX_EQUATION_CHARS: usize = 5_000;
+/// JS heap per thread.
+pub const MEMORY_LIMIT: usize = 512 << 20;
+/// JS stack: well below any thread's real stack (16 MiB in the scoring pool, 8 MiB for a main
+/// thread, 2 MiB for Rust's spawned threads), so deep nesting ends in a catchable RangeError.
+pub const STACK_LIMIT: usize = 1 << 20;
+
+/// Our JS glue, evaluated after KaTeX: `__olmocr_mathml(eq)` and `__olmocr_layout(eq)`.
+const GLUE: &str = concat!(include_str!("font_widths.js"), include_str!("glue.js"));
+
+/// What one render gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rendered {
+    /// The payload (MathML markup, or the layout record list).
+    Ok(String),
+    /// KaTeX threw (a parse error, or a JS stack overflow on deep nesting): the reference's
+    /// render error.
+    Error(String),
+    /// Our bounds ended the render (op budget, time, memory).
+    Limit(String),
+    /// No usable KaTeX (file missing or wrong version): the message names the fix.
+    Unavailable(String),
+}
+
+static KATEX_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The file last read: (path, its text or why it could not be read).
+type Source = (PathBuf, Result<Arc<String>, String>);
+static SOURCE: Mutex<Option<Source>> = Mutex::new(None);
+
+/// Where to read `katex.min.js` from (overrides `OLMOCR_RL_KATEX_JS`).
+pub fn set_katex_path(path: Option<PathBuf>) {
+    *KATEX_PATH.lock().unwrap_or_else(|e| e.into_inner()) = path;
+}
+
+const FIX: &str = "math checks need KaTeX 0.16.21's katex.min.js: `pip install --no-deps olmocr==0.4.27` \
+(the olmocr package ships it) or set OLMOCR_RL_KATEX_JS to the file";
+
+fn configured_path() -> Option<PathBuf> {
+    KATEX_PATH
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .or_else(|| std::env::var_os("OLMOCR_RL_KATEX_JS").filter(|v| !v.is_empty()).map(PathBuf::from))
+}
+
+/// The KaTeX source for the configured path, read once per path.
+fn source() -> Result<(PathBuf, Arc<String>), String> {
+    let path = configured_path().ok_or_else(|| format!("KaTeX not found; {FIX}"))?;
+    let mut slot = SOURCE.lock().unwrap_or_else(|e| e.into_inner());
+    if slot.as_ref().is_none_or(|(p, _)| *p != path) {
+        let read = std::fs::read_to_string(&path)
+            .map(Arc::new)
+            .map_err(|e| format!("cannot read {}: {e}; {FIX}", path.display()));
+        *slot = Some((path.clone(), read));
+    }
+    let (p, r) = slot.as_ref().expect("just filled");
+    r.clone().map(|s| (p.clone(), s))
+}
+
+/// Whether a usable KaTeX is configured (Err names the fix).
+pub fn available() -> Result<(), String> {
+    with_engine(|_| Ok(())).and_then(|r| r)
+}
+
+struct Engine {
+    path: PathBuf,
+    _rt: Runtime,
+    ctx: Context,
+    ticks: Arc<AtomicU64>,
+    started: Arc<Mutex<Instant>>,
+}
+
+impl Engine {
+    fn new(path: PathBuf, src: &str) -> Result<Engine, String> {
+        let rt = Runtime::new().map_err(|e| format!("QuickJS runtime: {e}"))?;
+        rt.set_memory_limit(MEMORY_LIMIT);
+        rt.set_max_stack_size(STACK_LIMIT);
+        let ticks = Arc::new(AtomicU64::new(0));
+        let started = Arc::new(Mutex::new(Instant::now()));
+        let (t, s) = (Arc::clone(&ticks), Arc::clone(&started));
+        rt.set_interrupt_handler(Some(Box::new(move || {
+            let n = t.fetch_add(1, Ordering::Relaxed) + 1;
+            n > OP_BUDGET || s.lock().map(|s| s.elapsed() > WALL_LIMIT).unwrap_or(true)
+        })));
+        let ctx = Context::full(&rt).map_err(|e| format!("QuickJS context: {e}"))?;
+        ticks.store(u64::MAX / 2, Ordering::Relaxed); // loading KaTeX is not budgeted
+        let version = ctx.with(|c| -> Result<String, String> {
+            ticks.store(0, Ordering::Relaxed);
+            *started.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+            c.eval::<(), _>(src.as_bytes().to_vec()).map_err(|e| format!("{}: {e}", path.display()))?;
+            ticks.store(0, Ordering::Relaxed);
+            c.eval::<(), _>(GLUE).map_err(|e| format!("glue: {e}"))?;
+            c.eval::<String, _>("typeof katex === 'object' ? String(katex.version) : 'none'")
+                .map_err(|e| e.to_string())
+        })?;
+        if version != KATEX_VERSION {
+            return Err(format!("{} is KaTeX {version}, not {KATEX_VERSION}; {FIX}", path.display()));
+        }
+        Ok(Engine { path, _rt: rt, ctx, ticks, started })
+    }
+
+    fn call(&self, func: &str, eq: &str) -> Rendered {
+        self.ticks.store(0, Ordering::Relaxed);
+        *self.started.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        self.ctx.with(|c| {
+            let f: Function = match c.globals().get(func) {
+                Ok(f) => f,
+                Err(e) => return Rendered::Unavailable(format!("glue function {func}: {e}")),
+            };
+            match f.call::<_, String>((eq,)) {
+                Ok(s) => match s.split_at_checked(1) {
+                    Some(("M", rest)) => Rendered::Ok(rest.to_string()),
+                    Some(("E", rest)) => Rendered::Error(rest.to_string()),
+                    _ => Rendered::Limit(format!("unexpected glue output {:?}", s.chars().take(40).collect::<String>())),
+                },
+                Err(e) => {
+                    let detail = c.catch();
+                    let what = if self.ticks.load(Ordering::Relaxed) > OP_BUDGET {
+                        "operation budget exceeded".to_string()
+                    } else {
+                        format!("{e}: {detail:?}")
+                    };
+                    Rendered::Limit(what)
+                }
+            }
+        })
+    }
+}
+
+thread_local! {
+    static ENGINE: RefCell<Option<Engine>> = const { RefCell::new(None) };
+}
+
+fn with_engine<T>(f: impl FnOnce(&Engine) -> T) -> Result<T, String> {
+    let (path, src) = source()?;
+    ENGINE.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.as_ref().is_none_or(|e| e.path != path) {
+            *slot = None;
+            *slot = Some(Engine::new(path, &src)?);
+        }
+        Ok(f(slot.as_ref().expect("just built")))
+    })
+}
+
+/// Runs glue function `func` (`__olmocr_mathml` or `__olmocr_layout`) on `eq`.
+pub fn render(func: &str, eq: &str) -> Rendered {
+    if eq.chars().count() > MAX_EQUATION_CHARS {
+        return Rendered::Limit(format!("equation longer than {MAX_EQUATION_CHARS} characters"));
+    }
+    match with_engine(|e| e.call(func, eq)) {
+        Ok(r) => {
+            if matches!(r, Rendered::Limit(_)) {
+                // The runtime may be mid-way through anything: start afresh next time.
+                ENGINE.with(|cell| *cell.borrow_mut() = None);
+            }
+            r
+        }
+        Err(e) => Rendered::Unavailable(e),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Whether KaTeX is configured; tests that need it skip (with a message) when it is not,
+    /// except under CI (`CI` set), where a missing KaTeX fails them.
+    pub fn katex_or_skip() -> bool {
+        match available() {
+            Ok(()) => true,
+            Err(e) if std::env::var_os("CI").is_none() => {
+                eprintln!("skipping: {e}");
+                false
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn renders_and_reports_errors() {
+        if !katex_or_skip() {
+            return;
+        }
+        assert!(matches!(render("__olmocr_mathml", "x^2"), Rendered::Ok(m) if m.contains("<msup>")));
+        assert!(matches!(render("__olmocr_mathml", "\\frac{a}{"), Rendered::Error(m) if m.contains("KaTeX parse error")));
+    }
+
+    #[test]
+    fn hostile_input_is_bounded() {
+        if !katex_or_skip() {
+            return;
+        }
+        let t = Instant::now();
+        for eq in [
+            "\\def\\a{\\a}\\a".to_string(),
+            "\\def\\a{\\a\\a}\\a".to_string(),
+            "{".repeat(100_000),
+            "{".repeat(3000) + &"}".repeat(3000),
+            "x+".repeat(50_000) + "x",
+            "\\sqrt{".repeat(5000) + &"}".repeat(5000),
+            "\\left(".repeat(2000) + &"\\right)".repeat(2000),
+        ] {
+            let r = render("__olmocr_mathml", &eq);
+            assert!(!matches!(r, Rendered::Unavailable(_)), "{r:?}");
+        }
+        // The engine still works afterwards.
+        assert!(matches!(render("__olmocr_mathml", "y"), Rendered::Ok(_)));
+        assert!(t.elapsed() < Duration::from_secs(120));
+    }
+}

@@ -89,7 +89,8 @@ def make_pairs(seed: int = 0, n: int = 200) -> list[tuple[dict, str]]:
 
 
 def cpu_seconds_of_tree(root: int) -> float:
-    """user+system CPU of a process and all its live descendants (Linux /proc)."""
+    """user+system CPU of a process and all its live descendants, including the children they
+    have reaped (Chromium's exited renderers), from Linux /proc."""
     tick = os.sysconf("SC_CLK_TCK")
     parent, cpu = {}, {}
     for d in os.listdir("/proc"):
@@ -99,7 +100,7 @@ def cpu_seconds_of_tree(root: int) -> float:
             except OSError:
                 continue
             parent[int(d)] = int(fields[1])
-            cpu[int(d)] = (int(fields[11]) + int(fields[12])) / tick
+            cpu[int(d)] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
     def under(p):
         while p > 1:
             if p == root:

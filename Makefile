@@ -23,6 +23,7 @@ demo: build
 	$(VENV)/bin/olmocr-rl validate bench_fixtures
 	$(VENV)/bin/olmocr-rl check bench_fixtures bench_fixtures/demo_model/sample_paper_pg1_repeat1.md --pdf sample_paper.pdf
 	$(VENV)/bin/olmocr-rl bench bench_fixtures
+	$(VENV)/bin/olmocr-rl prepare bench_fixtures target/demo-prepared --strict
 
 test-rust:
 	cargo test --locked --release
@@ -40,6 +41,7 @@ bench: build
 	$(PY) benchmarks/bench_text_checks.py
 	$(PY) benchmarks/bench_tables.py
 	$(PY) benchmarks/bench_reward.py
+	$(PY) benchmarks/bench_prepare.py
 
 # Regenerate golden verdicts with the upstream reference (dev machines only; see tests/golden/README.md).
 golden:

@@ -67,8 +67,8 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     processor = load_processor(cfg.model, trust_remote_code=cfg.trust_remote_code, max_pixels=cfg.max_pixels)
     resume = resolve_resume(cfg)
     # Resuming a full model: load its weights with from_pretrained, which maps the checkpoint's key
-    # names; transformers 4.57's Trainer loads them raw and, for Qwen-VL, silently matches none
-    # (transformers#43701). The Trainer then restores optimizer, scheduler, RNG and step.
+    # names; the Trainer (transformers 4.57 and 5.23 alike) loads them raw and, for Qwen-VL, matches
+    # none, with only a warning (transformers#43701). It still restores optimizer, scheduler, RNG, step.
     full_ckpt = resume if resume and not cfg.lora and (Path(resume) / "config.json").is_file() else None
     model = load_model(cfg, cuda=cuda, path=full_ckpt)
     args = build_grpo_config(cfg, cuda=cuda, has_eval=bool(eval_rows))
@@ -85,7 +85,8 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
 
     recorder = CompletionRecorder(cfg.output_dir, rank=rank(), world_size=world, every=cfg.logging_steps) if cfg.write_failing_completions else None
     funcs, weights = build_rewards(cfg.rewards, tests_dir(cfg.prepared_dir), processor=processor, model=model, recorder=recorder, threads=cfg.reward_threads)
-    assert list(args.reward_weights) == weights, "reward weights and functions out of order"
+    if list(args.reward_weights) != weights:  # both come from cfg.rewards, in order
+        raise RuntimeError(f"reward weights {args.reward_weights} do not match the reward functions' {weights}")
     callbacks: list[Any] = [MetricsJsonlCallback(cfg.output_dir)]
     if cfg.progress:
         callbacks.append(RichProgressCallback())

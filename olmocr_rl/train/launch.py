@@ -66,9 +66,11 @@ def build_launch_argv(
     main_process_ip: str | None = None,
     main_process_port: int | None = None,
     mixed_precision: str | None = None,
+    program: list[str] | None = None,
 ) -> list[str]:
     """The `accelerate launch` command (as an argv list, starting with this Python) that runs the
-    training worker on `num_processes` ranks in total across `num_machines` machines."""
+    training worker on `num_processes` ranks in total across `num_machines` machines.
+    `program` replaces `-m olmocr_rl.train.worker CONFIG` (e.g. `[script.py, args...]`)."""
     if num_processes < 1:
         raise ValueError(f"--num-processes must be at least 1, got {num_processes}")
     if num_machines < 1:
@@ -96,7 +98,7 @@ def build_launch_argv(
         argv += ["--main_process_ip", main_process_ip]
     if main_process_port is not None:
         argv += ["--main_process_port", str(main_process_port)]
-    argv += ["-m", WORKER_MODULE, str(Path(config_path).resolve())]
+    argv += program if program is not None else ["-m", WORKER_MODULE, str(Path(config_path).resolve())]
     return argv
 
 

@@ -1,0 +1,92 @@
+"""Loading the policy model and its processor for any trl-supported vision-language model
+(AutoModelForImageTextToText + AutoProcessor: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ...)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from olmocr_rl.train.config import ConfigError, TrainConfig
+
+
+def resolve_dtype(cfg: TrainConfig, cuda: bool) -> Any:
+    import torch
+
+    name = cfg.dtype
+    if name == "auto":
+        name = "bfloat16" if cuda else "float32"
+    return getattr(torch, name)
+
+
+def load_processor(model: str, *, trust_remote_code: bool = False, max_pixels: int | None = None) -> Any:
+    """AutoProcessor, checked to really be multimodal: for an unknown processor class
+    transformers silently returns the bare tokenizer, and trl would then train text-only."""
+    from transformers import AutoProcessor
+    from transformers.processing_utils import ProcessorMixin
+
+    try:
+        processor = AutoProcessor.from_pretrained(model, trust_remote_code=trust_remote_code)
+    except (OSError, ImportError, ValueError) as e:
+        raise ConfigError(f"cannot load the processor of {model}: {e}") from e
+    if not isinstance(processor, ProcessorMixin) or getattr(processor, "image_processor", None) is None:
+        raise ConfigError(
+            f"{model}: AutoProcessor returned a {type(processor).__name__}, not a multimodal processor with an image "
+            "processor, so training would be text-only. Check processor_config.json / preprocessor_config.json in the "
+            "model folder, install torchvision (the Qwen-VL processors need it), or pass trust_remote_code=true "
+            "for a custom processor."
+        )
+    if max_pixels is not None:
+        ip = processor.image_processor
+        if hasattr(ip, "max_pixels"):
+            ip.max_pixels = max_pixels
+        size = getattr(ip, "size", None)
+        if isinstance(size, dict) and "longest_edge" in size:
+            size["longest_edge"] = max_pixels
+    return processor
+
+
+def load_model(cfg: TrainConfig, *, cuda: bool) -> Any:
+    from transformers import AutoModelForImageTextToText
+
+    kwargs: dict[str, Any] = {"dtype": resolve_dtype(cfg, cuda), "trust_remote_code": cfg.trust_remote_code}
+    if cfg.attn_implementation:
+        kwargs["attn_implementation"] = cfg.attn_implementation
+    try:
+        return AutoModelForImageTextToText.from_pretrained(cfg.model, **kwargs)
+    except ValueError as e:
+        if "Unrecognized configuration class" in str(e):
+            raise ConfigError(
+                f"{cfg.model} is not an image-text-to-text model transformers knows ({e.args[0].splitlines()[0]}); "
+                "olmocr-rl trains vision-language models such as Qwen2-VL, Qwen2.5-VL or Qwen3-VL"
+            ) from e
+        raise
+
+
+def lora_config(cfg: TrainConfig) -> Any:
+    if not cfg.lora:
+        return None
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=list(cfg.lora_target_modules),
+        task_type="CAUSAL_LM",
+    )
+
+
+def load_trained(path: str | Path, *, dtype: Any, trust_remote_code: bool = False) -> Any:
+    """A model saved by training: full weights, or a LoRA adapter over its base model."""
+    from transformers import AutoModelForImageTextToText
+
+    p = Path(path)
+    if (p / "adapter_config.json").is_file():
+        import json
+
+        from peft import PeftModel
+
+        base_name = json.loads((p / "adapter_config.json").read_text())["base_model_name_or_path"]
+        base = AutoModelForImageTextToText.from_pretrained(base_name, dtype=dtype, trust_remote_code=trust_remote_code)
+        return PeftModel.from_pretrained(base, str(p)).merge_and_unload()
+    return AutoModelForImageTextToText.from_pretrained(str(p), dtype=dtype, trust_remote_code=trust_remote_code)

@@ -1,0 +1,141 @@
+"""After training: the model's output for each page as bench-style candidate files, and the
+output folder made a bench folder, so `olmocr-rl bench OUTPUT_DIR --candidate outputs` scores
+them exactly as olmOCR-bench would.
+
+    OUTPUT_DIR/outputs/<pdf path without .pdf>_pg<N>_repeat<M>.md   the candidate
+    OUTPUT_DIR/pdfs/<pdf path>                                       the PDFs of those pages
+    OUTPUT_DIR/<tests>.jsonl                                         the prepared tests on those pages
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from olmocr_rl.train.data import conversation, read_manifest, read_split, tests_dir
+
+CANDIDATE = "outputs"
+
+
+def select_rows(prepared_dir: str | os.PathLike[str], which: str, train_split: str = "train", eval_split: str = "eval") -> list[dict]:
+    if which == "none":
+        return []
+    splits = {"train": [train_split], "eval": [eval_split], "all": [train_split, eval_split]}[which]
+    rows: list[dict] = []
+    seen = set()
+    for s in splits:
+        for r in read_split(prepared_dir, s):
+            key = (r["pdf"], int(r["page"]))
+            if key not in seen:
+                seen.add(key)
+                rows.append(r)
+    if not rows and which == "eval":  # no held-out split: fall back to the train pages
+        return select_rows(prepared_dir, "train", train_split, eval_split)
+    return rows
+
+
+def page_file(pdf: str, page: int, repeat: int) -> str:
+    stem = pdf[:-4] if pdf.lower().endswith(".pdf") else pdf
+    return f"{stem}_pg{page}_repeat{repeat}.md"
+
+
+def generate_page(model: Any, processor: Any, image: Any, prompt_text: str, *, max_new_tokens: int, temperature: float) -> str:
+    import torch
+
+    text = processor.apply_chat_template(conversation(prompt_text), add_generation_prompt=True, tokenize=False)
+    inputs = processor(text=[text], images=[image], return_tensors="pt")
+    device = next(model.parameters()).device
+    inputs = {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
+    gen: dict[str, Any] = {"max_new_tokens": max_new_tokens}
+    if temperature > 0:
+        gen.update(do_sample=True, temperature=temperature)
+    else:
+        gen.update(do_sample=False)
+    tok = getattr(processor, "tokenizer", processor)
+    if tok.pad_token_id is not None:
+        gen["pad_token_id"] = tok.pad_token_id
+    with torch.no_grad():
+        out = model.generate(**inputs, **gen)
+    new = out[0, inputs["input_ids"].shape[1]:]
+    return processor.decode(new, skip_special_tokens=True)
+
+
+def write_outputs(
+    model: Any,
+    processor: Any,
+    prepared_dir: str | os.PathLike[str],
+    output_dir: str | os.PathLike[str],
+    rows: list[dict],
+    *,
+    repeats: int = 1,
+    max_new_tokens: int = 512,
+    temperature: float = 0.0,
+    progress: Any = None,
+) -> dict:
+    """Generates `repeats` outputs per row and lays out the bench folder. Returns a summary."""
+    from PIL import Image
+
+    prepared = Path(prepared_dir)
+    out = Path(output_dir)
+    cand = out / CANDIDATE
+    if cand.exists():
+        shutil.rmtree(cand)
+    was_training = getattr(model, "training", False)
+    model.eval()
+    files = []
+    try:
+        for n, r in enumerate(rows):
+            with Image.open(prepared / r["image"]) as im:
+                image = im.convert("RGB")
+            for m in range(1, repeats + 1):
+                text = generate_page(model, processor, image, str(r["prompt"]), max_new_tokens=max_new_tokens, temperature=temperature)
+                path = cand / page_file(r["pdf"], int(r["page"]), m)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
+                files.append(path)
+            if progress is not None:
+                progress(n + 1, len(rows))
+    finally:
+        if was_training:
+            model.train()
+    layout = make_bench_folder(prepared, out, rows)
+    return {"candidate": str(cand), "files": len(files), **layout}
+
+
+def make_bench_folder(prepared_dir: Path, output_dir: Path, rows: list[dict]) -> dict:
+    """Copies the PDFs of `rows` (from the manifest's bench_dir) under output_dir/pdfs and
+    writes the prepared tests on those pages as top-level JSONL files."""
+    manifest = read_manifest(prepared_dir)
+    bench_dir = Path(manifest["bench_dir"])
+    if not bench_dir.is_absolute():
+        bench_dir = (prepared_dir / bench_dir).resolve()
+    pages = {(r["pdf"], int(r["page"])) for r in rows}
+    pdf_dir = output_dir / "pdfs"
+    for pdf in sorted({p for p, _ in pages}):
+        src = bench_dir / "pdfs" / pdf
+        dst = pdf_dir / pdf
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_file() and not dst.exists():
+            shutil.copyfile(src, dst)
+    n_tests = 0
+    written = []
+    for f in sorted(tests_dir(prepared_dir).glob("*.jsonl")):
+        keep = []
+        for line in f.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            t = json.loads(line)
+            if (t.get("pdf"), t.get("page")) in pages:
+                keep.append(line)
+        target = output_dir / f.name
+        if keep:
+            target.write_text("\n".join(keep) + "\n", encoding="utf-8")
+            written.append(target.name)
+            n_tests += len(keep)
+        elif target.exists():
+            target.unlink()
+    return {"pdfs": len({p for p, _ in pages}), "tests": n_tests, "test_files": written,
+            "bench_command": f"olmocr-rl bench {output_dir} --candidate {CANDIDATE}"}

@@ -1,0 +1,178 @@
+"""Pre-flight checks run before anything is launched: each problem says what is wrong and how
+to fix it, so a misconfigured 64-GPU job fails in a second on the login node rather than after
+the model loaded on every rank."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from olmocr_rl.train.config import ConfigError, TrainConfig
+from olmocr_rl.train.data import read_manifest, read_split, tests_dir
+
+# Tokens the chat template adds around one user turn and the generation prompt (Qwen-style),
+# and a conservative bytes-per-token ratio for the prompt text: the budget check runs before
+# any tokenizer is loaded, so it estimates high.
+TEMPLATE_TOKENS = 24
+BYTES_PER_TOKEN = 3
+
+
+@dataclass(frozen=True)
+class Problem:
+    key: str  # the option (or input) at fault
+    message: str  # what is wrong
+    fix: str  # how to fix it
+    severity: str = "error"  # "error" stops the run; "warning" is printed
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.key}: {self.message}\n  fix: {self.fix}"
+
+
+def estimate_prompt_tokens(prompt_text: str, image_tokens: int) -> int:
+    return int(image_tokens) + math.ceil(len(prompt_text.encode("utf-8")) / BYTES_PER_TOKEN) + TEMPLATE_TOKENS
+
+
+def generation_batch(cfg: TrainConfig, world_size: int) -> int:
+    steps = cfg.steps_per_generation or cfg.gradient_accumulation_steps
+    return cfg.per_device_train_batch_size * world_size * steps
+
+
+def _batch_fix(cfg: TrainConfig, world_size: int) -> str:
+    g = cfg.num_generations
+    per_step = cfg.per_device_train_batch_size * world_size
+    steps_name = "steps_per_generation" if cfg.steps_per_generation else "gradient_accumulation_steps"
+    steps = cfg.steps_per_generation or cfg.gradient_accumulation_steps
+    need = g // math.gcd(g, per_step)  # steps must be a multiple of this
+    good_steps = need * max(1, math.ceil(steps / need))
+    batch = per_step * steps
+    divisors = [d for d in range(2, batch + 1) if batch % d == 0]
+    gens = [d for d in divisors if d <= g][-1:] + [d for d in divisors if d > g][:1]
+    options = [f"{steps_name}={good_steps}"]
+    if gens:
+        options.append(f"num_generations={' or '.join(str(x) for x in gens)}")
+    procs = g // math.gcd(g, cfg.per_device_train_batch_size * steps)
+    if procs != world_size:
+        options.append(f"a world size that is a multiple of {procs} (--num-processes)")
+    return "set " + ", or ".join(options)
+
+
+def preflight(cfg: TrainConfig, world_size: int, prepared_dir: str | os.PathLike[str] | None = None) -> list[Problem]:
+    """Everything that can be checked without loading the model. `world_size` is the total
+    number of training processes (all machines)."""
+    out: list[Problem] = []
+    add = out.append
+    prepared = Path(prepared_dir if prepared_dir is not None else cfg.prepared_dir)
+
+    # --- the batch arithmetic trl enforces at construction (divisibility) ------------------
+    g = cfg.num_generations
+    if g < 2:
+        add(Problem("num_generations", f"GRPO needs at least 2 generations per page, got {g}", "set num_generations=2 or more (olmOCR 2 uses 28)"))
+    elif (batch := generation_batch(cfg, world_size)) % g:
+        steps_name = "steps_per_generation" if cfg.steps_per_generation else "gradient_accumulation_steps"
+        add(Problem(
+            "num_generations",
+            f"the generation batch per_device_train_batch_size ({cfg.per_device_train_batch_size}) x processes ({world_size}) x "
+            f"{steps_name} ({cfg.steps_per_generation or cfg.gradient_accumulation_steps}) = {batch} is not divisible by num_generations ({g})",
+            _batch_fix(cfg, world_size),
+        ))
+    if cfg.steps_per_generation and "generation_batch_size" in cfg.trl:
+        add(Problem("steps_per_generation", "both steps_per_generation and trl.generation_batch_size are set", "set only one of them"))
+
+    # --- inputs ------------------------------------------------------------------------------
+    manifest = None
+    try:
+        manifest = read_manifest(prepared)
+    except ConfigError as e:
+        add(Problem("prepared_dir", str(e), f"run `olmocr-rl prepare BENCH_DIR {prepared}` first, or point at a prepared folder"))
+    train_rows: list[dict] = []
+    eval_rows: list[dict] = []
+    if manifest is not None:
+        try:
+            train_rows = read_split(prepared, cfg.train_split)
+            eval_rows = read_split(prepared, cfg.eval_split) if cfg.eval_enabled else []
+        except ConfigError as e:
+            add(Problem("prepared_dir", str(e), "re-run `olmocr-rl prepare`"))
+        if not train_rows:
+            add(Problem("train_split", f"{prepared / (cfg.train_split + '.jsonl')} has no pages", "check train_split, or re-run prepare with more pages"))
+        if not any(tests_dir(prepared).glob("*.jsonl")):
+            add(Problem("prepared_dir", f"{tests_dir(prepared)} holds no test files", "re-run `olmocr-rl prepare`"))
+        if cfg.eval_enabled and not eval_rows:
+            add(Problem("eval_split", f"no {cfg.eval_split!r} pages in {prepared}; evaluation during training is off",
+                        "re-run prepare with an eval split, or set eval_split=none", "warning"))
+
+    # --- eval batch --------------------------------------------------------------------------
+    if cfg.eval_enabled and eval_rows and cfg.eval_steps > 0:
+        ge = cfg.num_generations_eval or g
+        eb = cfg.per_device_eval_batch_size * world_size
+        if ge < 1 or eb % ge:
+            good = ge // math.gcd(ge, world_size)
+            add(Problem(
+                "per_device_eval_batch_size",
+                f"the eval batch per_device_eval_batch_size ({cfg.per_device_eval_batch_size}) x processes ({world_size}) = {eb} "
+                f"is not divisible by num_generations_eval ({ge})",
+                f"set per_device_eval_batch_size to a multiple of {good}, or num_generations_eval to a divisor of {eb}",
+            ))
+
+    # --- rewards -----------------------------------------------------------------------------
+    weights = list(cfg.rewards.values())
+    if weights and all(float(w) == 0 for w in weights):
+        add(Problem("rewards", "every reward weight is 0: no learning signal", "give at least one reward a non-zero weight, e.g. rewards.bench=1.0"))
+    if not any(n.startswith("bench") for n in cfg.rewards):
+        add(Problem("rewards", "no bench reward: the olmOCR-bench tests are not used for training",
+                    "add rewards.bench=1.0 (or bench-macro / bench-graded)", "warning"))
+    if "front-matter" in cfg.rewards:
+        add(Problem("rewards.front-matter", "prepared pages carry no reference output, so front-matter scores only the format (0 or 0.5)",
+                    "keep its weight small, or drop it", "warning"))
+
+    # --- prompt + image token budget -----------------------------------------------------
+    over = []
+    for r in train_rows + eval_rows:
+        if "image_tokens" not in r:
+            continue
+        n = estimate_prompt_tokens(str(r["prompt"]), int(r["image_tokens"]))
+        if n > cfg.max_prompt_tokens:
+            over.append((n, f"{r['pdf']} page {r['page']}"))
+    if over:
+        worst = max(over)
+        add(Problem(
+            "max_prompt_tokens",
+            f"{len(over)} page(s) need more than max_prompt_tokens={cfg.max_prompt_tokens} prompt tokens "
+            f"(worst: {worst[1]}, about {worst[0]} = image + instruction)",
+            f"re-run prepare with a smaller --target-longest-image-dim, or raise max_prompt_tokens to {worst[0]}",
+        ))
+
+    # --- generation backend --------------------------------------------------------------
+    if cfg.use_vllm:
+        if importlib.util.find_spec("vllm") is None:
+            add(Problem("use_vllm", "vLLM is not installed", "pip install 'olmocr-rl[vllm]', or set use_vllm=false"))
+        tp = cfg.vllm_tensor_parallel_size
+        if cfg.vllm_mode == "colocate" and (tp < 1 or world_size % tp):
+            add(Problem("vllm_tensor_parallel_size", f"colocated vLLM with tensor parallel {tp} does not divide the {world_size} training processes",
+                        f"set vllm_tensor_parallel_size to a divisor of {world_size}, or use vllm_mode=server"))
+        if cfg.vllm_mode == "server" and not cfg.vllm_server_base_url and cfg.vllm_server_host == "0.0.0.0":
+            add(Problem("vllm_server_host", "server mode will connect to 0.0.0.0:%d" % cfg.vllm_server_port,
+                        "start `trl vllm-serve --model MODEL` on other GPUs first, or set vllm_server_base_url", "warning"))
+
+    # --- optional packages -----------------------------------------------------------------
+    if cfg.lora:
+        if importlib.util.find_spec("peft") is None:
+            add(Problem("lora", "peft is not installed", "pip install peft (in the 'train' extra), or set lora=false"))
+        if not cfg.lora_target_modules:
+            add(Problem("lora_target_modules", "LoRA needs target modules", "set lora_target_modules=[q_proj,v_proj]"))
+    for backend, pkg in (("wandb", "wandb"), ("tensorboard", "tensorboard")):
+        if backend in cfg.report_to and importlib.util.find_spec(pkg) is None and not (
+            backend == "tensorboard" and importlib.util.find_spec("tensorboardX")
+        ):
+            add(Problem("report_to", f"{backend} logging requested but {pkg} is not installed", f"pip install {pkg}, or set report_to=none"))
+
+    # --- resume ----------------------------------------------------------------------------
+    if cfg.resume == "auto" and not any(Path(cfg.output_dir).glob("checkpoint-*")):
+        add(Problem("resume", f"resume=auto: no checkpoint in {cfg.output_dir}, starting from scratch", "nothing to do", "warning"))
+    return out
+
+
+def errors(problems: list[Problem]) -> list[Problem]:
+    return [p for p in problems if p.severity == "error"]

@@ -1,0 +1,162 @@
+"""Reward functions chosen by name, with weights; and the recorder that writes completions
+with their failing tests for inspection."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from olmocr_rl.rewards import BenchReward, EosReward, FrontMatterReward, completion_text
+from olmocr_rl.suite import BenchSuite, PageScore
+from olmocr_rl.train.config import REWARD_NAMES, ConfigError
+
+_AVERAGE = {"bench": "micro", "bench-macro": "macro", "bench-graded": "graded"}
+
+
+class CompletionRecorder:
+    """Appends scored completions (text, reward, failing tests) to
+    `<output_dir>/completions/failing_<train|eval>[_rank<R>].jsonl`. Eval completions are all
+    written; train completions only every `every` steps and at most `per_call` per reward call,
+    so a long run does not write gigabytes. `mode` is read from the trainer's model (train/eval),
+    as trl does."""
+
+    def __init__(self, output_dir: str | os.PathLike[str], *, rank: int = 0, world_size: int = 1, every: int = 1, per_call: int = 4):
+        self.dir = Path(output_dir) / "completions"
+        self.suffix = f"_rank{rank}" if world_size > 1 else ""
+        self.every = max(1, every)
+        self.per_call = per_call
+        self.trainer: Any = None
+        self._lock = threading.Lock()
+
+    def mode(self) -> str:
+        model = getattr(self.trainer, "model", None)
+        return "eval" if model is not None and not model.training else "train"
+
+    def path(self, mode: str) -> Path:
+        return self.dir / f"failing_{mode}{self.suffix}.jsonl"
+
+    def record(self, step: int, texts: Sequence[str | None], scores: Sequence[PageScore | None], meta: dict[str, Sequence[Any]]) -> None:
+        mode = self.mode()
+        if mode == "train" and step % self.every:
+            return
+        rows = []
+        for i, (text, s) in enumerate(zip(texts, scores)):
+            if s is None:
+                continue
+            rows.append({
+                "step": step,
+                "mode": mode,
+                "pdf": meta["pdf"][i] if "pdf" in meta else None,
+                "page": meta["page"][i] if "page" in meta else None,
+                "reward": s.reward,
+                "passed": s.passed,
+                "total": s.total,
+                "failed": [{"id": r.id, "type": r.type, "explanation": r.explanation} for r in s.results if not r.passed],
+                "completion": text,
+            })
+        if mode == "train":
+            rows = rows[: self.per_call]
+        if not rows:
+            return
+        with self._lock:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            with self.path(mode).open("a", encoding="utf-8") as f:
+                for r in rows:
+                    f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+class TrainBenchReward(BenchReward):
+    """BenchReward that also logs per-type pass rates (only when `log_metrics`: with several
+    bench rewards one logs them), records failing tests, and adds the failing test ids to trl's
+    completions table (`log_extra`)."""
+
+    def __init__(self, suite: BenchSuite, average: str, *, log_metrics: bool = True, recorder: CompletionRecorder | None = None, threads: int | None = None):
+        super().__init__(suite, average, threads=threads)  # type: ignore[arg-type]
+        self.log_metrics = log_metrics
+        self.recorder = recorder
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["recorder"] = None  # holds a lock and the trainer
+        return state
+
+    def __call__(
+        self,
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] = (),
+        test_ids: Sequence[Sequence[str] | None] | None = None,
+        log_metric: Callable[[str, float], None] | None = None,
+        log_extra: Callable[[str, list], None] | None = None,
+        trainer_state: Any = None,
+        **kwargs: Any,
+    ) -> list[float | None]:
+        if test_ids is None:
+            raise TypeError(f"{self.__name__}: the dataset needs a 'test_ids' column (one list of test ids per row)")
+        if len(test_ids) != len(completions):
+            raise ValueError(f"{self.__name__}: {len(completions)} completions but {len(test_ids)} test_ids")
+        texts = [completion_text(c) for c in completions]
+        idx = [i for i, (t, ids) in enumerate(zip(texts, test_ids)) if t is not None and ids]
+        scores: list[PageScore | None] = [None] * len(completions)
+        got = self.suite.score([texts[i] for i in idx], [list(test_ids[i] or ()) for i in idx], details=True, threads=self.threads)
+        for i, s in zip(idx, got):
+            scores[i] = s
+        if self.log_metrics and log_metric is not None:
+            for name, value in self.metrics(scores, test_ids).items():
+                log_metric(name, value)
+        if self.log_metrics and log_extra is not None:
+            log_extra("failed_tests", [
+                ",".join(r.id for r in s.results if not r.passed) if s is not None else "" for s in scores
+            ])
+        if self.recorder is not None:
+            step = int(getattr(trainer_state, "global_step", 0) or 0)
+            self.recorder.record(step, texts, scores, kwargs)
+        key = {"micro": "reward", "macro": "macro", "graded": "graded"}[self.average]
+        return [getattr(s, key) if s is not None else None for s in scores]
+
+
+def eos_token_ids(processor: Any, model: Any = None) -> list[int]:
+    ids: list[int] = []
+    gen = getattr(model, "generation_config", None)
+    for source in (getattr(gen, "eos_token_id", None), getattr(getattr(processor, "tokenizer", processor), "eos_token_id", None)):
+        if isinstance(source, int):
+            ids.append(source)
+        elif isinstance(source, (list, tuple)):
+            ids.extend(int(x) for x in source)
+    if not ids:
+        raise ConfigError("the eos reward needs an end-of-sequence token, but neither the tokenizer nor the generation config has one")
+    return sorted(set(ids))
+
+
+def build_rewards(
+    rewards: dict[str, float],
+    tests: str | os.PathLike[str] | BenchSuite,
+    *,
+    processor: Any = None,
+    model: Any = None,
+    recorder: CompletionRecorder | None = None,
+    threads: int | None = None,
+) -> tuple[list[Callable], list[float]]:
+    """Reward callables and their weights, in the order given. Bench rewards share one suite
+    (the prepared folder's accepted tests); the first one logs bench/<type>/pass_rate."""
+    funcs: list[Callable] = []
+    weights: list[float] = []
+    suite: BenchSuite | None = None
+    logged = False
+    for name, weight in rewards.items():
+        if name in _AVERAGE:
+            if suite is None:
+                suite = tests if isinstance(tests, BenchSuite) else BenchSuite.load(tests)
+            funcs.append(TrainBenchReward(suite, _AVERAGE[name], log_metrics=not logged, recorder=None if logged else recorder, threads=threads))
+            logged = True
+        elif name == "eos":
+            funcs.append(EosReward(eos_token_ids(processor, model)))
+        elif name == "front-matter":
+            funcs.append(FrontMatterReward())
+        else:
+            raise ConfigError(f"unknown reward {name!r}; choose from {', '.join(REWARD_NAMES)}")
+        weights.append(float(weight))
+    return funcs, weights

@@ -1,0 +1,159 @@
+"""Runs GRPO training in the current process:
+
+    python -m olmocr_rl.train.worker OUTPUT_DIR/train_config.json [--outputs-only]
+
+Works as is (one process) and under `accelerate launch` (one per rank; trl/accelerate read the
+rank from the environment). `--outputs-only` skips training and writes the bench-style outputs
+of the model saved in output_dir (the launcher runs it after a multi-process run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from olmocr_rl.train.config import ConfigError, TrainConfig, build_grpo_config, cuda_available
+from olmocr_rl.train.preflight import errors, preflight
+
+
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
+def resolve_resume(cfg: TrainConfig) -> str | None:
+    if cfg.resume is None:
+        return None
+    if cfg.resume == "auto":
+        from transformers.trainer_utils import get_last_checkpoint
+
+        return get_last_checkpoint(cfg.output_dir) if Path(cfg.output_dir).is_dir() else None
+    return cfg.resume
+
+
+def _rows(cfg: TrainConfig) -> tuple[list[dict], list[dict]]:
+    from olmocr_rl.train.data import read_split
+
+    train = read_split(cfg.prepared_dir, cfg.train_split)[: cfg.max_train_pages]
+    ev = read_split(cfg.prepared_dir, cfg.eval_split)[: cfg.max_eval_pages] if cfg.eval_enabled else []
+    return train, ev
+
+
+def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
+    """Trains, saves the final model + processor to output_dir, evaluates, and (one process)
+    writes the bench-style outputs. Returns a summary (also written to train_summary.json)."""
+    from trl import GRPOTrainer
+
+    from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback
+    from olmocr_rl.train.data import build_dataset, tests_dir
+    from olmocr_rl.train.modeling import load_model, load_processor, lora_config
+    from olmocr_rl.train.rewards import CompletionRecorder, build_rewards
+
+    world = world_size()
+    problems = preflight(cfg, world, cfg.prepared_dir)
+    if errors(problems):
+        raise ConfigError("\n".join(str(p) for p in errors(problems)))
+    cuda = cuda_available()
+    train_rows, eval_rows = _rows(cfg)
+    processor = load_processor(cfg.model, trust_remote_code=cfg.trust_remote_code, max_pixels=cfg.max_pixels)
+    model = load_model(cfg, cuda=cuda)
+    args = build_grpo_config(cfg, cuda=cuda, has_eval=bool(eval_rows))
+    if cfg.progress:
+        args.disable_tqdm = True  # our rich display replaces the tqdm bar
+
+    recorder = CompletionRecorder(cfg.output_dir, rank=rank(), world_size=world, every=cfg.logging_steps) if cfg.write_failing_completions else None
+    funcs, weights = build_rewards(cfg.rewards, tests_dir(cfg.prepared_dir), processor=processor, model=model, recorder=recorder, threads=cfg.reward_threads)
+    assert list(args.reward_weights) == weights, "reward weights and functions out of order"
+    callbacks: list[Any] = [MetricsJsonlCallback(cfg.output_dir)]
+    if cfg.progress:
+        callbacks.append(RichProgressCallback())
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=funcs,
+        args=args,
+        train_dataset=build_dataset(cfg.prepared_dir, train_rows),
+        eval_dataset=build_dataset(cfg.prepared_dir, eval_rows) if eval_rows and args.eval_strategy != "no" else None,
+        processing_class=processor,
+        callbacks=callbacks,
+        peft_config=lora_config(cfg),
+    )
+    if recorder is not None:
+        recorder.trainer = trainer
+    resume = resolve_resume(cfg)
+    result = trainer.train(resume_from_checkpoint=resume)
+    trainer.save_model(cfg.output_dir)
+    if trainer.is_world_process_zero():
+        processor.save_pretrained(cfg.output_dir)
+
+    eval_metrics: dict = {}
+    if trainer.eval_dataset is not None:
+        eval_metrics = trainer.evaluate()
+
+    summary: dict[str, Any] = {
+        "global_step": trainer.state.global_step,
+        "resumed_from": resume,
+        "train_metrics": result.metrics,
+        "eval_metrics": eval_metrics,
+        "checkpoints": sorted(p.name for p in Path(cfg.output_dir).glob("checkpoint-*")),
+    }
+    if final_outputs is None:
+        final_outputs = world == 1
+    if final_outputs and cfg.final_outputs != "none":
+        summary["outputs"] = write_final_outputs(cfg, trainer.model, processor)
+    if trainer.is_world_process_zero():
+        (Path(cfg.output_dir) / "train_summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    return summary
+
+
+def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = None) -> dict:
+    """The model's output on the configured pages (`final_outputs`) as output_dir/outputs/*.md,
+    with output_dir laid out as a bench folder. Loads the saved model when none is given."""
+    from olmocr_rl.train.modeling import load_processor, load_trained, resolve_dtype
+    from olmocr_rl.train.outputs import select_rows, write_outputs
+
+    if model is None:
+        cuda = cuda_available()
+        model = load_trained(cfg.output_dir, dtype=resolve_dtype(cfg, cuda), trust_remote_code=cfg.trust_remote_code)
+        if cuda:
+            model = model.to("cuda")
+    if processor is None:
+        processor = load_processor(cfg.output_dir, trust_remote_code=cfg.trust_remote_code, max_pixels=cfg.max_pixels)
+    rows = select_rows(cfg.prepared_dir, cfg.final_outputs, cfg.train_split, cfg.eval_split if cfg.eval_enabled else "")
+    return write_outputs(
+        model, processor, cfg.prepared_dir, cfg.output_dir, rows,
+        repeats=cfg.final_output_repeats, max_new_tokens=cfg.max_completion_length, temperature=cfg.final_temperature,
+    )
+
+
+def load_resolved(path: str | os.PathLike[str]) -> TrainConfig:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return TrainConfig.from_dict(data, source=str(path))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    outputs_only = "--outputs-only" in argv
+    argv = [a for a in argv if a != "--outputs-only"]
+    if len(argv) != 1:
+        print("usage: python -m olmocr_rl.train.worker RESOLVED_CONFIG.json [--outputs-only]", file=sys.stderr)
+        return 2
+    try:
+        cfg = load_resolved(argv[0])
+        if outputs_only:
+            print(json.dumps(write_final_outputs(cfg), indent=2))
+        else:
+            run(cfg)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

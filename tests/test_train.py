@@ -1,0 +1,240 @@
+"""`olmocr-rl train`: config loading and overrides, the GRPOConfig builder, pre-flight checks, and
+real (tiny) GRPO runs on CPU with the bench reward on fixture data: metrics, checkpoint, resume,
+LoRA, outputs that `olmocr-rl bench` scores."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("torch")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from olmocr_rl.cli import app  # noqa: E402
+from olmocr_rl.train.config import ConfigError, TrainConfig, build_grpo_config, grpo_kwargs, load_config  # noqa: E402
+from olmocr_rl.train.preflight import errors, preflight  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "bench_fixtures"
+PROMPT = "Transcribe this page as markdown."
+
+# Tiny GRPO (trainer-notes 7.5): one page x 4 generations per step, 16-token completions.
+TINY = [
+    "num_generations=4", "num_generations_eval=4", "per_device_train_batch_size=4", "gradient_accumulation_steps=1",
+    "per_device_eval_batch_size=4", "max_completion_length=16", "max_steps=2", "logging_steps=1", "save_steps=2",
+    "eval_steps=2", "learning_rate=1e-3", "warmup_steps=0", "dataloader_num_workers=0", "gradient_checkpointing=false",
+    "progress=false", "final_outputs=all", "seed=0",
+]
+
+
+def make_prepared(out: Path) -> Path:
+    """A prepared folder in `olmocr-rl prepare`'s format, from the bench fixtures: the tests as
+    accepted tests, one PIL-drawn page image per (pdf, page), the last page held out for eval."""
+    from PIL import Image, ImageDraw
+
+    (out / "tests").mkdir(parents=True)
+    (out / "images").mkdir()
+    pages: dict[tuple[str, int], dict] = {}
+    for f in sorted(FIXTURES.glob("*.jsonl")):
+        shutil.copyfile(f, out / "tests" / f.name)
+        for line in f.read_text().splitlines():
+            if line.strip():
+                t = json.loads(line)
+                row = pages.setdefault((t["pdf"], t["page"]), {"jsonl_file": f.name, "test_ids": []})
+                row["test_ids"].append(t["id"])
+    rows = []
+    for n, ((pdf, page), info) in enumerate(sorted(pages.items())):
+        image = Image.new("RGB", (112, 140), "white")
+        ImageDraw.Draw(image).text((8, 8 + 10 * n), f"{pdf} {page}", fill="black")
+        rel = f"images/{n}.png"
+        image.save(out / rel)
+        rows.append({"pdf": pdf, "page": page, "image": rel, "width": 112, "height": 140, "prompt": PROMPT,
+                     "jsonl_file": info["jsonl_file"], "test_ids": info["test_ids"], "image_tokens": 20})
+    splits = {"train": rows[:-1], "eval": rows[-1:]}
+    for name, split in splits.items():
+        (out / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in split))
+    manifest = {"format": "olmocr-rl-prepared", "version": 1, "bench_dir": str(FIXTURES), "target_longest_image_dim": 140,
+                "prompt": PROMPT, "splits": {k: len(v) for k, v in splits.items()}, "options": {}}
+    (out / "prepared.json").write_text(json.dumps(manifest))
+    return out
+
+
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory) -> Path:
+    return make_prepared(tmp_path_factory.mktemp("prepared") / "prep")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        from tiny_vlm import build_tiny_vlm
+    finally:
+        sys.path.remove(str(FIXTURES))
+    return build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "qwen2_5_vl")
+
+
+def cfg_for(prepared: Path, model: Path | str, out: Path, *extra: str) -> TrainConfig:
+    return load_config(None, [*TINY, *extra], prepared_dir=str(prepared), model=str(model), output_dir=str(out))
+
+
+# ---------------------------------------------------------------------------------------------
+# config, builder, pre-flight (no training)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_config_file_unknown_key_is_rejected_with_suggestion(tmp_path):
+    f = tmp_path / "recipe.yaml"
+    f.write_text("num_generation: 8\nlearning_rate: 1e-6\n")
+    with pytest.raises(ConfigError, match=r"unknown key 'num_generation'.*did you mean 'num_generations'"):
+        load_config(f, prepared_dir="p", model="m", output_dir="o")
+    t = tmp_path / "recipe.toml"
+    t.write_text("[rewards]\nbench = 1.0\nbogus = 2.0\n")
+    with pytest.raises(ConfigError, match="unknown reward 'bogus'"):
+        load_config(t, prepared_dir="p", model="m", output_dir="o")
+
+
+def test_config_file_then_overrides_then_explicit(tmp_path):
+    f = tmp_path / "recipe.toml"
+    f.write_text('num_generations = 8\ntemperature = 0.7\nreport_to = ["wandb"]\n[rewards]\nbench-macro = 1.0\n')
+    cfg = load_config(f, ["temperature=0.9", "rewards.eos=0.25", "trl.top_k=7", "lora=true"], prepared_dir="p", model="m",
+                      output_dir="o", resume=None)
+    assert cfg.num_generations == 8 and cfg.temperature == 0.9 and cfg.lora is True
+    assert cfg.rewards == {"bench-macro": 1.0, "eos": 0.25} and cfg.trl == {"top_k": 7} and cfg.report_to == ["wandb"]
+    # Defaults follow olmOCR 2's recipe.
+    d = TrainConfig()
+    assert (d.num_generations, d.beta, d.temperature, d.loss_type, d.max_completion_length) == (28, 0.0, 0.8, "bnpo", 8000)
+    with pytest.raises(ConfigError, match="num_generations must be int"):
+        load_config(None, ["num_generations=many"], prepared_dir="p", model="m", output_dir="o")
+    with pytest.raises(ConfigError, match="model is required"):
+        load_config(None, [], prepared_dir="p", output_dir="o")
+
+
+def test_builder_makes_a_cpu_grpo_config(tmp_path):
+    cfg = load_config(None, [*TINY, "rewards.eos=0.5", "trl.top_k=3"], prepared_dir="p", model="m", output_dir=str(tmp_path))
+    args = build_grpo_config(cfg, cuda=False)
+    assert args.num_generations == 4 and args.max_completion_length == 16 and args.top_k == 3
+    assert args.reward_weights == [1.0, 0.5] and args.remove_unused_columns is False
+    assert args.use_cpu is True and args.bf16 is False and args.beta == 0.0 and args.loss_type == "bnpo"
+    assert args.generation_batch_size == 4 and args.eval_strategy == "steps" and args.eval_steps == 2
+    assert args.vllm_mode == "colocate" and args.save_steps == 2
+    # Several CPU ranks need gloo, or accelerate reports one process (trainer-notes 1.5).
+    assert grpo_kwargs(cfg, cuda=False, world_size=2)["ddp_backend"] == "gloo"
+    assert "ddp_backend" not in grpo_kwargs(cfg, cuda=True, world_size=2)
+    assert grpo_kwargs(cfg, cuda=True)["bf16"] is True
+    cfg.trl = {"top_kk": 1}
+    with pytest.raises(ConfigError, match=r"trl.top_kk: not a GRPOConfig option.*'top_k'"):
+        build_grpo_config(cfg, cuda=False)
+    vcfg = load_config(None, ["use_vllm=true", "vllm_importance_sampling_cap=2.5"], prepared_dir="p", model="m", output_dir="o")
+    kw = grpo_kwargs(vcfg, cuda=True)
+    assert kw["vllm_importance_sampling_clip_max"] == 2.5 and kw["vllm_max_model_length"] == 3000 + 8000
+
+
+def test_preflight_rejects_bad_batch_and_names_the_fix(prepared, tmp_path):
+    cfg = load_config(None, ["gradient_accumulation_steps=8"], prepared_dir=str(prepared), model="m", output_dir=str(tmp_path))
+    found = errors(preflight(cfg, 1, prepared))
+    assert [p.key for p in found] == ["num_generations"]
+    assert "= 8 is not divisible by num_generations (28)" in found[0].message
+    assert "gradient_accumulation_steps=28" in found[0].fix and "num_generations=8" in found[0].fix
+    assert not errors(preflight(cfg, 7, prepared))  # olmOCR's 7 GPUs x 1 x 8 = 56 = 2 x 28
+
+    bad = cfg_for(prepared, "m", tmp_path, "per_device_eval_batch_size=3", "rewards.bench=0",
+                  "max_prompt_tokens=30", "use_vllm=true", "vllm_tensor_parallel_size=3")
+    keys = {p.key: p for p in errors(preflight(bad, 2, prepared))}
+    assert "per_device_eval_batch_size" in keys and "multiple of 2" in keys["per_device_eval_batch_size"].fix
+    assert "rewards" in keys and "max_prompt_tokens" in keys and "vllm_tensor_parallel_size" in keys
+    assert "target-longest-image-dim" in keys["max_prompt_tokens"].fix
+    assert errors(preflight(cfg, 7, tmp_path / "nowhere"))[0].key == "prepared_dir"
+
+
+def test_cli_dry_run_prints_the_plan_and_rejects_bad_batches(prepared, tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "run"
+    res = runner.invoke(app, ["train", str(prepared), "--model", "m", "-o", str(out), "--dry-run", "num_generations=4"])
+    assert res.exit_code == 0, res.output
+    assert "world size: 1" in res.output and "= 28 completions = 7 pages x 4 generations" in res.output
+    assert "python -m olmocr_rl.train.worker" in res.output and not out.exists()
+    res = runner.invoke(app, ["train", str(prepared), "--model", "m", "-o", str(out), "--set", "gradient_accumulation_steps=6", "num_generations=4"])
+    assert res.exit_code == 1 and "fix: set gradient_accumulation_steps=8, or num_generations=3 or 6" in res.output and not out.exists()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("learning_rat: 1e-5\n")
+    res = runner.invoke(app, ["train", str(prepared), "--model", "m", "-o", str(out), "--config", str(bad)])
+    assert res.exit_code == 1 and "unknown key 'learning_rat'" in res.output
+
+
+# ---------------------------------------------------------------------------------------------
+# real GRPO on CPU with the tiny model and the bench reward
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def trained(prepared, tiny_model, tmp_path_factory):
+    from olmocr_rl.train.worker import run
+
+    out = tmp_path_factory.mktemp("train") / "run"
+    cfg = cfg_for(prepared, tiny_model, out)
+    summary = run(cfg)
+    return cfg, out, summary
+
+
+def _logs(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "logs" / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_grpo_run_logs_per_type_pass_rates_and_checkpoints(trained):
+    cfg, out, summary = trained
+    assert summary["global_step"] == 2
+    logs = _logs(out)
+    train_keys = set().union(*(r for r in logs if "loss" in r))
+    assert {"bench/present/pass_rate", "bench/absent/pass_rate", "rewards/olmocr_bench/mean"} <= train_keys
+    eval_keys = set().union(*(r for r in logs if any(k.startswith("eval_") for k in r)))
+    assert any(k.startswith("eval_bench/") and k.endswith("/pass_rate") for k in eval_keys), eval_keys
+    assert (out / "checkpoint-2" / "trainer_state.json").is_file()
+    assert (out / "model.safetensors").is_file() and (out / "processor_config.json").is_file()
+    assert list((out / "runs").rglob("events.out.tfevents.*")), "tensorboard is the default logger"
+    failing = [json.loads(line) for line in (out / "completions" / "failing_train.jsonl").read_text().splitlines()]
+    assert failing and all(r["failed"] and r["total"] >= len(r["failed"]) for r in failing)
+    assert (out / "completions" / "failing_eval.jsonl").is_file()
+
+
+def test_outputs_are_scored_by_bench(trained):
+    cfg, out, summary = trained
+    files = sorted(p.relative_to(out / "outputs").as_posix() for p in (out / "outputs").rglob("*.md"))
+    assert files == ["letter_pg1_repeat1.md", "reports/annual_report_pg1_repeat1.md",
+                     "reports/annual_report_pg2_repeat1.md", "sample_paper_pg1_repeat1.md"]
+    res = CliRunner().invoke(app, ["bench", str(out), "--candidate", "outputs", "--json"])
+    assert res.exit_code == 0, res.output
+    summary_json = json.loads(res.output[res.output.index("{"):])
+    (cand,) = summary_json["candidates"]
+    assert cand["name"] == "outputs" and not cand.get("errors")
+
+
+def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model):
+    from olmocr_rl.train.worker import run
+
+    cfg, out, _ = trained
+    more = cfg_for(prepared, tiny_model, out, "max_steps=3", "resume=auto", "final_outputs=none", "eval_split=none")
+    summary = run(more)
+    assert summary["resumed_from"].endswith("checkpoint-2")
+    assert summary["global_step"] == 3
+    state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
+    assert state["global_step"] == 3 and any(r.get("step") == 3 for r in state["log_history"])
+
+
+def test_lora_run(prepared, tiny_model, tmp_path):
+    from olmocr_rl.train.worker import run
+
+    out = tmp_path / "lora"
+    cfg = cfg_for(prepared, tiny_model, out, "lora=true", "lora_r=4", "lora_target_modules=[q_proj,v_proj]", "max_steps=1",
+                  "save_steps=0", "eval_split=none", "final_outputs=none", "report_to=none", "rewards.eos=0.5")
+    summary = run(cfg)
+    assert summary["global_step"] == 1
+    assert (out / "adapter_config.json").is_file() and (out / "adapter_model.safetensors").is_file()
+    logs = _logs(out)
+    assert any("rewards/eos/mean" in r for r in logs)

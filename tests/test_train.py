@@ -24,13 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "bench_fixtures"
 PROMPT = "Transcribe this page as markdown."
 
-# Tiny GRPO (trainer-notes 7.5): one page x 4 generations per step, 16-token completions.
-TINY = [
-    "num_generations=4", "num_generations_eval=4", "per_device_train_batch_size=4", "gradient_accumulation_steps=1",
-    "per_device_eval_batch_size=4", "max_completion_length=16", "max_steps=2", "logging_steps=1", "save_steps=2",
-    "eval_steps=2", "learning_rate=1e-3", "warmup_steps=0", "dataloader_num_workers=0", "gradient_checkpointing=false",
-    "progress=false", "final_outputs=all", "seed=0",
-]
+# Tiny GRPO (trainer-notes 7.5): one page x 4 generations per step, 16-token completions; the
+# README demo's recipe.
+RECIPE = FIXTURES / "tiny_grpo.yaml"
+QUIET = ["progress=false"]
 
 
 def make_prepared(out: Path) -> Path:
@@ -81,7 +78,7 @@ def tiny_model(tmp_path_factory) -> Path:
 
 
 def cfg_for(prepared: Path, model: Path | str, out: Path, *extra: str) -> TrainConfig:
-    return load_config(None, [*TINY, *extra], prepared_dir=str(prepared), model=str(model), output_dir=str(out))
+    return load_config(RECIPE, [*QUIET, *extra], prepared_dir=str(prepared), model=str(model), output_dir=str(out))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,7 +114,7 @@ def test_config_file_then_overrides_then_explicit(tmp_path):
 
 
 def test_builder_makes_a_cpu_grpo_config(tmp_path):
-    cfg = load_config(None, [*TINY, "rewards.eos=0.5", "trl.top_k=3"], prepared_dir="p", model="m", output_dir=str(tmp_path))
+    cfg = load_config(RECIPE, ["rewards.eos=0.5", "trl.top_k=3"], prepared_dir="p", model="m", output_dir=str(tmp_path))
     args = build_grpo_config(cfg, cuda=False)
     assert args.num_generations == 4 and args.max_completion_length == 16 and args.top_k == 3
     assert args.reward_weights == [1.0, 0.5] and args.remove_unused_columns is False
@@ -175,12 +172,15 @@ def test_cli_dry_run_prints_the_plan_and_rejects_bad_batches(prepared, tmp_path)
 
 @pytest.fixture(scope="session")
 def trained(prepared, tiny_model, tmp_path_factory):
-    from olmocr_rl.train.worker import run
-
+    """The README demo's training step, through the CLI (in-process, one rank)."""
     out = tmp_path_factory.mktemp("train") / "run"
-    cfg = cfg_for(prepared, tiny_model, out)
-    summary = run(cfg)
-    return cfg, out, summary
+    res = CliRunner().invoke(app, ["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE)])
+    assert res.exit_code == 0, res.output
+    assert f"score them: olmocr-rl bench {out} --candidate outputs" in res.output
+    assert "step 2/2: loss=" in res.output  # the progress display's plain-line mode (not a terminal)
+    cfg = TrainConfig.from_dict(json.loads((out / "train_config.json").read_text()))  # the resolved config round-trips
+    assert cfg.output_dir == str(out) and cfg.num_generations == 4 and cfg.bf16 is False
+    return cfg, out, json.loads((out / "train_summary.json").read_text())
 
 
 def _logs(out: Path) -> list[dict]:
@@ -216,11 +216,11 @@ def test_outputs_are_scored_by_bench(trained):
 
 
 def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model):
-    from olmocr_rl.train.worker import run
-
     cfg, out, _ = trained
-    more = cfg_for(prepared, tiny_model, out, "max_steps=3", "resume=auto", "final_outputs=none", "eval_split=none")
-    summary = run(more)
+    res = CliRunner().invoke(app, ["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE),
+                                   "--resume", "auto", "max_steps=3", "final_outputs=none", "eval_split=none"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "train_summary.json").read_text())
     assert summary["resumed_from"].endswith("checkpoint-2")
     assert summary["global_step"] == 3
     state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())

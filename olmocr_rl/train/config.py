@@ -414,7 +414,6 @@ def grpo_kwargs(cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = 
     else:
         kw["eval_strategy"] = "no"
         kw.pop("eval_on_start", None)
-    kw["model_init_kwargs"] = None
     for key, value in cfg.trl.items():
         if key not in names:
             raise ConfigError(

@@ -83,6 +83,10 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
         callbacks=callbacks,
         peft_config=lora_config(cfg),
     )
+    if cfg.progress:
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # it would print every log dict under our display
     if recorder is not None:
         recorder.trainer = trainer
     resume = resolve_resume(cfg)

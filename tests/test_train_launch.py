@@ -51,6 +51,7 @@ def test_argv_single_node(tmp_path):
     assert _flag(argv, "--num_machines") == "1"
     assert _flag(argv, "--mixed_precision") == "no"
     assert "--main_process_ip" not in argv
+    assert _flag(argv, "--main_process_port") == "0"  # a free port: concurrent runs must not collide
     assert argv[-3:] == ["-m", WORKER_MODULE, str(cfg.resolve())]
 
 
@@ -67,6 +68,8 @@ def test_argv_multi_node_and_precision(tmp_path):
     assert _flag(argv, "--main_process_port") == "29501"
     assert _flag(argv, "--mixed_precision") == "bf16"
     assert Path(_flag(argv, "--config_file")).name == "zero3.yaml"
+    argv = build_launch_argv(cfg, num_processes=4, zero=None, num_machines=2, main_process_ip="h")
+    assert _flag(argv, "--main_process_port") == "29500"  # nodes must agree on the port
 
 
 @pytest.mark.parametrize(
@@ -86,9 +89,11 @@ def test_argv_errors_name_the_flag(tmp_path, kwargs, message):
 def test_env_caches_deepspeed_ops_and_finds_ninja(monkeypatch, tmp_path):
     monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert torch_extensions_dir() == tmp_path / "olmocr-rl" / "torch_extensions"
+    ext = torch_extensions_dir()
+    assert ext.parent == tmp_path / "olmocr-rl" / "torch_extensions"
+    assert ext.name.startswith(f"py{sys.version_info.major}{sys.version_info.minor}_torch")
     env = launch_env(2, base={"PATH": "/usr/bin"})
-    assert env["TORCH_EXTENSIONS_DIR"] == str(tmp_path / "olmocr-rl" / "torch_extensions")
+    assert env["TORCH_EXTENSIONS_DIR"] == str(ext)
     assert env["PATH"].split(":")[0] == str(Path(sys.executable).parent)
     assert int(env["OMP_NUM_THREADS"]) >= 1
     # User settings win.

@@ -35,11 +35,19 @@ def config_file(zero: int | None) -> Path:
 
 def torch_extensions_dir() -> Path:
     """Where DeepSpeed caches its JIT-compiled ops: $TORCH_EXTENSIONS_DIR if set, else
-    $XDG_CACHE_HOME (or ~/.cache)/olmocr-rl/torch_extensions."""
+    $XDG_CACHE_HOME (or ~/.cache)/olmocr-rl/torch_extensions/py<XY>_torch<version>, one folder per
+    Python and torch version so an upgrade never loads an op built for another ABI."""
     if os.environ.get("TORCH_EXTENSIONS_DIR"):
         return Path(os.environ["TORCH_EXTENSIONS_DIR"])
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        torch_version = version("torch")
+    except PackageNotFoundError:
+        torch_version = "none"
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "olmocr-rl" / "torch_extensions"
+    tag = f"py{sys.version_info.major}{sys.version_info.minor}_torch{torch_version}".replace("+", "_")
+    return cache / "olmocr-rl" / "torch_extensions" / tag
 
 
 def _mixed_precision(config_path: Path) -> str:
@@ -96,8 +104,11 @@ def build_launch_argv(
     ]  # fmt: skip
     if main_process_ip:
         argv += ["--main_process_ip", main_process_ip]
-    if main_process_port is not None:
-        argv += ["--main_process_port", str(main_process_port)]
+    if main_process_port is None:
+        # One node: any free port (0 = accelerate picks one), so concurrent runs do not collide on
+        # 29500. Several nodes must agree on a port: torch's default.
+        main_process_port = 0 if num_machines == 1 else 29500
+    argv += ["--main_process_port", str(main_process_port)]
     argv += program if program is not None else ["-m", WORKER_MODULE, str(Path(config_path).resolve())]
     return argv
 

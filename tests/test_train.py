@@ -31,6 +31,18 @@ QUIET = ["progress=false"]
 
 
 def make_prepared(out: Path) -> Path:
+    """The bench fixtures prepared by `olmocr-rl prepare` (one PDF of three held out for eval),
+    or, where that command is not available, a folder in its format with PIL-drawn pages."""
+    try:
+        from olmocr_rl.data import PrepareOptions, prepare
+    except ImportError:
+        return fabricate_prepared(out)
+    result = prepare(FIXTURES, out, PrepareOptions(longest_side=140, eval_fraction=0.34, workers=1, seed=0), progress=False)
+    assert len(result.train) == 3 and len(result.eval) == 1
+    return out
+
+
+def fabricate_prepared(out: Path) -> Path:
     """A prepared folder in `olmocr-rl prepare`'s format, from the bench fixtures: the tests as
     accepted tests, one PIL-drawn page image per (pdf, page), the last page held out for eval."""
     from PIL import Image, ImageDraw

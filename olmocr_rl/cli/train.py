@@ -65,9 +65,16 @@ def train(
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(1) from None
     else:
-        from olmocr_rl.train.launch import launch  # T2's accelerate launcher
-
-        code = launch(config_path, **launch_kw)
+        try:
+            from olmocr_rl.train.launch import launch  # the accelerate launcher
+        except ImportError as e:
+            typer.echo(f"error: multi-process training is not available in this install ({e})", err=True)
+            raise typer.Exit(1) from None
+        try:
+            code = launch(config_path, **launch_kw)
+        except ValueError as e:  # flag combinations the launcher refuses
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(1) from None
         if code != 0:
             typer.echo(f"error: training exited with status {code}", err=True)
             raise typer.Exit(code)
@@ -89,9 +96,16 @@ def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path
                f"completions = {gen_batch / cfg.num_generations:g} pages x {cfg.num_generations} generations")
     typer.echo("trl.GRPOConfig: " + json.dumps({k: v for k, v in kwargs.items() if k != "output_dir"}, default=str))
     if distributed:
-        from olmocr_rl.train.launch import build_launch_argv, format_plan, launch_env
-
-        argv = build_launch_argv(config_path, **launch_kw)
+        try:
+            from olmocr_rl.train.launch import build_launch_argv, format_plan, launch_env
+        except ImportError as e:
+            typer.echo(f"command: (the accelerate launcher is not available: {e})")
+            return
+        try:
+            argv = build_launch_argv(config_path, **launch_kw)
+        except ValueError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(1) from None
         typer.echo("command: " + format_plan(argv, launch_env(world // launch_kw["num_machines"])))
     else:
         typer.echo(f"command: python -m olmocr_rl.train.worker {config_path}  (in this process)")

@@ -76,6 +76,8 @@ class RichProgressCallback(TrainerCallback):
             return
         parts = [f"{k}={_fmt(logs[k])}" for k in HEADLINE if k in logs]
         parts += [f"{k.removesuffix('/pass_rate')}={_fmt(v)}" for k, v in sorted(logs.items()) if k.startswith(("bench/", "eval_bench/")) and "/jsonl/" not in k]
+        if not parts:  # e.g. the end-of-training runtime summary
+            return
         line = f"step {state.global_step}/{state.max_steps}: " + "  ".join(parts)
         if self.live is not None:
             from rich.text import Text

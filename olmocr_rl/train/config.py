@@ -107,7 +107,8 @@ class TrainConfig:
     logging_steps: int = 5
     report_to: list = field(default_factory=lambda: ["tensorboard"])
     run_name: Optional[str] = None
-    log_completions: bool = True
+    log_completions: bool = True  # trl's completions table (printed on rank 0) + completions/*.parquet
+    num_completions_to_print: int = 2
     write_failing_completions: bool = True  # output_dir/completions/failing_<split>_step<N>.jsonl
     progress: bool = True  # rich progress display on rank 0
     dataloader_num_workers: int = 2
@@ -336,7 +337,7 @@ _DIRECT = (
     "lr_scheduler_type", "warmup_steps", "weight_decay", "max_grad_norm", "max_completion_length", "temperature",
     "top_p", "beta", "loss_type", "scale_rewards", "importance_sampling_level", "num_iterations", "epsilon",
     "mask_truncated_completions", "seed", "gradient_checkpointing", "save_steps", "save_total_limit",
-    "logging_steps", "log_completions", "dataloader_num_workers", "output_dir", "run_name", "eval_on_start",
+    "logging_steps", "log_completions", "num_completions_to_print", "dataloader_num_workers", "output_dir", "run_name", "eval_on_start",
     "use_vllm",
 )
 _VLLM = (

@@ -31,7 +31,7 @@ def select_rows(prepared_dir: str | os.PathLike[str], which: str, train_split: s
             key = (r["pdf"], int(r["page"]))
             if key not in seen:
                 seen.add(key)
-                rows.append(r)
+                rows.append({**r, "_split": s})
     if not rows and which == "eval":  # no held-out split: fall back to the train pages
         return select_rows(prepared_dir, "train", train_split, eval_split)
     return rows
@@ -109,16 +109,22 @@ def make_bench_folder(prepared_dir: Path, output_dir: Path, rows: list[dict]) ->
     """Copies the PDFs of `rows` (from the manifest's bench_dir) under output_dir/pdfs and
     writes the prepared tests on those pages as top-level JSONL files."""
     manifest = read_manifest(prepared_dir)
-    bench_dir = Path(manifest["bench_dir"])
-    if not bench_dir.is_absolute():
-        bench_dir = (prepared_dir / bench_dir).resolve()
+
+    def folder(value: str) -> Path:
+        p = Path(value)
+        return p if p.is_absolute() else (prepared_dir / p).resolve()
+
+    bench_dir = folder(manifest["bench_dir"])
+    eval_dir = (manifest.get("options") or {}).get("eval_dir")  # prepare --eval-dir: eval pages come from there
     pages = {(r["pdf"], int(r["page"])) for r in rows}
     pdf_dir = output_dir / "pdfs"
-    for pdf in sorted({p for p, _ in pages}):
-        src = bench_dir / "pdfs" / pdf
-        dst = pdf_dir / pdf
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        if src.is_file() and not dst.exists():
+    for r in rows:
+        src_root = folder(eval_dir) if eval_dir and r.get("_split") == "eval" else bench_dir
+        src, dst = src_root / "pdfs" / r["pdf"], pdf_dir / r["pdf"]
+        if not dst.exists():
+            if not src.is_file():
+                raise FileNotFoundError(f"{src}: the PDF of {r['pdf']} page {r['page']} is gone; bench needs it next to the outputs")
+            dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
     n_tests = 0
     written = []

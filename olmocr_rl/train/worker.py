@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,8 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     from olmocr_rl.train.modeling import load_model, load_processor, lora_config
     from olmocr_rl.train.rewards import CompletionRecorder, build_rewards
 
+    # trl 1.16 still calls the name transformers 5 deprecated, once per step.
+    warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
     world = world_size()
     problems = preflight(cfg, world, cfg.prepared_dir)
     if errors(problems):
@@ -97,7 +100,9 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
 
     eval_metrics: dict = {}
     if trainer.eval_dataset is not None:
-        eval_metrics = trainer.evaluate()
+        step = trainer.state.global_step
+        last = [h for h in trainer.state.log_history if h.get("step") == step and any(k.startswith("eval_") for k in h)]
+        eval_metrics = last[-1] if last else trainer.evaluate()  # the final step may just have been evaluated
 
     summary: dict[str, Any] = {
         "global_step": trainer.state.global_step,

@@ -227,6 +227,21 @@ def test_outputs_are_scored_by_bench(trained):
     assert cand["name"] == "outputs" and not cand.get("errors")
 
 
+def test_final_outputs_from_the_saved_model_batched_with_repeats(trained):
+    from dataclasses import replace
+
+    from olmocr_rl.train.worker import write_final_outputs
+
+    cfg, out, _ = trained
+    before = {p.name: p.read_text() for p in (out / "outputs").rglob("*.md")}
+    got = write_final_outputs(replace(cfg, final_output_repeats=2, final_batch_size=3))  # loads out/ (the saved model)
+    assert got["files"] == 8 and got["tests"] == 28 and got["pdfs"] == 3
+    after = {p.name: p.read_text() for p in (out / "outputs").rglob("*.md")}
+    assert len(after) == 8
+    for name, text in before.items():  # greedy: the same text in every repeat, batched or not
+        assert after[name] == text == after[name.replace("_repeat1", "_repeat2")]
+
+
 def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model):
     cfg, out, _ = trained
     res = CliRunner().invoke(app, ["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE),

@@ -117,6 +117,7 @@ class TrainConfig:
     final_outputs: str = "eval"  # which pages get output_dir/outputs/*.md: eval|train|all|none
     final_output_repeats: int = 1
     final_temperature: float = 0.0  # 0 = greedy
+    final_batch_size: int = 8
 
     # --- anything else: passed to trl.GRPOConfig verbatim (checked against its fields) ------
     trl: dict = field(default_factory=dict)
@@ -322,8 +323,8 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"resume: {cfg.resume} does not exist (use 'auto' or a checkpoint-N folder)")
     if cfg.dtype not in ("auto", "float32", "bfloat16", "float16"):
         raise ConfigError(f"dtype must be auto, float32, bfloat16 or float16, not {cfg.dtype!r}")
-    if cfg.final_output_repeats < 1:
-        raise ConfigError("final_output_repeats must be >= 1")
+    if cfg.final_output_repeats < 1 or cfg.final_batch_size < 1:
+        raise ConfigError("final_output_repeats and final_batch_size must be >= 1")
 
 
 # ---------------------------------------------------------------------------------------------

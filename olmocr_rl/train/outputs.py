@@ -42,25 +42,29 @@ def page_file(pdf: str, page: int, repeat: int) -> str:
     return f"{stem}_pg{page}_repeat{repeat}.md"
 
 
-def generate_page(model: Any, processor: Any, image: Any, prompt_text: str, *, max_new_tokens: int, temperature: float) -> str:
+def generate_batch(model: Any, processor: Any, images: list, prompts: list[str], *, max_new_tokens: int, temperature: float) -> list[str]:
+    """One generation per (image, prompt), batched with left padding."""
     import torch
 
-    text = processor.apply_chat_template(conversation(prompt_text), add_generation_prompt=True, tokenize=False)
-    inputs = processor(text=[text], images=[image], return_tensors="pt")
+    texts = [processor.apply_chat_template(conversation(p), add_generation_prompt=True, tokenize=False) for p in prompts]
+    tok = getattr(processor, "tokenizer", processor)
+    side = tok.padding_side
+    tok.padding_side = "left"  # generation continues from the right end of every row
+    try:
+        inputs = processor(text=texts, images=images, padding=True, return_tensors="pt")
+    finally:
+        tok.padding_side = side
     device = next(model.parameters()).device
     inputs = {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
-    gen: dict[str, Any] = {"max_new_tokens": max_new_tokens}
+    gen: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": temperature > 0}
     if temperature > 0:
-        gen.update(do_sample=True, temperature=temperature)
-    else:
-        gen.update(do_sample=False)
-    tok = getattr(processor, "tokenizer", processor)
+        gen["temperature"] = temperature
     if tok.pad_token_id is not None:
         gen["pad_token_id"] = tok.pad_token_id
     with torch.no_grad():
         out = model.generate(**inputs, **gen)
-    new = out[0, inputs["input_ids"].shape[1]:]
-    return processor.decode(new, skip_special_tokens=True)
+    new = out[:, inputs["input_ids"].shape[1]:]
+    return processor.batch_decode(new, skip_special_tokens=True)
 
 
 def write_outputs(
@@ -73,9 +77,11 @@ def write_outputs(
     repeats: int = 1,
     max_new_tokens: int = 512,
     temperature: float = 0.0,
+    batch_size: int = 8,
     progress: Any = None,
 ) -> dict:
-    """Generates `repeats` outputs per row and lays out the bench folder. Returns a summary."""
+    """Generates `repeats` outputs per row (greedy when temperature is 0: one generation,
+    copied) and lays out the bench folder. Returns a summary."""
     from PIL import Image
 
     prepared = Path(prepared_dir)
@@ -85,24 +91,31 @@ def write_outputs(
         shutil.rmtree(cand)
     was_training = getattr(model, "training", False)
     model.eval()
-    files = []
+    files = 0
     try:
-        for n, r in enumerate(rows):
-            with Image.open(prepared / r["image"]) as im:
-                image = im.convert("RGB")
-            for m in range(1, repeats + 1):
-                text = generate_page(model, processor, image, str(r["prompt"]), max_new_tokens=max_new_tokens, temperature=temperature)
-                path = cand / page_file(r["pdf"], int(r["page"]), m)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
-                files.append(path)
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start:start + batch_size]
+            images = []
+            for r in chunk:
+                with Image.open(prepared / r["image"]) as im:
+                    images.append(im.convert("RGB"))
+            prompts = [str(r["prompt"]) for r in chunk]
+            runs = 1 if temperature <= 0 else repeats
+            texts = [generate_batch(model, processor, images, prompts, max_new_tokens=max_new_tokens, temperature=temperature)
+                     for _ in range(runs)]
+            for i, r in enumerate(chunk):
+                for m in range(1, repeats + 1):
+                    path = cand / page_file(r["pdf"], int(r["page"]), m)
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(texts[min(m, runs) - 1][i], encoding="utf-8")
+                    files += 1
             if progress is not None:
-                progress(n + 1, len(rows))
+                progress(start + len(chunk), len(rows))
     finally:
         if was_training:
             model.train()
     layout = make_bench_folder(prepared, out, rows)
-    return {"candidate": str(cand), "files": len(files), **layout}
+    return {"candidate": str(cand), "files": files, **layout}
 
 
 def make_bench_folder(prepared_dir: Path, output_dir: Path, rows: list[dict]) -> dict:

@@ -137,6 +137,7 @@ def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = No
     return write_outputs(
         model, processor, cfg.prepared_dir, cfg.output_dir, rows,
         repeats=cfg.final_output_repeats, max_new_tokens=cfg.max_completion_length, temperature=cfg.final_temperature,
+        batch_size=cfg.final_batch_size,
     )
 
 

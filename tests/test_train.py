@@ -177,6 +177,34 @@ def test_cli_dry_run_prints_the_plan_and_rejects_bad_batches(prepared, tmp_path)
     assert res.exit_code == 1 and "unknown key 'learning_rat'" in res.output
 
 
+def test_processor_must_be_multimodal_and_rewards_build_by_name(tiny_model, prepared, tmp_path):
+    from olmocr_rl.rewards import EosReward, FrontMatterReward
+    from olmocr_rl.train.modeling import load_processor
+    from olmocr_rl.train.rewards import TrainBenchReward, build_rewards
+
+    processor = load_processor(str(tiny_model))
+    funcs, weights = build_rewards({"bench": 1.0, "bench-macro": 0.5, "eos": 0.1, "front-matter": 0.2}, prepared / "tests",
+                                   processor=processor)
+    assert weights == [1.0, 0.5, 0.1, 0.2]
+    assert [type(f) for f in funcs] == [TrainBenchReward, TrainBenchReward, EosReward, FrontMatterReward]
+    assert funcs[0].suite is funcs[1].suite and funcs[0].log_metrics and not funcs[1].log_metrics
+    assert [f.__name__ for f in funcs] == ["olmocr_bench", "olmocr_bench_macro", "eos", "front_matter"]
+    assert funcs[2].eos == {processor.tokenizer.eos_token_id}
+    logged: dict[str, float] = {}
+    ids = [["letter_present_salutation", "letter_absent_generic"]] * 2
+    got = funcs[0](completions=[[{"role": "assistant", "content": "Dear Committee Members,"}], "nothing"], test_ids=ids,
+                   log_metric=logged.__setitem__)
+    assert got == [1.0, 0.5] and logged["bench/present/pass_rate"] == 0.5 and logged["bench/absent/pass_rate"] == 1.0
+
+    # An unknown processor class: AutoProcessor silently returns the bare tokenizer (trainer-notes 7.3).
+    text_only = tmp_path / "text_only"
+    shutil.copytree(tiny_model, text_only)
+    conf = json.loads((text_only / "processor_config.json").read_text())
+    (text_only / "processor_config.json").write_text(json.dumps({**conf, "processor_class": "NoSuchProcessor"}))
+    with pytest.raises(ConfigError, match="not a multimodal processor"):
+        load_processor(str(text_only))
+
+
 # ---------------------------------------------------------------------------------------------
 # real GRPO on CPU with the tiny model and the bench reward
 # ---------------------------------------------------------------------------------------------

@@ -396,12 +396,12 @@ def grpo_kwargs(cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = 
     kw["fp16"] = False
     if world_size is None:
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if not cuda:
-        kw["use_cpu"] = True
-        if world_size > 1:
-            # Without it accelerate sees 1 process while torch.distributed has N (trainer-notes 1.5);
-            # in a single process gloo would make accelerate ask for a process group that does not exist.
-            kw["ddp_backend"] = "gloo"
+    if not cuda and world_size > 1:
+        # Without gloo accelerate sees 1 process while torch.distributed has N; use_cpu would make
+        # accelerate skip DeepSpeed (trainer-notes 1.5, 4.6). Without CUDA the device is the CPU anyway.
+        kw["ddp_backend"] = "gloo"
+    elif not cuda:
+        kw["use_cpu"] = True  # one process: gloo would ask for a process group that does not exist
     if "activation_checkpointing" in names:  # transformers >= 5 renamed it; the old name warns
         kw["activation_checkpointing"] = kw.pop("gradient_checkpointing")
         kw["gradient_checkpointing"] = None

@@ -134,8 +134,10 @@ def test_builder_makes_a_cpu_grpo_config(tmp_path):
     assert args.generation_batch_size == 4 and args.eval_strategy == "steps" and args.eval_steps == 2
     assert args.vllm_mode == "colocate" and args.save_steps == 2
     # Several CPU ranks need gloo, or accelerate reports one process (trainer-notes 1.5).
-    multi = grpo_kwargs(cfg, cuda=False, world_size=2)
-    assert multi["ddp_backend"] == "gloo" and "use_cpu" not in multi  # use_cpu would switch DeepSpeed off
+    ddp = grpo_kwargs(cfg, cuda=False, world_size=2, deepspeed=False)
+    assert ddp["ddp_backend"] == "gloo" and ddp["use_cpu"] is True  # accelerate: MULTI_CPU, else gather is a no-op
+    zero = grpo_kwargs(cfg, cuda=False, world_size=2, deepspeed=True)
+    assert zero["ddp_backend"] == "gloo" and "use_cpu" not in zero  # use_cpu would switch DeepSpeed off
     assert "ddp_backend" not in grpo_kwargs(cfg, cuda=True, world_size=2)
     assert grpo_kwargs(cfg, cuda=True)["bf16"] is True
     cfg.trl = {"top_kk": 1}

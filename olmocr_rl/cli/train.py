@@ -38,7 +38,7 @@ def train(
         cuda = cuda_available()
         if cfg.bf16 is None:
             cfg.bf16 = cuda  # resolved here so every rank (and accelerate's mixed precision) agrees
-        kwargs = grpo_kwargs(cfg, cuda=cuda, world_size=num_processes)
+        kwargs = grpo_kwargs(cfg, cuda=cuda, world_size=num_processes, deepspeed=zero is not None)
     except ConfigError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None

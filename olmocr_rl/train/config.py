@@ -358,7 +358,9 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def grpo_kwargs(cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = True, world_size: int | None = None) -> dict[str, Any]:
+def grpo_kwargs(
+    cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = True, world_size: int | None = None, deepspeed: bool | None = None
+) -> dict[str, Any]:
     """The keyword arguments for trl.GRPOConfig (for the installed trl), before construction.
     Raises ConfigError on a `trl:` key the installed GRPOConfig does not have."""
     import trl
@@ -396,10 +398,16 @@ def grpo_kwargs(cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = 
     kw["fp16"] = False
     if world_size is None:
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if deepspeed is None:
+        deepspeed = os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"  # set by accelerate launch
     if not cuda and world_size > 1:
-        # Without gloo accelerate sees 1 process while torch.distributed has N; use_cpu would make
-        # accelerate skip DeepSpeed (trainer-notes 1.5, 4.6). Without CUDA the device is the CPU anyway.
+        # Several CPU ranks. gloo: else accelerate sees 1 process while torch.distributed has N
+        # (trainer-notes 1.5). use_cpu: makes accelerate's state MULTI_CPU (else "NO", and its
+        # gather silently returns the local slice), but must stay off under DeepSpeed, which
+        # accelerate would then skip (trainer-notes 4.6).
         kw["ddp_backend"] = "gloo"
+        if not deepspeed:
+            kw["use_cpu"] = True
     elif not cuda:
         kw["use_cpu"] = True  # one process: gloo would ask for a process group that does not exist
     if "activation_checkpointing" in names:  # transformers >= 5 renamed it; the old name warns
@@ -425,12 +433,14 @@ def grpo_kwargs(cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = 
     return kw
 
 
-def build_grpo_config(cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = True, world_size: int | None = None) -> Any:
+def build_grpo_config(
+    cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = True, world_size: int | None = None, deepspeed: bool | None = None
+) -> Any:
     """THE builder: TrainConfig -> trl.GRPOConfig. trl's own checks (e.g. the divisibility of
     the generation batch) surface as ConfigError with trl's message."""
     from trl import GRPOConfig
 
-    kw = grpo_kwargs(cfg, cuda=cuda, has_eval=has_eval, world_size=world_size)
+    kw = grpo_kwargs(cfg, cuda=cuda, has_eval=has_eval, world_size=world_size, deepspeed=deepspeed)
     try:
         return GRPOConfig(**kw)
     except (ValueError, TypeError) as e:

@@ -1,6 +1,7 @@
 """`olmocr-rl train --num-processes 2 --zero 2|3` on CPU: the CLI hands the resolved config to
-`accelerate launch` with the packaged DeepSpeed preset; two gloo ranks run GRPO steps with the tiny
-model and the bench reward, and save DeepSpeed checkpoints (ZeRO-2 also resumes).
+`accelerate launch` with the packaged DeepSpeed preset (or plain data parallelism without --zero);
+two gloo ranks run GRPO steps with the tiny model and the bench reward, and save checkpoints
+(ZeRO-2 also resumes).
 
 The first DeepSpeed run on a machine JIT-builds its `deepspeed_shm_comm` op (~1-2 min on 2 cores);
 it is cached in ~/.cache/olmocr-rl/torch_extensions (or $TORCH_EXTENSIONS_DIR) for later runs.
@@ -97,6 +98,16 @@ def test_zero3_two_ranks_train_and_save(prepared, tiny_model, tmp_path):
     saved, initial = load_file(out / "model.safetensors"), load_file(tiny_model / "model.safetensors")
     assert {k: v.shape for k, v in saved.items()} == {k: v.shape for k, v in initial.items()}
     assert any(not torch.equal(saved[k], initial[k]) for k in saved)  # and it trained
+    assert "bench/present/pass_rate" in bench_metrics(ckpt)
+
+
+def test_plain_data_parallel_two_ranks(prepared, tiny_model, tmp_path):
+    """--num-processes 2 without --zero: accelerate's packaged DDP preset, gloo on CPU."""
+    out = tmp_path / "ddp"
+    train(prepared, tiny_model, out)
+    ckpt = out / "checkpoint-2"
+    assert (ckpt / "rng_state_0.pth").is_file() and (ckpt / "rng_state_1.pth").is_file()  # two ranks
+    assert (ckpt / "optimizer.pt").is_file() and not (ckpt / "latest").exists()  # no DeepSpeed
     assert "bench/present/pass_rate" in bench_metrics(ckpt)
 
 

@@ -125,3 +125,24 @@ def test_cli(two_ckpts, tmp_path):
     assert res.exit_code == 1 and "at least two checkpoints" in res.output
     res = runner.invoke(app, ["soup", str(a), str(tmp_path / "missing"), "--output", str(tmp_path / "t")])
     assert res.exit_code == 1 and "not a directory" in res.output
+
+
+def test_soup_of_lora_adapters(two_ckpts, tmp_path):
+    """PEFT adapter folders (adapter_model.safetensors + adapter_config.json) average too."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForImageTextToText
+
+    dirs = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        model = AutoModelForImageTextToText.from_pretrained(two_ckpts[0])
+        peft_model = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+        dirs.append(tmp_path / f"adapter{seed}")
+        peft_model.save_pretrained(dirs[-1])
+    out = soup(dirs, tmp_path / "soup")
+    wa, wb = load_file(dirs[0] / "adapter_model.safetensors"), load_file(dirs[1] / "adapter_model.safetensors")
+    ws = load_file(out / "adapter_model.safetensors")
+    assert set(ws) == set(wa) and any("lora_A" in k for k in ws)
+    for key, t in ws.items():
+        assert torch.equal(t, ((wa[key].float() + wb[key].float()) / 2).to(wa[key].dtype)), key
+    assert (out / "adapter_config.json").read_bytes() == (dirs[0] / "adapter_config.json").read_bytes()

@@ -159,7 +159,10 @@ def outer(args: argparse.Namespace) -> int:
         shape = "tiny Qwen2.5-VL (fixture)"
         page = (168, 112)
     else:
-        gpu = torch.cuda.get_device_properties(0)
+        # Ask a child process, so this one never holds a CUDA context (memory on GPU 0) while the ranks run.
+        probe = "import torch; p = torch.cuda.get_device_properties(0); print(p.total_memory); print(p.name)"
+        total, name = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split("\n")[:2]
+        gpu = argparse.Namespace(total_memory=int(total), name=name)
         layers, params, est = choose_text_layers(args.text_layers, gpu.total_memory, nproc)
         model_dir = out / "model"
         write_3b_model_dir(model_dir, layers)

@@ -202,8 +202,10 @@ def test_processor_must_be_multimodal_and_rewards_build_by_name(tiny_model, prep
     # An unknown processor class: AutoProcessor silently returns the bare tokenizer (trainer-notes 7.3).
     text_only = tmp_path / "text_only"
     shutil.copytree(tiny_model, text_only)
-    conf = json.loads((text_only / "processor_config.json").read_text())
-    (text_only / "processor_config.json").write_text(json.dumps({**conf, "processor_class": "NoSuchProcessor"}))
+    for f in text_only.glob("*.json"):  # transformers 5: processor_config.json; 4.x: three files
+        conf = json.loads(f.read_text())
+        if isinstance(conf, dict) and "processor_class" in conf:
+            f.write_text(json.dumps({**conf, "processor_class": "NoSuchProcessor"}))
     with pytest.raises(ConfigError, match="not a multimodal processor"):
         load_processor(str(text_only))
 
@@ -239,7 +241,8 @@ def test_grpo_run_logs_per_type_pass_rates_and_checkpoints(trained):
     eval_keys = set().union(*(r for r in logs if any(k.startswith("eval_") for k in r)))
     assert any(k.startswith("eval_bench/") and k.endswith("/pass_rate") for k in eval_keys), eval_keys
     assert (out / "checkpoint-2" / "trainer_state.json").is_file()
-    assert (out / "model.safetensors").is_file() and (out / "processor_config.json").is_file()
+    assert (out / "model.safetensors").is_file()
+    assert any((out / f).is_file() for f in ("processor_config.json", "preprocessor_config.json"))  # transformers 5 / 4
     assert list((out / "runs").rglob("events.out.tfevents.*")), "tensorboard is the default logger"
     failing = [json.loads(line) for line in (out / "completions" / "failing_train.jsonl").read_text().splitlines()]
     assert failing and all(r["failed"] and r["total"] >= len(r["failed"]) for r in failing)
@@ -273,7 +276,7 @@ def test_final_outputs_from_the_saved_model_batched_with_repeats(trained):
         assert after[name] == text == after[name.replace("_repeat1", "_repeat2")]
 
 
-def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model):
+def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model, caplog):
     cfg, out, _ = trained
     res = CliRunner().invoke(app, ["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE),
                                    "--resume", "auto", "max_steps=3", "final_outputs=none", "eval_split=none"])
@@ -281,6 +284,9 @@ def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model):
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["resumed_from"].endswith("checkpoint-2")
     assert summary["global_step"] == 3
+    # The Trainer's raw state-dict load matches no Qwen-VL key (transformers#43701); the worker
+    # loads the checkpoint with from_pretrained instead.
+    assert "missing keys" not in caplog.text
     state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
     assert state["global_step"] == 3 and any(r.get("step") == 3 for r in state["log_history"])
 

@@ -45,18 +45,19 @@ def load_processor(model: str, *, trust_remote_code: bool = False, max_pixels: i
     return processor
 
 
-def load_model(cfg: TrainConfig, *, cuda: bool) -> Any:
+def load_model(cfg: TrainConfig, *, cuda: bool, path: str | None = None) -> Any:
+    """The policy: cfg.model, or `path` (a full-weight checkpoint to resume from)."""
     from transformers import AutoModelForImageTextToText
 
     kwargs: dict[str, Any] = {"dtype": resolve_dtype(cfg, cuda), "trust_remote_code": cfg.trust_remote_code}
     if cfg.attn_implementation:
         kwargs["attn_implementation"] = cfg.attn_implementation
     try:
-        return AutoModelForImageTextToText.from_pretrained(cfg.model, **kwargs)
+        return AutoModelForImageTextToText.from_pretrained(path or cfg.model, **kwargs)
     except ValueError as e:
         if "Unrecognized configuration class" in str(e):
             raise ConfigError(
-                f"{cfg.model} is not an image-text-to-text model transformers knows ({e.args[0].splitlines()[0]}); "
+                f"{path or cfg.model} is not an image-text-to-text model transformers knows ({e.args[0].splitlines()[0]}); "
                 "olmocr-rl trains vision-language models such as Qwen2-VL, Qwen2.5-VL or Qwen3-VL"
             ) from e
         raise

@@ -61,6 +61,10 @@ def generate_batch(model: Any, processor: Any, images: list, prompts: list[str],
         gen["temperature"] = temperature
     if tok.pad_token_id is not None:
         gen["pad_token_id"] = tok.pad_token_id
+    config = getattr(model, "config", None)
+    placeholders = [i for i in (getattr(config, "image_token_id", None), getattr(config, "video_token_id", None)) if isinstance(i, int)]
+    if placeholders:
+        gen["suppress_tokens"] = placeholders
     with torch.no_grad():
         out = model.generate(**inputs, **gen)
     new = out[:, inputs["input_ids"].shape[1]:]

@@ -65,8 +65,21 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     cuda = cuda_available()
     train_rows, eval_rows = _rows(cfg)
     processor = load_processor(cfg.model, trust_remote_code=cfg.trust_remote_code, max_pixels=cfg.max_pixels)
-    model = load_model(cfg, cuda=cuda)
+    resume = resolve_resume(cfg)
+    # Resuming a full model: load its weights with from_pretrained, which maps the checkpoint's key
+    # names; transformers 4.57's Trainer loads them raw and, for Qwen-VL, silently matches none
+    # (transformers#43701). The Trainer then restores optimizer, scheduler, RNG and step.
+    full_ckpt = resume if resume and not cfg.lora and (Path(resume) / "config.json").is_file() else None
+    model = load_model(cfg, cuda=cuda, path=full_ckpt)
     args = build_grpo_config(cfg, cuda=cuda, has_eval=bool(eval_rows))
+    if not cfg.use_vllm:
+        # A sampled image/video placeholder token would not match the image features in the
+        # log-prob pass (trl#3847); trl >= 1.16 suppresses the image token itself.
+        placeholders = [i for i in (getattr(model.config, "image_token_id", None), getattr(model.config, "video_token_id", None)) if isinstance(i, int)]
+        gen_kwargs = dict(args.generation_kwargs or {})
+        if placeholders and "suppress_tokens" not in gen_kwargs:
+            gen_kwargs["suppress_tokens"] = placeholders
+            args.generation_kwargs = gen_kwargs
     if cfg.progress:
         args.disable_tqdm = True  # our rich display replaces the tqdm bar
 
@@ -86,13 +99,15 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
         callbacks=callbacks,
         peft_config=lora_config(cfg),
     )
+    if full_ckpt is not None:
+        # Weights are loaded above; the Trainer's own raw load would only warn about every key.
+        trainer._load_from_checkpoint = lambda *args, **kwargs: None
     if cfg.progress:
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # it would print every log dict under our display
     if recorder is not None:
         recorder.trainer = trainer
-    resume = resolve_resume(cfg)
     result = trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(cfg.output_dir)
     if trainer.is_world_process_zero():

@@ -302,3 +302,21 @@ def test_lora_run(prepared, tiny_model, tmp_path):
     assert (out / "adapter_config.json").is_file() and (out / "adapter_model.safetensors").is_file()
     logs = _logs(out)
     assert any("rewards/eos/mean" in r for r in logs)
+
+
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen3_vl"])
+def test_other_vlm_families_train(family, prepared, tmp_path):
+    from olmocr_rl.train.worker import run
+
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        from tiny_vlm import build_tiny_vlm
+    finally:
+        sys.path.remove(str(FIXTURES))
+    model = build_tiny_vlm(tmp_path / family, family)
+    out = tmp_path / "run"
+    cfg = cfg_for(prepared, model, out, "max_steps=1", "save_steps=0", "eval_split=none", "final_outputs=train",
+                  "report_to=none", "max_train_pages=1")
+    summary = run(cfg)
+    assert summary["global_step"] == 1 and summary["outputs"]["files"] == 1
+    assert any("bench/present/pass_rate" in r for r in _logs(out))

@@ -20,20 +20,25 @@ from olmocr_rl.train.data import conversation, read_manifest, read_split, tests_
 CANDIDATE = "outputs"
 
 
-def select_rows(prepared_dir: str | os.PathLike[str], which: str, train_split: str = "train", eval_split: str = "eval") -> list[dict]:
+def select_rows(
+    prepared_dir: str | os.PathLike[str], which: str, train_split: str = "train", eval_split: str = "eval",
+    limits: dict[str, int | None] | None = None,
+) -> list[dict]:
+    """The pages of `which` ("train", "eval", "all", "none"), each split cut to `limits[split]`
+    pages (as training cut them); "eval" without eval pages falls back to "train"."""
     if which == "none":
         return []
     splits = {"train": [train_split], "eval": [eval_split], "all": [train_split, eval_split]}[which]
     rows: list[dict] = []
     seen = set()
     for s in splits:
-        for r in read_split(prepared_dir, s):
+        for r in read_split(prepared_dir, s)[: (limits or {}).get(s)]:
             key = (r["pdf"], int(r["page"]))
             if key not in seen:
                 seen.add(key)
                 rows.append({**r, "_split": s})
     if not rows and which == "eval":  # no held-out split: fall back to the train pages
-        return select_rows(prepared_dir, "train", train_split, eval_split)
+        return select_rows(prepared_dir, "train", train_split, eval_split, limits)
     return rows
 
 

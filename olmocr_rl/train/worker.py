@@ -148,7 +148,9 @@ def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = No
             model = model.to("cuda")
     if processor is None:
         processor = load_processor(cfg.output_dir, trust_remote_code=cfg.trust_remote_code, max_pixels=cfg.max_pixels)
-    rows = select_rows(cfg.prepared_dir, cfg.final_outputs, cfg.train_split, cfg.eval_split if cfg.eval_enabled else "")
+    eval_split = cfg.eval_split if cfg.eval_enabled else ""
+    limits = {cfg.train_split: cfg.max_train_pages, eval_split: cfg.max_eval_pages}
+    rows = select_rows(cfg.prepared_dir, cfg.final_outputs, cfg.train_split, eval_split, limits)
     return write_outputs(
         model, processor, cfg.prepared_dir, cfg.output_dir, rows,
         repeats=cfg.final_output_repeats, max_new_tokens=cfg.max_completion_length, temperature=cfg.final_temperature,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, NoReturn, Optional
 
 import typer
 
 from olmocr_rl.cli import app
 
 
-@app.command(context_settings={"allow_interspersed_args": True})
+@app.command()
 def train(
     prepared_dir: Annotated[Path, typer.Argument(help="A folder made by `olmocr-rl prepare`.")],
     overrides: Annotated[Optional[list[str]], typer.Argument(help="KEY=VALUE config overrides (rewards.eos=0.1, trl.top_k=50).", show_default=False)] = None,
@@ -40,8 +40,7 @@ def train(
             cfg.bf16 = cuda  # resolved here so every rank (and accelerate's mixed precision) agrees
         kwargs = grpo_kwargs(cfg, cuda=cuda, world_size=num_processes, deepspeed=zero is not None)
     except ConfigError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
+        _fail(str(e))
     problems = preflight(cfg, num_processes, cfg.prepared_dir)
     for p in problems:
         typer.echo(str(p), err=True)
@@ -53,38 +52,33 @@ def train(
         _print_plan(cfg, kwargs, num_processes, generation_batch(cfg, num_processes), config_path, distributed, launch_kw)
         raise typer.Exit(1 if errors(problems) else 0)
     if errors(problems):
-        typer.echo(f"error: {len(errors(problems))} pre-flight problem(s); nothing was launched", err=True)
-        raise typer.Exit(1)
+        _fail(f"{len(errors(problems))} pre-flight problem(s); nothing was launched")
     cfg.to_json(config_path)
-    if not distributed:
-        from olmocr_rl.train.worker import run
+    from olmocr_rl.train.worker import run, write_final_outputs
 
-        try:
-            summary = run(cfg)
-        except ConfigError as e:
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(1) from None
-    else:
-        try:
-            from olmocr_rl.train.launch import launch  # the accelerate launcher
-        except ImportError as e:
-            typer.echo(f"error: multi-process training is not available in this install ({e})", err=True)
-            raise typer.Exit(1) from None
-        try:
-            code = launch(config_path, **launch_kw)
-        except ValueError as e:  # flag combinations the launcher refuses
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(1) from None
-        if code != 0:
-            typer.echo(f"error: training exited with status {code}", err=True)
-            raise typer.Exit(code)
-        summary = {}
-        if machine_rank == 0 and cfg.final_outputs != "none":
-            from olmocr_rl.train.worker import write_final_outputs
+    try:
+        if not distributed:
+            outputs = run(cfg).get("outputs")
+        else:
+            try:
+                from olmocr_rl.train.launch import launch  # the accelerate launcher
 
-            summary["outputs"] = write_final_outputs(cfg)
-    if "outputs" in summary:
-        typer.echo(f"outputs: {summary['outputs']['candidate']}  (score them: {summary['outputs']['bench_command']})")
+                code = launch(config_path, **launch_kw)
+            except (ImportError, ValueError) as e:  # no launcher; flag combinations it refuses
+                _fail(str(e))
+            if code != 0:
+                _fail(f"training exited with status {code}", code)
+            # Ranks do not generate: one process writes the outputs from the saved model.
+            outputs = write_final_outputs(cfg) if machine_rank == 0 and cfg.final_outputs != "none" else None
+    except ConfigError as e:
+        _fail(str(e))
+    if outputs:
+        typer.echo(f"outputs: {outputs['candidate']}  (score them: {outputs['bench_command']})")
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
 
 
 def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path, distributed: bool, launch_kw: dict) -> None:  # noqa: ANN001
@@ -98,14 +92,10 @@ def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path
     if distributed:
         try:
             from olmocr_rl.train.launch import build_launch_argv, format_plan, launch_env
-        except ImportError as e:
-            typer.echo(f"command: (the accelerate launcher is not available: {e})")
-            return
-        try:
+
             argv = build_launch_argv(config_path, **launch_kw)
-        except ValueError as e:
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(1) from None
+        except (ImportError, ValueError) as e:
+            _fail(str(e))
         typer.echo("command: " + format_plan(argv, launch_env(world // launch_kw["num_machines"])))
     else:
         typer.echo(f"command: python -m olmocr_rl.train.worker {config_path}  (in this process)")

@@ -342,7 +342,12 @@ def main() -> int:
     p.add_argument("--text-layers", default="auto", help="'auto' (fit the GPU) or 1-36")
     a = p.parse_args()
     if a.inner:
-        return inner(a.inner)
+        from olmocr_rl.train.launch import shutdown_process_group
+
+        code = inner(a.inner)
+        if code == 0:
+            shutdown_process_group()  # else gloo can abort a finished rank at exit
+        return code
     if a.tiny:
         a.completion_length = min(a.completion_length, 32)
     return outer(a)

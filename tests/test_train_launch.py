@@ -101,3 +101,13 @@ def test_env_caches_deepspeed_ops_and_finds_ninja(monkeypatch, tmp_path):
     assert env["TORCH_EXTENSIONS_DIR"] == "/x" and env["OMP_NUM_THREADS"] == "7"
     plan = format_plan(build_launch_argv(tmp_path / "c.json", num_processes=2, zero=2), env)
     assert plan.startswith("TORCH_EXTENSIONS_DIR=/x ") and "accelerate.commands.launch" in plan
+
+
+def test_rank_entry_point_runs_the_worker():
+    """Each rank runs `python -m olmocr_rl.train.launch CONFIG`: the worker's main (its usage
+    error here), then the process-group shutdown."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", WORKER_MODULE], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "usage: python -m olmocr_rl.train.worker RESOLVED_CONFIG.json" in proc.stderr

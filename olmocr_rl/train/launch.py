@@ -1,6 +1,8 @@
 """Multi-process launching for `olmocr-rl train`: builds an `accelerate launch` command around the
-packaged DeepSpeed presets (olmocr_rl/configs/zero{1,2,3}.yaml, ddp.yaml) and runs
-`python -m olmocr_rl.train.worker RESOLVED_CONFIG.json` once per rank.
+packaged DeepSpeed presets (olmocr_rl/configs/zero{1,2,3}.yaml, ddp.yaml) and runs the training
+worker (`olmocr_rl.train.worker`) once per rank through this module's `rank_main`, which also shuts
+the process group down cleanly: left to interpreter exit, gloo's threads can abort a finished
+rank ("terminate called without an active exception", exit -6) and fail the whole run.
 
 Users never edit an accelerate YAML: process counts, machine rank/address and mixed precision are
 command-line flags; batch size, gradient accumulation and clipping are "auto" in the presets and
@@ -21,7 +23,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-WORKER_MODULE = "olmocr_rl.train.worker"
+WORKER_MODULE = "olmocr_rl.train.launch"  # what each rank runs: rank_main() below
 ZERO_STAGES = (1, 2, 3)
 
 
@@ -78,7 +80,7 @@ def build_launch_argv(
 ) -> list[str]:
     """The `accelerate launch` command (as an argv list, starting with this Python) that runs the
     training worker on `num_processes` ranks in total across `num_machines` machines.
-    `program` replaces `-m olmocr_rl.train.worker CONFIG` (e.g. `[script.py, args...]`)."""
+    `program` replaces `-m olmocr_rl.train.launch CONFIG` (e.g. `[script.py, args...]`)."""
     if num_processes < 1:
         raise ValueError(f"--num-processes must be at least 1, got {num_processes}")
     if num_machines < 1:
@@ -167,3 +169,26 @@ def launch(
         except subprocess.TimeoutExpired:
             proc.kill()
             return proc.wait()
+
+
+def shutdown_process_group() -> None:
+    """Barrier, then destroy the default process group, if one exists (call on success only)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def rank_main(argv: list[str] | None = None) -> int:
+    """One launched rank: `olmocr_rl.train.worker`'s main, then a clean process-group shutdown."""
+    from olmocr_rl.train.worker import main as worker_main
+
+    code = worker_main(argv)
+    if code == 0:
+        shutdown_process_group()
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(rank_main())

@@ -36,4 +36,5 @@ def main(
 from olmocr_rl.cli import check as _check  # noqa: E402,F401  (registers the command)
 from olmocr_rl.cli import bench as _bench  # noqa: E402,F401
 from olmocr_rl.cli import prepare as _prepare  # noqa: E402,F401
+from olmocr_rl.cli import soup as _soup  # noqa: E402,F401
 from olmocr_rl.cli import train as _train  # noqa: E402,F401

@@ -1,0 +1,148 @@
+"""`olmocr-rl soup`: the average of two tiny-model checkpoints, tensor by tensor, and refusals."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+from safetensors.torch import load_file, save_file  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from olmocr_rl.cli import app  # noqa: E402
+from olmocr_rl.soup import SoupError, soup  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench_fixtures"))
+from tiny_vlm import build_tiny_vlm  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def two_ckpts(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("soup")
+    return build_tiny_vlm(root / "a", seed=0), build_tiny_vlm(root / "b", seed=1)
+
+
+def _weights(d: Path) -> dict:
+    out = {}
+    for f in sorted(d.glob("*.safetensors")):
+        out.update(load_file(f))
+    return out
+
+
+def test_soup_is_the_elementwise_mean(two_ckpts, tmp_path):
+    a, b = two_ckpts
+    out = soup([a, b], tmp_path / "soup")
+    wa, wb, ws = _weights(a), _weights(b), _weights(out)
+    assert set(ws) == set(wa) and len(ws) > 10
+    changed = 0
+    for key, t in ws.items():
+        expected = ((wa[key].float() + wb[key].float()) / 2).to(wa[key].dtype)
+        assert t.dtype == wa[key].dtype and t.shape == wa[key].shape, key
+        assert torch.equal(t, expected), key
+        changed += not torch.equal(t, wa[key])
+    assert changed > 10  # the seeds differ, so the soup is not a copy of the first
+    for name in ("config.json", "generation_config.json", "tokenizer.json", "processor_config.json"):
+        assert (out / name).read_bytes() == (a / name).read_bytes()
+    assert json.loads((out / "soup.json").read_text())["sources"] == [str(a.resolve()), str(b.resolve())]
+    # The soup is a loadable model + processor.
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from transformers.processing_utils import ProcessorMixin
+
+    AutoModelForImageTextToText.from_pretrained(out)
+    assert isinstance(AutoProcessor.from_pretrained(out), ProcessorMixin)
+
+
+def test_soup_of_bf16_sharded_checkpoints(two_ckpts, tmp_path):
+    from transformers import AutoModelForImageTextToText
+
+    dirs = []
+    for src in two_ckpts:
+        model = AutoModelForImageTextToText.from_pretrained(src, dtype=torch.bfloat16)
+        dirs.append(tmp_path / src.name)
+        model.save_pretrained(dirs[-1], max_shard_size="200KB")
+    assert (dirs[0] / "model.safetensors.index.json").is_file()
+    out = soup(dirs, tmp_path / "soup")
+    assert sorted(p.name for p in out.glob("*.safetensors")) == sorted(p.name for p in dirs[0].glob("*.safetensors"))
+    wa, wb, ws = _weights(dirs[0]), _weights(dirs[1]), _weights(out)
+    for key, t in ws.items():
+        assert t.dtype == torch.bfloat16
+        assert torch.equal(t, ((wa[key].float() + wb[key].float()) / 2).to(torch.bfloat16)), key
+    AutoModelForImageTextToText.from_pretrained(out)
+
+
+def test_soup_of_three_weights_each_equally(two_ckpts, tmp_path):
+    a, b = two_ckpts
+    out = soup([a, b, a], tmp_path / "soup")
+    wa, wb, ws = _weights(a), _weights(b), _weights(out)
+    key = next(k for k in ws if "embed_tokens" in k)
+    assert torch.equal(ws[key], ((wa[key] + wb[key] + wa[key]) / 3))
+
+
+def test_mismatched_shape_is_refused(two_ckpts, tmp_path):
+    a, b = two_ckpts
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in b.iterdir():
+        (bad / f.name).write_bytes(f.read_bytes())
+    w = load_file(b / "model.safetensors")
+    key = next(k for k in w if k.endswith("lm_head.weight"))
+    w[key] = w[key][:-1].clone()
+    save_file(w, str(bad / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(SoupError, match="shape/dtype mismatch for 'lm_head.weight'.*263, 64.*262, 64"):
+        soup([a, bad], tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing written before the check
+
+
+def test_mismatched_names_and_architecture_are_refused(two_ckpts, tmp_path):
+    a, b = two_ckpts
+    other = build_tiny_vlm(tmp_path / "qwen2", family="qwen2_vl")
+    with pytest.raises(SoupError, match="architecture mismatch.*qwen2_5_vl.*qwen2_vl"):
+        soup([a, other], tmp_path / "out")
+    renamed = tmp_path / "renamed"
+    renamed.mkdir()
+    for f in b.iterdir():
+        (renamed / f.name).write_bytes(f.read_bytes())
+    w = load_file(b / "model.safetensors")
+    w["extra.weight"] = torch.zeros(2)
+    save_file(w, str(renamed / "model.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(SoupError, match="tensor names differ.*1 only in the other.*extra.weight"):
+        soup([a, renamed], tmp_path / "out")
+
+
+def test_cli(two_ckpts, tmp_path):
+    a, b = two_ckpts
+    runner = CliRunner()
+    res = runner.invoke(app, ["soup", str(a), str(b), "--output", str(tmp_path / "s")])
+    assert res.exit_code == 0, res.output
+    assert "averaged 2 checkpoints" in res.output
+    res = runner.invoke(app, ["soup", str(a), str(b), "--output", str(tmp_path / "s")])
+    assert res.exit_code == 1 and "exists and is not empty (use --overwrite" in res.output
+    res = runner.invoke(app, ["soup", str(a), "--output", str(tmp_path / "t")])
+    assert res.exit_code == 1 and "at least two checkpoints" in res.output
+    res = runner.invoke(app, ["soup", str(a), str(tmp_path / "missing"), "--output", str(tmp_path / "t")])
+    assert res.exit_code == 1 and "not a directory" in res.output
+
+
+def test_soup_of_lora_adapters(two_ckpts, tmp_path):
+    """PEFT adapter folders (adapter_model.safetensors + adapter_config.json) average too."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForImageTextToText
+
+    dirs = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        model = AutoModelForImageTextToText.from_pretrained(two_ckpts[0])
+        peft_model = get_peft_model(model, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+        dirs.append(tmp_path / f"adapter{seed}")
+        peft_model.save_pretrained(dirs[-1])
+    out = soup(dirs, tmp_path / "soup")
+    wa, wb = load_file(dirs[0] / "adapter_model.safetensors"), load_file(dirs[1] / "adapter_model.safetensors")
+    ws = load_file(out / "adapter_model.safetensors")
+    assert set(ws) == set(wa) and any("lora_A" in k for k in ws)
+    for key, t in ws.items():
+        assert torch.equal(t, ((wa[key].float() + wb[key].float()) / 2).to(wa[key].dtype)), key
+    assert (out / "adapter_config.json").read_bytes() == (dirs[0] / "adapter_config.json").read_bytes()

@@ -1,0 +1,113 @@
+"""The accelerate/DeepSpeed launcher: command construction, packaged presets, environment."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from olmocr_rl.train.launch import (
+    WORKER_MODULE,
+    build_launch_argv,
+    config_file,
+    format_plan,
+    launch_env,
+    torch_extensions_dir,
+)
+
+
+def _flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_zero_presets_are_deepspeed_configs_with_auto_batching(zero):
+    cfg = yaml.safe_load(config_file(zero).read_text())
+    assert cfg["distributed_type"] == "DEEPSPEED"
+    assert cfg["deepspeed_config"]["zero_stage"] == zero
+    assert cfg["deepspeed_config"]["zero3_init_flag"] is (zero == 3)
+    # Anything pinned here would have to agree with the training config by hand (trainer-notes 4.2).
+    assert "gradient_accumulation_steps" not in cfg["deepspeed_config"]
+    assert "gradient_clipping" not in cfg["deepspeed_config"]
+    assert cfg["use_cpu"] is False  # accelerate skips DeepSpeed when use_cpu is set
+
+
+def test_ddp_preset():
+    assert yaml.safe_load(config_file(None).read_text())["distributed_type"] == "MULTI_GPU"
+    with pytest.raises(ValueError, match="--zero must be 1, 2 or 3"):
+        config_file(4)
+
+
+def test_argv_single_node(tmp_path):
+    cfg = tmp_path / "train_config.json"
+    cfg.write_text(json.dumps({"bf16": False}))
+    argv = build_launch_argv(cfg, num_processes=4, zero=2)
+    assert argv[:3] == [sys.executable, "-m", "accelerate.commands.launch"]
+    assert Path(_flag(argv, "--config_file")) == config_file(2)
+    assert _flag(argv, "--num_processes") == "4"
+    assert _flag(argv, "--num_machines") == "1"
+    assert _flag(argv, "--mixed_precision") == "no"
+    assert "--main_process_ip" not in argv
+    assert _flag(argv, "--main_process_port") == "0"  # a free port: concurrent runs must not collide
+    assert argv[-3:] == ["-m", WORKER_MODULE, str(cfg.resolve())]
+
+
+def test_argv_multi_node_and_precision(tmp_path):
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"model": "x", "grpo": {"bf16": True}}))
+    argv = build_launch_argv(
+        cfg, num_processes=16, zero=3, num_machines=2, machine_rank=1, main_process_ip="10.0.0.1", main_process_port=29501
+    )
+    assert _flag(argv, "--num_processes") == "16"  # the total over all machines
+    assert _flag(argv, "--num_machines") == "2"
+    assert _flag(argv, "--machine_rank") == "1"
+    assert _flag(argv, "--main_process_ip") == "10.0.0.1"
+    assert _flag(argv, "--main_process_port") == "29501"
+    assert _flag(argv, "--mixed_precision") == "bf16"
+    assert Path(_flag(argv, "--config_file")).name == "zero3.yaml"
+    argv = build_launch_argv(cfg, num_processes=4, zero=None, num_machines=2, main_process_ip="h")
+    assert _flag(argv, "--main_process_port") == "29500"  # nodes must agree on the port
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(num_processes=0, zero=2), "--num-processes must be at least 1"),
+        (dict(num_processes=3, zero=2, num_machines=2, main_process_ip="h"), "must be divisible by --num-machines"),
+        (dict(num_processes=4, zero=2, num_machines=2), "needs --main-process-ip"),
+        (dict(num_processes=4, zero=2, num_machines=2, machine_rank=2, main_process_ip="h"), r"--machine-rank must be in \[0, 2\)"),
+    ],
+)
+def test_argv_errors_name_the_flag(tmp_path, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        build_launch_argv(tmp_path / "c.json", **kwargs)
+
+
+def test_env_caches_deepspeed_ops_and_finds_ninja(monkeypatch, tmp_path):
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    ext = torch_extensions_dir()
+    assert ext.parent == tmp_path / "olmocr-rl" / "torch_extensions"
+    assert ext.name.startswith(f"py{sys.version_info.major}{sys.version_info.minor}_torch")
+    env = launch_env(2, base={"PATH": "/usr/bin"})
+    assert env["TORCH_EXTENSIONS_DIR"] == str(ext)
+    assert env["PATH"].split(":")[0] == str(Path(sys.executable).parent)
+    assert int(env["OMP_NUM_THREADS"]) >= 1
+    # User settings win.
+    env = launch_env(2, base={"PATH": "/usr/bin", "TORCH_EXTENSIONS_DIR": "/x", "OMP_NUM_THREADS": "7"})
+    assert env["TORCH_EXTENSIONS_DIR"] == "/x" and env["OMP_NUM_THREADS"] == "7"
+    plan = format_plan(build_launch_argv(tmp_path / "c.json", num_processes=2, zero=2), env)
+    assert plan.startswith("TORCH_EXTENSIONS_DIR=/x ") and "accelerate.commands.launch" in plan
+
+
+def test_rank_entry_point_runs_the_worker():
+    """Each rank runs `python -m olmocr_rl.train.launch CONFIG`: the worker's main (its usage
+    error here), then the process-group shutdown."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-m", WORKER_MODULE], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "usage: python -m olmocr_rl.train.worker RESOLVED_CONFIG.json" in proc.stderr

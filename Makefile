@@ -28,11 +28,15 @@ setup: $(VENV)/.installed $(VENV)/.katex
 build: setup
 	$(VENV)/bin/maturin develop --release -q
 
+# The main job on the bundled fixtures: prepare -> a few GRPO steps on CPU with a tiny random
+# VLM -> bench the trained model's outputs (and the bundled candidate outputs).
 demo: build
-	$(VENV)/bin/olmocr-rl validate bench_fixtures
-	$(VENV)/bin/olmocr-rl check bench_fixtures bench_fixtures/demo_model/sample_paper_pg1_repeat1.md --pdf sample_paper.pdf
+	rm -rf target/demo
+	$(VENV)/bin/olmocr-rl prepare bench_fixtures target/demo/prepared --eval-fraction 0.34 --longest-side 224 --strict --quiet
+	$(PY) bench_fixtures/tiny_vlm.py target/demo/tiny-vlm
+	$(VENV)/bin/olmocr-rl train target/demo/prepared --model target/demo/tiny-vlm -o target/demo/run --config bench_fixtures/tiny_grpo.yaml
+	$(VENV)/bin/olmocr-rl bench target/demo/run --candidate outputs
 	$(VENV)/bin/olmocr-rl bench bench_fixtures
-	$(VENV)/bin/olmocr-rl prepare bench_fixtures target/demo-prepared --strict
 
 test-rust: setup
 	OLMOCR_RL_KATEX_JS="$(KATEX_JS)" cargo test --locked --release
@@ -59,13 +63,3 @@ golden:
 
 clean:
 	rm -rf $(VENV) target olmocr_rl/*.so
-
-# The README's training demo: prepare the fixtures -> a few GRPO steps on CPU with a tiny random
-# VLM -> bench what the trained model wrote. A few minutes on 2 cores.
-.PHONY: train-demo
-train-demo: build
-	rm -rf target/train-demo
-	$(VENV)/bin/olmocr-rl prepare bench_fixtures target/train-demo/prepared --eval-fraction 0.34 --longest-side 224 --quiet
-	$(PY) bench_fixtures/tiny_vlm.py target/train-demo/tiny-vlm
-	$(VENV)/bin/olmocr-rl train target/train-demo/prepared --model target/train-demo/tiny-vlm -o target/train-demo/run --config bench_fixtures/tiny_grpo.yaml
-	$(VENV)/bin/olmocr-rl bench target/train-demo/run --candidate outputs

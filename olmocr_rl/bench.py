@@ -27,9 +27,9 @@ Where we differ, on purpose:
   resample we draw the group's pass count from Binomial(n, passed/n), which is the distribution
   of the reference's `np.random.choice(scores, n, replace=True).sum()` over 0/1 scores, and take
   numpy's default (linear) percentiles. The reference's CI is unseeded and varies run to run.
-* Test types this build cannot check (`table`, `math` until their issues land) are reported as
-  unsupported and left out of every figure; the summary says so (the score is then not
-  comparable with the reference's).
+* Math checks need KaTeX (installed by `make setup`); without it they are error verdicts naming
+  the fix. Test types a build cannot check are reported as unsupported and left out of every
+  figure; the summary says so (the score is then not comparable with the reference's).
 * Test ids must be unique across files (the reference only checks within a file); every invalid
   record of every file is listed at once (the reference stops at the first).
 * Page files are taken in sorted order (the reference uses the file system's order), so the

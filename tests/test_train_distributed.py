@@ -21,26 +21,10 @@ pytest.importorskip("deepspeed")
 torch = pytest.importorskip("torch")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_train import RECIPE, make_prepared  # noqa: E402
+from test_train import RECIPE, prepared, tiny_model  # noqa: E402,F401  (session fixtures shared with test_train)
 
 pytestmark = pytest.mark.distributed
-FIXTURES = Path(__file__).resolve().parent.parent / "bench_fixtures"
 CLI = str(Path(sys.executable).parent / "olmocr-rl")
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory) -> Path:
-    return make_prepared(tmp_path_factory.mktemp("prepared") / "prep")
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(FIXTURES))
-    try:
-        from tiny_vlm import build_tiny_vlm
-    finally:
-        sys.path.remove(str(FIXTURES))
-    return build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "qwen2_5_vl")
 
 
 def train(prepared: Path, model: Path, out: Path, *args: str) -> None:

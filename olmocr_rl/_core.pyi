@@ -1,5 +1,6 @@
 """Type stubs for the Rust extension `olmocr_rl._core` (checked against it by mypy stubtest)."""
 
+import os
 from typing import final
 
 __all__ = [
@@ -46,6 +47,9 @@ class Suite:
     def records(self) -> list[tuple[str, str, str, str, str, int]]: ...
     def check(self, test_id: str, text: str) -> tuple[bool, str, bool]: ...
     def check_batch(self, pages: list[tuple[str, list[str]]]) -> list[list[tuple[bool, str, bool]]]: ...
+    def check_files(
+        self, items: list[tuple[str | os.PathLike[str], list[str]]], threads: int | None = None
+    ) -> list[list[tuple[bool, str, bool]] | None]: ...
     def score(
         self, pages: list[tuple[str, list[str]]], threads: int | None = None, details: bool = False
     ) -> list[

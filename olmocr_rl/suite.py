@@ -67,6 +67,11 @@ class TestInfo(NamedTuple):
     line: int
 
 
+def _json_value(text: str) -> object:
+    """`json.loads` of the core's JSON text of a value; page numbers (plain digits) directly."""
+    return int(text) if text.isascii() and text.isdigit() else json.loads(text)
+
+
 def _jsonl_files(path: PathLike | Sequence[PathLike]) -> list[Path]:
     if isinstance(path, (str, os.PathLike)):
         p = Path(path)
@@ -101,7 +106,7 @@ class BenchSuite:
         self._core = core
         self._sources = list(sources)
         self.errors: list[str] = [_format_error(*e) for e in core.errors]
-        self._info = {r[0]: TestInfo(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5]) for r in core.records()}
+        self._info = {r[0]: TestInfo(r[0], r[1], r[2], _json_value(r[3]), r[4], r[5]) for r in core.records()}
 
     @classmethod
     def load(cls, path: PathLike | Sequence[PathLike], *, strict: bool = True) -> BenchSuite:

@@ -4,6 +4,7 @@
 //! and is compiled with the `python` feature.
 
 pub mod checks;
+pub mod files;
 pub mod fuzz;
 pub mod html;
 #[doc(hidden)]

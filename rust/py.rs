@@ -219,6 +219,34 @@ impl Suite {
         Ok(out?)
     }
 
+    /// `check_batch` on files: reads each (path, test ids) item as the reference reads page
+    /// files (`files::read_text`) and runs its tests, items in parallel, GIL released. Per item:
+    /// None when the file cannot be read or is not UTF-8 (re-read it in Python for the error),
+    /// else its (passed, explanation, error) rows.
+    #[pyo3(signature = (items, threads=None))]
+    fn check_files(
+        &self,
+        py: Python<'_>,
+        items: Vec<(std::path::PathBuf, Vec<String>)>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<Option<Vec<VerdictRow>>>> {
+        let out = py.detach(|| {
+            guard(|| {
+                let one = |(path, ids): &(std::path::PathBuf, Vec<String>)| {
+                    let Some(text) = crate::files::read_text(path) else { return Ok(None) };
+                    let raw = text::chars(&text);
+                    let page = Page::new(&raw);
+                    ids.iter()
+                        .map(|id| self.run_one(id, &page).map(verdict_row))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map(Some)
+                };
+                score::pool(threads).install(|| items.par_iter().map(one).collect::<Result<Vec<_>, _>>())
+            })
+        })?;
+        Ok(out?)
+    }
+
     /// Scores pages: per page (passed, total, [(type, passed, total)], micro reward or None,
     /// macro reward or None, graded reward or None, [(id, type, passed, explanation, error)]
     /// when `details`).

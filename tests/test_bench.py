@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from olmocr_rl.bench import bootstrap_ci, load_bench, percentile, run_bench, summary_dict
@@ -321,3 +323,38 @@ def test_bootstrap_is_seeded_and_sensible():
     assert hi - lo == pytest.approx(2 * 1.96 * sd, rel=0.15)
     assert bootstrap_ci([[1.0, 1.0], [0.0]]) == (0.5, 0.5)
     assert bootstrap_ci([]) == (0.0, 0.0)
+
+
+_BYTES = st.lists(
+    st.sampled_from([b"\r", b"\n", b"\r\n", b"a", b" ", b"# ", b"Total", b"\xc3\xa9", b"\xef\xbb\xbf", b"\xff", b"\xed\xa0\x80", b"\xe2\x82"]),
+    max_size=12,
+).map(b"".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(contents=st.lists(_BYTES, min_size=1, max_size=4))
+@example(contents=[b"x\r# Total", b"x\r\n# Total\r", b"\xef\xbb\xbf# Total"])
+def test_files_read_in_rust_equal_python_reads(tmp_path, contents):
+    """`check_files` reads page files as Python's text mode does (strict UTF-8, universal
+    newlines, BOM kept): its verdicts equal checking Python's read; undecodable files are None."""
+    from olmocr_rl import BenchSuite
+    from olmocr_rl.bench import _read_page
+
+    suite = BenchSuite.from_jsonl("\n".join(json.dumps(r) for r in [
+        {"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a\nTotal"},
+        {"pdf": "a.pdf", "page": 1, "id": "h", "type": "format", "text": "Total", "format": "heading"},
+        {"pdf": "a.pdf", "page": 1, "id": "b", "type": "baseline"},
+    ]))
+    items = []
+    for i, data in enumerate(contents):
+        path = tmp_path / f"f{i}.md"
+        path.write_bytes(data)
+        items.append((str(path), ["p", "h", "b"]))
+    got = suite._core.check_files(items, threads=2)
+    for (path, ids), rows in zip(items, got):
+        try:
+            text = _read_page(Path(path))
+        except UnicodeDecodeError:
+            assert rows is None
+            continue
+        assert rows == [tuple(r) for r in suite.check_batch([(text, ids)])[0]], path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -75,7 +74,9 @@ def bench(
         if status is not None:
             status.stop()
     if as_json:
-        sys.stdout.write(json.dumps(summary_dict(summary), ensure_ascii=False, indent=2) + "\n")
+        import orjson
+
+        sys.stdout.write(orjson.dumps(summary_dict(summary), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         from rich.console import Console
 

@@ -15,6 +15,12 @@ page, so each test runs on candidates x repeats md files. Then times, as separat
 
 and prints the best of `--runs` wall times and the ratio, after checking that both report the
 same status per candidate. The reference needs its bench dependencies in --reference-python.
+
+With `--math N` the folder holds N math tests instead (one page each, formulas and completions
+from bench_math_reference.py's generator: the formula verbatim, rewritten, changed or absent,
+among 0-4 other equations), and the reference runs with a fresh HOME each time, so its
+equation cache starts cold (`--tool-dir` holds a sitecustomize.py pointing playwright at the
+system Chromium).
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ sys.path.insert(0, str(REPO / "bench_fixtures"))
 sys.path.insert(0, str(REPO / "tests" / "golden"))
 from gen_bench_summary import parse  # noqa: E402
 from make_pdfs import make_pdf  # noqa: E402
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from bench_math_reference import OTHER, change, formula, rewrite  # noqa: E402
 
 WORDS = (
     "the of model page table reading order document attention sparse layout token equation figure results "
@@ -139,15 +148,51 @@ def generate(root: Path, n_tests: int, n_candidates: int, n_repeats: int, seed: 
     return count
 
 
-def timed(cmd: list[str], runs: int, env: dict | None = None) -> tuple[list[float], str]:
+def math_page(rng: random.Random, ref: str) -> str:
+    """A completion holding `ref` verbatim, rewritten, changed or not at all, among others."""
+    roll = rng.random()
+    target = ref if roll < 0.3 else rewrite(rng, ref) if roll < 0.65 else change(rng, ref) if roll < 0.9 else None
+    eqs = rng.sample(OTHER, rng.randint(0, 4) if target else rng.randint(1, 5))
+    if target:
+        eqs.insert(rng.randrange(len(eqs) + 1), target)
+    parts = []
+    for e in eqs:
+        d = rng.choice(["$%s$", "$$%s$$", "\\(%s\\)", "\\[%s\\]", "$$\n%s\n$$"])
+        parts.append("Some prose about the model, then %s and more words." % (d % e))
+    return "\n\n".join(parts)
+
+
+def generate_math(root: Path, n_tests: int, n_candidates: int, n_repeats: int, seed: int = 0) -> int:
+    rng = random.Random(seed)
+    (root / "pdfs").mkdir(parents=True)
+    lines = []
+    for i in range(n_tests):
+        key = f"eq{i:04d}"
+        ref = formula(rng, i)
+        (root / "pdfs" / f"{key}.pdf").write_bytes(make_pdf([["Equation"]]))
+        lines.append(json.dumps({"pdf": f"{key}.pdf", "page": 1, "id": f"{key}_math", "type": "math", "math": ref}))
+        for c in range(n_candidates):
+            (root / f"model_{c}").mkdir(exist_ok=True)
+            for r in range(n_repeats):
+                (root / f"model_{c}" / f"{key}_pg1_repeat{r + 1}.md").write_text(math_page(rng, ref))
+    (root / "math_tests.jsonl").write_text("".join(line + "\n" for line in lines))
+    return 2 * n_tests  # + the auto baselines
+
+
+def timed(cmd: list[str], runs: int, env: dict | None = None, fresh_home: bool = False) -> tuple[list[float], str]:
     times, out = [], ""
     for _ in range(runs):
+        home = tempfile.mkdtemp(prefix="bench-home-") if fresh_home else None
+        if home:  # the reference caches rendered equations under ~/.cache: start cold
+            env = {**(env or os.environ), "HOME": home}
         t = time.perf_counter()
         p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         times.append(time.perf_counter() - t)
         if p.returncode:
             sys.exit(f"{' '.join(cmd[:3])} ... failed ({p.returncode}):\n{p.stderr[-2000:]}")
         out = p.stdout
+        if home:
+            shutil.rmtree(home, ignore_errors=True)
     return times, out
 
 
@@ -161,6 +206,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="generate the folder here and keep it")
+    ap.add_argument("--math", type=int, metavar="N", help="N math tests instead of the text tests (cold reference cache)")
+    ap.add_argument("--tool-dir", default="/work/shared/tools", help="folder of sitecustomize.py (system Chromium), for --math")
     args = ap.parse_args()
 
     tmp = None
@@ -172,14 +219,20 @@ def main() -> None:
         tmp = tempfile.mkdtemp(prefix="olmocr-rl-bench-")
         root = Path(tmp) / "bench"
     try:
-        n = generate(root, args.tests, args.candidates, args.repeats)
+        if args.math:
+            n = generate_math(root, args.math, args.candidates, args.repeats)
+        else:
+            n = generate(root, args.tests, args.candidates, args.repeats)
         n_md = args.candidates * args.repeats
         print(f"bench folder: {n} tests (auto baselines included) x {n_md} md files "
               f"({args.candidates} candidates x {args.repeats} repeats), {len(list((root / 'pdfs').iterdir()))} PDFs")
         print(f"machine: {os.cpu_count()} CPUs")
         ours_t, ours_out = timed([args.ours, "bench", str(root), "--json"], args.runs)
         ref_cmd = [args.reference_python, str(REPO / "tests" / "golden" / "run_reference_bench.py"), args.olmocr_tree, "--", "--dir", str(root)]
-        ref_t, ref_out = timed(ref_cmd, args.runs)
+        env = None
+        if args.math:
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [args.tool_dir, os.environ.get("PYTHONPATH")]))}
+        ref_t, ref_out = timed(ref_cmd, args.runs, env=env, fresh_home=bool(args.math))
         ours = {c["name"]: c["reference_status"] for c in json.loads(ours_out)["candidates"]}
         ref = {name: c.get("status") for name, c in parse(ref_out).items()}
         agree = "yes" if ours == ref else f"NO: ours {ours} vs reference {ref}"

@@ -63,7 +63,9 @@ _AUTO_SOURCE = "<auto baseline>"
 # `^{re.escape(base)}_pg\d+_repeat\d+\.md$`.
 _PAGE_FILE = re.compile(r"^(.*)_pg\d+_repeat\d+\.md$", re.DOTALL)
 
-Progress = Callable[[str], None]
+# progress(message, done, total): what runs now and, while pairs are checked, how many of
+# `total` (test, page file) pairs are done (None otherwise).
+Progress = Callable[[str, Optional[int], Optional[int]], None]
 
 
 class BenchError(ValueError):
@@ -361,17 +363,41 @@ def _run_checks(suite: BenchSuite, pages: list[tuple[str, list[str]]]) -> list[l
     return out
 
 
-def _check_files(suite: BenchSuite, folder: Path, by_file: dict[str, list[TestOutcome]]) -> list[tuple[str, Any]]:
+# With a progress display, files are checked in chunks of about this many (test, file) pairs.
+_PROGRESS_CHUNK = 4096
+
+
+def _check_files(
+    suite: BenchSuite, folder: Path, by_file: dict[str, list[TestOutcome]], name: str = "", progress: Progress | None = None
+) -> list[tuple[str, Any]]:
     """(md file, its rows (passed, explanation, error) in the order of `by_file[f]`, or the
     message of why it cannot be read). Files are read and checked in Rust, in parallel; a file
     Rust cannot read is read here for Python's own error message."""
     names = list(by_file)
     base = str(folder)
     items = [(os.path.join(base, f), [o.id for o in by_file[f]]) for f in names]
-    try:
-        rows = suite._core.check_files(items)
-    except (RuntimeError, NotImplementedError):  # an internal error: retry per page and test
-        rows = [None] * len(items)
+    total = sum(len(ids) for _, ids in items)
+    chunks = [items]
+    if progress:
+        chunks, size = [[]], 0
+        for item in items:
+            if size >= _PROGRESS_CHUNK:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(item)
+            size += len(item[1])
+    rows: list[Any] = []
+    done = 0
+    for chunk in chunks:
+        if progress:
+            progress(f"{name}: checking {total} (test, page file) pairs", done, total)
+        try:
+            rows.extend(suite._core.check_files(chunk))
+        except (RuntimeError, NotImplementedError):  # an internal error: retry per page and test
+            rows.extend([None] * len(chunk))
+        done += sum(len(ids) for _, ids in chunk)
+    if progress:
+        progress(f"{name}: checked {total} (test, page file) pairs", total, total)
     out: list[tuple[str, Any]] = []
     for f, (path, ids), r in zip(names, items, rows):
         if r is None:
@@ -435,11 +461,9 @@ def evaluate_candidate(
         for f in md:
             by_file.setdefault(f, []).append(o)
 
-    if progress:
-        progress(f"{name}: checking {sum(len(v) for v in by_file.values())} (test, page file) pairs")
     read_errors: dict[str, str] = {}
     verdict: dict[tuple[str, str], tuple[bool, str, bool]] = {}
-    for f, rows_ in _check_files(bench.suite, folder, by_file):
+    for f, rows_ in _check_files(bench.suite, folder, by_file, name, progress):
         if isinstance(rows_, str):
             read_errors[f] = rows_
             errors.append(rows_)

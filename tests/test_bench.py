@@ -358,3 +358,15 @@ def test_files_read_in_rust_equal_python_reads(tmp_path, contents):
             assert rows is None
             continue
         assert rows == [tuple(r) for r in suite.check_batch([(text, ids)])[0]], path
+
+
+def test_progress_reports_checked_pairs(monkeypatch):
+    import olmocr_rl.bench as bench_mod
+
+    monkeypatch.setattr(bench_mod, "_PROGRESS_CHUNK", 5)  # several chunks on the small fixture
+    calls = []
+    run_bench(FIXTURES, ["other_model"], progress=lambda msg, done=None, total=None: calls.append((msg, done, total)))
+    counted = [(d, t) for _, d, t in calls if t is not None]
+    assert len(counted) > 3 and counted[-1][0] == counted[-1][1] > 0
+    assert all(a[0] <= b[0] for a, b in zip(counted, counted[1:]))
+    assert all(msg.startswith("other_model: check") for msg, _, t in calls if t is not None)

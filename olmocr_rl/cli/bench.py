@@ -34,24 +34,27 @@ def bench(
     their mean as the score, a bootstrap CI; a candidate with any error is FAILED as upstream."""
     from olmocr_rl.bench import BenchError, print_summary, run_bench, summary_dict
 
-    status = None
-    # rich (a noticeable part of start-up) only when it has something to show: a progress line
+    bar = None
+    # rich (a noticeable part of start-up) only when it has something to show: a progress bar
     # on a terminal, or the tables of the summary.
     maybe_terminal = sys.stderr.isatty() or any(os.environ.get(v) for v in ("FORCE_TERMINAL", "TTY_INTERACTIVE", "TTY_COMPATIBLE"))
     if maybe_terminal and not os.environ.get("CI"):
         from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
         err = Console(stderr=True)
         if err.is_terminal:
-            status = err.status("loading the bench folder")
+            columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+            bar = Progress(*columns, console=err, transient=True)
+            task = bar.add_task("loading the bench folder", total=None)
 
-    def progress(msg: str) -> None:
-        if status is not None:
-            status.update(msg)
+    def progress(msg: str, done: Optional[int] = None, total: Optional[int] = None) -> None:
+        if bar is not None:
+            bar.update(task, description=msg, completed=done or 0, total=total)
 
     try:
-        if status is not None:
-            status.start()
+        if bar is not None:
+            bar.start()
         summary = run_bench(
             bench_dir,
             candidate,
@@ -71,8 +74,8 @@ def bench(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
     finally:
-        if status is not None:
-            status.stop()
+        if bar is not None:
+            bar.stop()
     if as_json:
         import orjson
 

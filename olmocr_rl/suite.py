@@ -176,10 +176,13 @@ class BenchSuite:
         unknown id raises KeyError."""
         if len(completions) != len(test_ids):
             raise ValueError(f"{len(completions)} completions but {len(test_ids)} test id lists")
-        pages = [(c, list(ids)) for c, ids in zip(completions, test_ids)]
-        out = []
+        # GRPO groups often repeat a completion word for word: score each distinct one once.
+        first: dict[tuple[str, tuple[str, ...]], int] = {}
+        slot = [first.setdefault((c, tuple(ids)), len(first)) for c, ids in zip(completions, test_ids)]
+        pages = [(c, list(ids)) for c, ids in first]
+        scored = []
         for passed, total, by_type, reward, macro, graded, rows in self._core.score(pages, threads, details):
-            out.append(
+            scored.append(
                 PageScore(
                     reward=reward,
                     macro=macro,
@@ -190,6 +193,12 @@ class BenchSuite:
                     results=[TestResult(*r) for r in rows],
                 )
             )
+        seen: set[int] = set()
+        out = []
+        for k in slot:  # repeats get their own copies of the mutable fields
+            s = scored[k]
+            out.append(s._replace(by_type=dict(s.by_type), results=list(s.results)) if k in seen else s)
+            seen.add(k)
         return out
 
 

@@ -43,6 +43,18 @@ def test_score_aggregates_by_hand(suite):
     assert (s3.reward, s3.macro, s3.total) == (None, None, 0)
 
 
+def test_repeated_completions_are_scored_once_and_returned_separately(suite, monkeypatch):
+    texts = ["alpha beta", "beta alpha delta", "alpha beta", "alpha beta"]
+    ids = [["p1", "a1"], ["p1", "a1"], ["p1", "a1"], ["p1"]]
+    calls = []
+    core_score = suite._core.score
+    monkeypatch.setattr(suite, "_core", type("Spy", (), {"score": lambda self, pages, *a: calls.append(pages) or core_score(pages, *a)})())
+    got = suite.score(texts, ids, details=True)
+    assert [p[0] for p in calls[0]] == ["alpha beta", "beta alpha delta", "alpha beta"]  # (text, ids) pairs, once each
+    assert [(s.passed, s.total) for s in got] == [(2, 2), (1, 2), (2, 2), (1, 1)]
+    assert got[2] == got[0] and got[2].results is not got[0].results and got[2].by_type is not got[0].by_type
+
+
 def test_score_unknown_id_and_length_mismatch(suite):
     with pytest.raises(KeyError, match="nope"):
         suite.score(["x"], [["p1", "nope"]])

@@ -701,12 +701,10 @@ def print_summary(summary: BenchSummary, console: Any = None, *, show_failures: 
             cells.append(f"{s * 100:0.1f}% (n={n})" if n else "")
         breakdown.add_row(f"[dim]type[/] {kind}", *cells)
     console.print(breakdown)
-    console.print(
-        "score: the mean of the per-JSONL pass rates (a test passes when most of its repeats pass). "
-        "FAILED (errors): the candidate has errors (listed below) and the reference scores it 0.",
-        style="dim",
-        highlight=False,
-    )
+    legend = "score: the mean of the per-JSONL pass rates (a test passes when most of its repeats pass)."
+    if any(c.failed for c in summary.candidates):
+        legend += " FAILED (errors): the candidate has errors (listed below) and the reference scores it 0."
+    console.print(legend, style="dim", highlight=False)
     for c in summary.candidates:
         if c.errors:
             console.print(f"[red]{c.name}: {len(c.errors)} error(s)[/]", highlight=False)

@@ -210,6 +210,9 @@ def test_terminal_report_and_progress_free_output():
     assert out.exit_code == 0, out.output
     assert "demo_model" in out.output and "91.9%" in out.output
     assert "letter_tests.jsonl" in out.output and "[FAIL]" in out.output
+    assert "FAILED (errors)" not in out.output  # the legend only explains a status that occurs
+    failed = CliRunner().invoke(app, ["bench", str(ERRORS)])
+    assert failed.exit_code == 0 and "FAILED (errors): the candidate has errors" in " ".join(failed.output.split())
 
 
 def test_error_candidates(tmp_path):

@@ -373,3 +373,34 @@ def test_progress_reports_checked_pairs(monkeypatch):
     assert len(counted) > 3 and counted[-1][0] == counted[-1][1] > 0
     assert all(a[0] <= b[0] for a, b in zip(counted, counted[1:]))
     assert all(msg.startswith("other_model: check") for msg, _, t in calls if t is not None)
+
+
+def test_page_counts_are_pypdfs(tmp_path):
+    """The reference counts pages with pypdf (the page tree's leaves); we agree, a wrong /Count
+    included, except for the one documented case: /Count 1 over a larger tree."""
+    from pypdf import PdfReader
+
+    from olmocr_rl.bench import _pdf_page_count
+
+    three = make_pdf([["a"], ["b"], ["c"]])
+    cases = {
+        "one": make_pdf([["a"]]),
+        "three": three,
+        "says_five": three.replace(b"/Count 3", b"/Count 5"),  # pdfium alone would say 5
+        "says_two": three.replace(b"/Count 3", b"/Count 2"),
+        "no_xref": three[: three.index(b"xref")] + b"trailer << /Root 1 0 R >>\n%%EOF",  # pdfium repairs it
+    }
+    for name, data in cases.items():
+        (tmp_path / f"{name}.pdf").write_bytes(data)
+    for p in [*sorted(tmp_path.glob("*.pdf")), *sorted((FIXTURES / "pdfs").rglob("*.pdf"))]:
+        try:
+            want: object = len(PdfReader(p).pages)
+        except Exception as e:  # noqa: BLE001
+            want = type(e)
+        try:
+            got: object = _pdf_page_count(p)
+        except Exception as e:  # noqa: BLE001
+            got = type(e)
+        assert got == want, p.name
+    (tmp_path / "says_one.pdf").write_bytes(three.replace(b"/Count 3", b"/Count 1"))
+    assert _pdf_page_count(tmp_path / "says_one.pdf") == 1 and len(PdfReader(tmp_path / "says_one.pdf").pages) == 3

@@ -372,14 +372,14 @@ _PROGRESS_CHUNK = 4096
 
 
 def _check_files(
-    suite: BenchSuite, folder: Path, by_file: dict[str, list[TestOutcome]], name: str = "", progress: Progress | None = None
+    suite: BenchSuite, folder: Path, ids: dict[str, list[str]], name: str = "", progress: Progress | None = None
 ) -> list[tuple[str, Any]]:
-    """(md file, its rows (passed, explanation, error) in the order of `by_file[f]`, or the
-    message of why it cannot be read). Files are read and checked in Rust, in parallel; a file
-    Rust cannot read is read here for Python's own error message."""
-    names = list(by_file)
+    """(md file, its rows (passed, explanation, error) for the test ids `ids[f]`, or the message
+    of why it cannot be read). Files are read and checked in Rust, in parallel; a file Rust
+    cannot read is read here for Python's own error message."""
+    names = list(ids)
     base = str(folder)
-    items = [(os.path.join(base, f), [o.id for o in by_file[f]]) for f in names]
+    items = [(os.path.join(base, f), ids[f]) for f in names]
     total = sum(len(ids) for _, ids in items)
     chunks = [items]
     if progress:
@@ -430,7 +430,10 @@ def evaluate_candidate(
     page_re: dict[str, Optional[re.Pattern[str]]] = {}
     outcomes: list[TestOutcome] = []
     skipped: list[TestInfo] = []
-    by_file: dict[str, list[TestOutcome]] = {}
+    # md file -> (outcome index, position of the file among that outcome's md files), for each
+    # test the file serves; results[j][i] is then the verdict of outcomes[j] on its i-th file.
+    by_file: dict[str, list[tuple[int, int]]] = {}
+    results: list[list[Any]] = []
     missing_pages: set[tuple[str, str]] = set()
     page_md: dict[tuple[str, str], list[str]] = {}  # (pdf, page text) -> its md files
     for t in bench.tests:
@@ -449,9 +452,10 @@ def evaluate_candidate(
         if md is None:
             md = [f for f in pdf_files if pattern is not None and pattern.search(os.path.basename(f))]
             page_md[(t.pdf, page_text)] = md
-        md = list(md)
-        o = TestOutcome(t.id, t.type, bench.group[t.id], t.pdf, t.page, md)
+        o = TestOutcome(t.id, t.type, bench.group[t.id], t.pdf, t.page, list(md))
+        j = len(outcomes)
         outcomes.append(o)
+        results.append([None] * len(md))
         if t.pdf not in files:
             o.errors.append(f"test {t.id}: its PDF {t.pdf!r} is not in pdfs/")
             o.explanations.append("Missing MD files")
@@ -462,30 +466,30 @@ def evaluate_candidate(
                     missing_pages.add((t.pdf, page_text))
                     missing.append(f"{t.pdf} page {page_text}: no page files (expected {base}_pg{page_text}_repeat<M>.md)")
             o.explanations.append("Missing MD files")
-        for f in md:
-            by_file.setdefault(f, []).append(o)
+        for i, f in enumerate(md):
+            by_file.setdefault(f, []).append((j, i))
 
     read_errors: dict[str, str] = {}
-    verdict: dict[tuple[str, str], tuple[bool, str, bool]] = {}
-    for f, rows_ in _check_files(bench.suite, folder, by_file, name, progress):
+    ids = {f: [outcomes[j].id for j, _ in served] for f, served in by_file.items()}
+    for f, rows_ in _check_files(bench.suite, folder, ids, name, progress):
         if isinstance(rows_, str):
             read_errors[f] = rows_
             errors.append(rows_)
             continue
-        for o, r in zip(by_file[f], rows_):
-            verdict[(o.id, f)] = r
+        for (j, i), r in zip(by_file[f], rows_):
+            results[j][i] = r
 
     rows: list[dict] = []
-    for o in outcomes:
+    for o, verdicts in zip(outcomes, results):
         if details and not o.md_files:
             rows.append(_detail(name, o, None, False, "Missing MD files"))
-        for f in o.md_files:
-            if f in read_errors:
+        for f, r in zip(o.md_files, verdicts):
+            if r is None:  # the file could not be read
                 o.errors.append(read_errors[f])
                 if details:
                     rows.append(_detail(name, o, f, False, f"error: {read_errors[f]}", error=True))
                 continue
-            passed, explanation, error = verdict[(o.id, f)]
+            passed, explanation, error = r
             if passed:
                 o.passes += 1
             else:
@@ -562,13 +566,17 @@ def bootstrap_ci(groups: Sequence[Sequence[float]], *, samples: int = 1000, leve
         n, k = len(g), int(sum(g))
         laws.append((n, k / n, None if k in (0, n) else _binomial_cdf(n, k)))
 
-    def resample() -> float:
-        total = 0.0
-        for n, rate, cdf in laws:
-            total += rate if cdf is None else min(bisect.bisect_right(cdf, rng.random()), n) / n
-        return total / len(laws)
-
-    means = [resample() for _ in range(samples)]
+    # Group by group (each group's draws in one comprehension): the resample means are the
+    # per-resample sums of the groups' resampled rates.
+    totals = [0.0] * samples
+    for n, rate, cdf in laws:
+        if cdf is None:
+            draws = [rate] * samples
+        else:
+            r, cut = rng.random, bisect.bisect_right
+            draws = [min(cut(cdf, r()), n) / n for _ in range(samples)]
+        totals = [a + b for a, b in zip(totals, draws)]
+    means = [t / len(laws) for t in totals]
     alpha = (1 - level) / 2
     return (percentile(means, alpha * 100), percentile(means, (1 - alpha) * 100))
 

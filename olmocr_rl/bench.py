@@ -6,8 +6,8 @@ It reads a bench folder exactly as upstream `olmocr.bench.benchmark` does (spec 
   tests name are considered); PDFs: `pdfs/**/*.pdf`, keyed by their path relative to `pdfs/`;
 * a `baseline` test `<pdfkey>_baseline` (page 1, defaults) is added for every PDF that has no
   baseline test, filed under the pseudo-category "baseline"; `skip_baseline` drops all of them;
-* every page 1..N of every PDF must have a test, unless `force` (N as pypdf counts it, with a
-  pdfium shortcut for one-page PDFs: see `_pdf_page_count`);
+* every page 1..N of every PDF must have a test, unless `force` (N as pypdf counts it: the core
+  reads plain PDFs itself, pypdf the rest; see `_pdf_page_count`);
 * candidates: every sub-directory except `pdfs`; a candidate's page files are the `*.md` whose
   path relative to the candidate folder fully matches `<pdf key without .pdf>_pg<N>_repeat<M>.md`;
   a test on page P uses those whose basename contains `_pg<P>_`, each one a repeat; files are
@@ -54,6 +54,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Optional
 
+from olmocr_rl import _core
 from olmocr_rl.suite import BenchSuite, CheckResult, SuiteError, TestInfo
 
 BASELINE_GROUP = "baseline"
@@ -178,23 +179,13 @@ class BenchSummary:
 # Loading
 
 
-def _pdf_page_count(path: str | os.PathLike[str]) -> int:
+def _pdf_page_count(path: str | os.PathLike[str], known: int | None = None) -> int:
     """Pages in a PDF, as the reference counts them: `len(pypdf.PdfReader(path).pages)`, the
-    leaves of the page tree. pypdf costs ~80 ms of start-up plus ~0.2 ms per file, so pdfium (C)
-    reads the tree's /Count first and a PDF with one page (every olmOCR-bench PDF) is taken at
-    that; pypdf counts every other file, and any file pdfium cannot open. The one difference:
-    a PDF whose page tree says /Count 1 but holds more pages counts 1 here (the reference would
-    then ask for tests on its other pages)."""
-    import pypdfium2  # noqa: F401  (initialises the library)
-    import pypdfium2.raw as pdfium_c
-
-    doc = pdfium_c.FPDF_LoadDocument(os.fsencode(path), None)
-    if doc:
-        try:
-            if pdfium_c.FPDF_GetPageCount(doc) == 1:
-                return 1
-        finally:
-            pdfium_c.FPDF_CloseDocument(doc)
+    leaves of the page tree. `known` is the count from the core's own reader
+    (`_core.pdf_page_counts`), which answers only for files it reads completely, with pypdf's
+    number; pypdf (~80 ms to import) counts the others."""
+    if known is not None:
+        return known
     import logging
 
     from pypdf import PdfReader
@@ -278,9 +269,10 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
     problems: list[str] = []
     warnings: list[str] = []
     page_counts: dict[str, int] = {}
-    for k in pdf_keys:
+    known = _core.pdf_page_counts([pdf_dir / k for k in pdf_keys])
+    for k, n in zip(pdf_keys, known):
         try:
-            page_counts[k] = _pdf_page_count(pdf_dir / k)
+            page_counts[k] = _pdf_page_count(pdf_dir / k, n)
         except Exception as e:  # noqa: BLE001 - pypdf raises many types on a corrupt file
             (warnings if force else problems).append(f"{pdf_dir / k}: cannot read the PDF ({type(e).__name__}: {e})")
             continue

@@ -10,6 +10,7 @@ pub mod html;
 #[doc(hidden)]
 pub mod html_entities;
 pub mod math;
+pub mod pdf;
 pub mod scan;
 pub mod score;
 pub mod search;

@@ -85,6 +85,18 @@ fn _parse_tables<'py>(py: Python<'py>, text: &str, markdown: bool) -> PyResult<B
     py.import("json")?.call_method1("loads", (json,))
 }
 
+/// Leaf page counts of PDF files (`pdf::page_count_file`), files in parallel, GIL released;
+/// None where a file is not understood completely (ask pypdf then).
+#[pyfunction]
+#[pyo3(signature = (paths, threads=None))]
+fn pdf_page_counts(py: Python<'_>, paths: Vec<std::path::PathBuf>, threads: Option<usize>) -> PyResult<Vec<Option<usize>>> {
+    py.detach(|| {
+        guard(|| {
+            score::pool(threads).install(|| paths.par_iter().map(|p| crate::pdf::page_count_file(p)).collect())
+        })
+    })
+}
+
 /// Where math checks read KaTeX 0.16.21's `katex.min.js` (None: the `OLMOCR_RL_KATEX_JS`
 /// environment variable).
 #[pyfunction]
@@ -308,6 +320,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_py_compat, m)?)?;
     m.add_function(wrap_pyfunction!(_fmt_float, m)?)?;
     m.add_function(wrap_pyfunction!(_parse_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(pdf_page_counts, m)?)?;
     m.add_function(wrap_pyfunction!(set_katex_path, m)?)?;
     m.add_function(wrap_pyfunction!(katex_problem, m)?)?;
     m.add_class::<Suite>()?;

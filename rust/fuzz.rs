@@ -204,6 +204,22 @@ trait Kernel {
     fn step_rev(&self, st: &mut Self::State, c: char) -> usize;
     /// Whether `c` occurs in the needle.
     fn contains(&self, c: char) -> bool;
+    /// Feeds `text` into `st`; returns the LCS gained.
+    fn feed(&self, st: &mut Self::State, text: &[char]) -> usize {
+        text.iter().map(|&c| self.step(st, c)).sum()
+    }
+    /// Feeds `text` into `st`, starting from LCS `f`, while the LCS stays `<= best`; returns
+    /// how many characters were consumed before it would exceed `best` (`st` is then
+    /// unspecified).
+    fn extend(&self, st: &mut Self::State, mut f: usize, best: usize, text: &[char]) -> usize {
+        for (e, &c) in text.iter().enumerate() {
+            f += self.step(st, c);
+            if f > best {
+                return e;
+            }
+        }
+        text.len()
+    }
 }
 
 /// Adds `pm` into `v` (one step over `W` words); returns the carry out of the top word.
@@ -229,6 +245,9 @@ struct Fixed<const W: usize> {
     /// Rows by alphabet index (`sigma + 1` rows, the last one all zero).
     fwd: Vec<[u64; W]>,
     rev: Vec<[u64; W]>,
+    /// The forward rows of the ASCII characters by code point (one lookup instead of two), for
+    /// needles compiled once and run over long texts ([`Fixed::with_direct_ascii`]).
+    direct: Option<Box<[[u64; W]; 128]>>,
 }
 
 impl<const W: usize> Fixed<W> {
@@ -246,7 +265,42 @@ impl<const W: usize> Fixed<W> {
                 *w |= 1u64 << (jr % 64);
             }
         }
-        Fixed { alpha, fwd, rev }
+        Fixed { alpha, fwd, rev, direct: None }
+    }
+
+    /// Adds the direct ASCII table.
+    fn with_direct_ascii(mut self) -> Self {
+        let mut direct = Box::new([[0u64; W]; 128]);
+        for (c, row) in direct.iter_mut().enumerate() {
+            *row = Self::row(&self.fwd, &self.alpha, char::from(c as u8));
+        }
+        self.direct = Some(direct);
+        self
+    }
+
+    /// Runs `f` on the forward masks of each character of `text` until it returns `false`;
+    /// returns how many characters were accepted.
+    #[inline(always)]
+    fn each_row(&self, text: &[char], mut f: impl FnMut(&[u64; W]) -> bool) -> usize {
+        match &self.direct {
+            Some(direct) => {
+                for (e, &c) in text.iter().enumerate() {
+                    let x = c as u32;
+                    let pm = if x < 128 { direct[x as usize] } else { Self::row(&self.fwd, &self.alpha, c) };
+                    if !f(&pm) {
+                        return e;
+                    }
+                }
+            }
+            None => {
+                for (e, &c) in text.iter().enumerate() {
+                    if !f(&Self::row(&self.fwd, &self.alpha, c)) {
+                        return e;
+                    }
+                }
+            }
+        }
+        text.len()
     }
 
     #[inline(always)]
@@ -276,6 +330,30 @@ impl<const W: usize> Kernel for Fixed<W> {
     #[inline(always)]
     fn contains(&self, c: char) -> bool {
         self.alpha.get(c) < self.alpha.sigma
+    }
+
+    // The state stays in registers over the whole text.
+    #[inline(always)]
+    fn feed(&self, st: &mut [u64; W], text: &[char]) -> usize {
+        let mut v = *st;
+        let mut l = 0usize;
+        self.each_row(text, |pm| {
+            l += advance(&mut v, pm);
+            true
+        });
+        *st = v;
+        l
+    }
+
+    #[inline(always)]
+    fn extend(&self, st: &mut [u64; W], mut f: usize, best: usize, text: &[char]) -> usize {
+        let mut v = *st;
+        let e = self.each_row(text, |pm| {
+            f += advance(&mut v, pm);
+            f <= best
+        });
+        *st = v;
+        e
     }
 }
 
@@ -578,7 +656,13 @@ impl PartialRatioNeedle {
     /// Compiles `needle` (any length, possibly empty).
     pub fn new(needle: &[char]) -> Self {
         let (alpha, idx) = Alphabet::new(needle);
-        let kernel = AnyKernel::new(alpha, &idx);
+        let kernel = match AnyKernel::new(alpha, &idx) {
+            AnyKernel::W1(k) => AnyKernel::W1(k.with_direct_ascii()),
+            AnyKernel::W2(k) => AnyKernel::W2(k.with_direct_ascii()),
+            AnyKernel::W3(k) => AnyKernel::W3(k.with_direct_ascii()),
+            AnyKernel::W4(k) => AnyKernel::W4(k.with_direct_ascii()),
+            wide @ AnyKernel::Wide(_) => wide,
+        };
         PartialRatioNeedle { needle: needle.to_vec(), kernel }
     }
 
@@ -907,9 +991,11 @@ fn candidate_windows(
             .min_by_key(|(_, v)| v.len())?;
         for &x in positions {
             let Some(p) = (x as usize).checked_sub(r) else { continue };
-            let Some(w) = hay.get(p..p + piece.len()) else { break };
+            if p + piece.len() > n {
+                break;
+            }
             budget = budget.checked_sub(piece.len())?;
-            if w != piece {
+            if !same(hay.get(p..p + piece.len()), piece) {
                 continue;
             }
             let lo = (p.saturating_sub(o + d)).max((p + piece.len()).saturating_sub(m));
@@ -933,27 +1019,16 @@ fn candidate_windows(
     (merged.len() <= max_ranges).then_some(merged)
 }
 
-/// Feeds `text` into `st`; returns the LCS gained.
+/// [`Kernel::feed`], as its own function for profiles.
 #[inline(never)]
 fn feed<K: Kernel>(k: &K, st: &mut K::State, text: &[char]) -> usize {
-    let mut l = 0usize;
-    for &c in text {
-        l += k.step(st, c);
-    }
-    l
+    k.feed(st, text)
 }
 
-/// Feeds `text` into `st`, starting from LCS `f`, while the LCS stays `<= best`; returns how
-/// many characters were consumed before it would exceed `best`.
+/// [`Kernel::extend`], as its own function for profiles.
 #[inline(never)]
-fn extend<K: Kernel>(k: &K, st: &mut K::State, mut f: usize, best: usize, text: &[char]) -> usize {
-    for (e, &c) in text.iter().enumerate() {
-        f += k.step(st, c);
-        if f > best {
-            return e;
-        }
-    }
-    text.len()
+fn extend<K: Kernel>(k: &K, st: &mut K::State, f: usize, best: usize, text: &[char]) -> usize {
+    k.extend(st, f, best, text)
 }
 
 /// What the exact-occurrence prefilter learned.
@@ -1058,6 +1133,12 @@ fn prefilter(hay: &[char], needle: &[char]) -> Prefilter {
     out
 }
 
+/// Whether `a` is `Some(b)`, compared inline (short slices: a `memcmp` call costs more).
+#[inline]
+fn same(a: Option<&[char]>, b: &[char]) -> bool {
+    a.is_some_and(|a| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y))
+}
+
 /// [`prefilter`] from the [`CharIndex`] of `hay`: the candidate windows are read off the
 /// positions of the rarest anchor character instead of testing every window.
 ///
@@ -1089,7 +1170,7 @@ fn prefilter_indexed(hay: &[char], needle: &[char], index: &CharIndex) -> Prefil
             .iter()
             .map(move |&x| x as usize - off - r)
             .take_while(move |&p| p < nw)
-            .filter(move |&p| hay.get(p + off..p + off + g) == Some(anchor))
+            .filter(move |&p| same(hay.get(p + off..p + off + g), anchor))
     };
     let mut best_pre = 0usize;
     for p in anchored(0) {

@@ -190,22 +190,27 @@ pub fn py_strip(s: &[char]) -> &[char] {
 
 /// The code points of `s`.
 pub fn chars(s: &str) -> Vec<char> {
-    // Runs of ASCII are widened eight bytes at a time; the rest is decoded as `str::chars` does.
+    // Runs of ASCII are found eight bytes at a time and widened in one go; the other
+    // characters are decoded as `str::chars` does.
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(s.len());
     let mut i = 0;
     while i < bytes.len() {
-        if let Some(block) = bytes.get(i..i + 8) {
-            if block.iter().all(u8::is_ascii) {
-                out.extend(block.iter().map(|&b| char::from(b)));
-                i += 8;
-                continue;
+        let mut j = i;
+        while let Some(block) = bytes.get(j..j + 8) {
+            if block.iter().fold(0u8, |acc, &b| acc | b) >= 0x80 {
+                break;
             }
+            j += 8;
         }
-        // `i` is always at a character boundary.
-        let Some(c) = s.get(i..).and_then(|rest| rest.chars().next()) else { break };
+        while bytes.get(j).is_some_and(u8::is_ascii) {
+            j += 1;
+        }
+        out.extend(bytes[i..j].iter().map(|&b| char::from(b)));
+        // `j` is at a character boundary: the end, or the start of a non-ASCII character.
+        let Some(c) = s.get(j..).and_then(|rest| rest.chars().next()) else { break };
         out.push(c);
-        i += c.len_utf8();
+        i = j + c.len_utf8();
     }
     out
 }

@@ -55,7 +55,8 @@
 //!   masks (`O(σ·⌈m/64⌉)` words, σ = distinct needle characters; above 256 characters a sparse
 //!   `O(m + σ)` layout replaces tables over 2 MiB); nothing is allocated per haystack
 //!   character. [`ratio`] / [`lcs_len`] use the same kernel with the shorter string as the
-//!   pattern: `O(min·max/64)` after stripping the common prefix and suffix.
+//!   pattern: `O(min·max/64)` after stripping the common prefix and suffix (a remainder of up
+//!   to 16 characters gets its masks by direct comparison instead of tables).
 //! * [`PartialRatioNeedle`] compiles a needle once for many texts, and also offers
 //!   [`score_if_at_least`](PartialRatioNeedle::score_if_at_least) and
 //!   [`at_least`](PartialRatioNeedle::at_least) (early exit); with
@@ -600,6 +601,9 @@ fn kernel_lcs<K: Kernel>(k: &K, text: &[char]) -> usize {
 // Public LCS / Indel helpers and `ratio`.
 // ---------------------------------------------------------------------------------------------
 
+/// Patterns up to this length get their masks by direct comparison in [`lcs_len`].
+const TINY: usize = 16;
+
 /// Length of the longest common subsequence of `a` and `b` (over code points).
 ///
 /// Strips the common prefix and suffix, then runs the bit-parallel kernel with the shorter
@@ -612,6 +616,17 @@ pub fn lcs_len(a: &[char], b: &[char]) -> usize {
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     if short.is_empty() {
         return pre + suf;
+    }
+    if short.len() <= TINY {
+        // A tiny pattern: each text character's mask is built by comparison, which costs less
+        // than compiling the alphabet and mask tables.
+        let mut v = [u64::MAX];
+        let mut l = pre + suf;
+        for &c in long {
+            let pm = short.iter().enumerate().fold(0u64, |acc, (j, &x)| acc | (u64::from(x == c) << j));
+            l += advance(&mut v, &[pm]);
+        }
+        return l;
     }
     let (alpha, idx) = Alphabet::new(short);
     let kernel = AnyKernel::new(alpha, &idx);

@@ -389,7 +389,7 @@ fn validate(obj: &Map<String, Value>, source: &str, line: usize) -> Result<Test,
             let text = required_text(obj, "text")?;
             let case_sensitive = flag(obj, "case_sensitive", true);
             let query = if case_sensitive { text.clone() } else { py_lower(&text) };
-            let query = Box::new(PartialRatioNeedle::new(&query));
+            let query = Box::new(PartialRatioNeedle::reusable(&query));
             Spec::Presence {
                 text,
                 case_sensitive,

@@ -220,7 +220,8 @@ pub fn string(s: &[char]) -> String {
 }
 
 fn starts_with_at(s: &[char], p: usize, pat: &[char]) -> bool {
-    s.len() >= p + pat.len() && s[p..p + pat.len()] == *pat
+    // Compared inline: the patterns are a few characters long, shorter than a `memcmp` call.
+    s.get(p..p + pat.len()).is_some_and(|w| w.iter().zip(pat).all(|(a, b)| a == b))
 }
 
 /// `re.sub(r"(D)(.*?)\1", r"\2", s)` for a delimiter `D` of one or two equal characters `d`:

@@ -292,7 +292,8 @@ fn find_from(s: &[char], from: usize, pred: impl Fn(char) -> bool) -> usize {
     const BLOCK: usize = 16;
     let mut i = from;
     while let Some(block) = s.get(i..i + BLOCK) {
-        if block.iter().fold(false, |acc, &c| acc | pred(c)) {
+        // A u32 accumulator matches the lanes of `char`, so this compiles to plain vector ORs.
+        if block.iter().fold(0u32, |acc, &c| acc | u32::from(pred(c))) != 0 {
             break;
         }
         i += BLOCK;

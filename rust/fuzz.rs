@@ -36,26 +36,34 @@
 //! * **Prefilter** (`O(n)`, vectorized, no allocation): finds an exact occurrence (score 100)
 //!   and picks *seed* windows: those sharing the longest prefix / suffix with the needle
 //!   (anchored on the first / last 3 characters), which is where a near occurrence usually is.
+//!   Given the [`CharIndex`] of the haystack (the `*_in` methods), the same candidates are read
+//!   off the positions of the rarest anchor character instead.
 //! * **Windows** (`L[i..i+m]`), exact branch and bound: `best` is the largest LCS actually
 //!   reached so far (seeds first). Scanning left to right, window `i` is evaluated exactly and
 //!   the kernel then keeps reading `L[i+m..]`; while `F = LCS(S, L[i..i+m+e]) <= best`, every
 //!   window `i+1..=i+e` lies inside that text, so its LCS is `<= F <= best` and it is skipped.
 //!   The next window evaluated is the first one not covered. Windows starting with a character
 //!   absent from `S` are skipped (`LCS(i) <= LCS(i+1)`), and the scan stops once `best`
-//!   reaches `m - 1` when the prefilter ruled out an exact occurrence. Only windows that cannot
-//!   beat `best` are skipped, so the maximum, hence the score, is exact.
+//!   reaches `m - 1` when the prefilter ruled out an exact occurrence. With the haystack's
+//!   index, when the bound after the seeds leaves few differences `d` (a window must reach
+//!   `LCS >= m - d`), only windows holding one of `2d + 1` needle pieces verbatim, near its
+//!   place, can; they are found from the index and the scan visits just those ranges.
+//!   Only windows that cannot beat `best` are skipped, so the maximum, hence the score, is exact.
 //! * **Cost**: typically 1–2 kernel steps per haystack character (each `⌈m/64⌉` words), plus
 //!   the `O(n)` prefilter; worst case (periodic adversarial text) `O(n · m · ⌈m/64⌉)` word
 //!   operations, the same order as RapidFuzz's own window search. Extra memory: the needle's
 //!   masks (`O(σ·⌈m/64⌉)` words, σ = distinct needle characters; above 256 characters a sparse
 //!   `O(m + σ)` layout replaces tables over 2 MiB); nothing is allocated per haystack
 //!   character. [`ratio`] / [`lcs_len`] use the same kernel with the shorter string as the
-//!   pattern: `O(min·max/64)` after stripping the common prefix and suffix.
+//!   pattern: `O(min·max/64)` after stripping the common prefix and suffix (a remainder of up
+//!   to 16 characters gets its masks by direct comparison instead of tables).
 //! * [`PartialRatioNeedle`] compiles a needle once for many texts, and also offers
 //!   [`score_if_at_least`](PartialRatioNeedle::score_if_at_least) and
 //!   [`at_least`](PartialRatioNeedle::at_least) (early exit); with
 //!   [`min_score_for_threshold`] the olmOCR comparison `score / 100.0 >= threshold` is
 //!   answered exactly without computing the full maximum.
+
+use crate::search::CharIndex;
 
 // ---------------------------------------------------------------------------------------------
 // Float formula (§3.0.1): the order of operations is part of the contract.
@@ -197,6 +205,22 @@ trait Kernel {
     fn step_rev(&self, st: &mut Self::State, c: char) -> usize;
     /// Whether `c` occurs in the needle.
     fn contains(&self, c: char) -> bool;
+    /// Feeds `text` into `st`; returns the LCS gained.
+    fn feed(&self, st: &mut Self::State, text: &[char]) -> usize {
+        text.iter().map(|&c| self.step(st, c)).sum()
+    }
+    /// Feeds `text` into `st`, starting from LCS `f`, while the LCS stays `<= best`; returns
+    /// how many characters were consumed before it would exceed `best` (`st` is then
+    /// unspecified).
+    fn extend(&self, st: &mut Self::State, mut f: usize, best: usize, text: &[char]) -> usize {
+        for (e, &c) in text.iter().enumerate() {
+            f += self.step(st, c);
+            if f > best {
+                return e;
+            }
+        }
+        text.len()
+    }
 }
 
 /// Adds `pm` into `v` (one step over `W` words); returns the carry out of the top word.
@@ -222,6 +246,9 @@ struct Fixed<const W: usize> {
     /// Rows by alphabet index (`sigma + 1` rows, the last one all zero).
     fwd: Vec<[u64; W]>,
     rev: Vec<[u64; W]>,
+    /// The forward rows of the ASCII characters by code point (one lookup instead of two), for
+    /// needles compiled once and run over long texts ([`Fixed::with_direct_ascii`]).
+    direct: Option<Box<[[u64; W]; 128]>>,
 }
 
 impl<const W: usize> Fixed<W> {
@@ -239,7 +266,42 @@ impl<const W: usize> Fixed<W> {
                 *w |= 1u64 << (jr % 64);
             }
         }
-        Fixed { alpha, fwd, rev }
+        Fixed { alpha, fwd, rev, direct: None }
+    }
+
+    /// Adds the direct ASCII table.
+    fn with_direct_ascii(mut self) -> Self {
+        let mut direct = Box::new([[0u64; W]; 128]);
+        for (c, row) in direct.iter_mut().enumerate() {
+            *row = Self::row(&self.fwd, &self.alpha, char::from(c as u8));
+        }
+        self.direct = Some(direct);
+        self
+    }
+
+    /// Runs `f` on the forward masks of each character of `text` until it returns `false`;
+    /// returns how many characters were accepted.
+    #[inline(always)]
+    fn each_row(&self, text: &[char], mut f: impl FnMut(&[u64; W]) -> bool) -> usize {
+        match &self.direct {
+            Some(direct) => {
+                for (e, &c) in text.iter().enumerate() {
+                    let x = c as u32;
+                    let pm = if x < 128 { direct[x as usize] } else { Self::row(&self.fwd, &self.alpha, c) };
+                    if !f(&pm) {
+                        return e;
+                    }
+                }
+            }
+            None => {
+                for (e, &c) in text.iter().enumerate() {
+                    if !f(&Self::row(&self.fwd, &self.alpha, c)) {
+                        return e;
+                    }
+                }
+            }
+        }
+        text.len()
     }
 
     #[inline(always)]
@@ -269,6 +331,30 @@ impl<const W: usize> Kernel for Fixed<W> {
     #[inline(always)]
     fn contains(&self, c: char) -> bool {
         self.alpha.get(c) < self.alpha.sigma
+    }
+
+    // The state stays in registers over the whole text.
+    #[inline(always)]
+    fn feed(&self, st: &mut [u64; W], text: &[char]) -> usize {
+        let mut v = *st;
+        let mut l = 0usize;
+        self.each_row(text, |pm| {
+            l += advance(&mut v, pm);
+            true
+        });
+        *st = v;
+        l
+    }
+
+    #[inline(always)]
+    fn extend(&self, st: &mut [u64; W], mut f: usize, best: usize, text: &[char]) -> usize {
+        let mut v = *st;
+        let e = self.each_row(text, |pm| {
+            f += advance(&mut v, pm);
+            f <= best
+        });
+        *st = v;
+        e
     }
 }
 
@@ -515,6 +601,9 @@ fn kernel_lcs<K: Kernel>(k: &K, text: &[char]) -> usize {
 // Public LCS / Indel helpers and `ratio`.
 // ---------------------------------------------------------------------------------------------
 
+/// Patterns up to this length get their masks by direct comparison in [`lcs_len`].
+const TINY: usize = 16;
+
 /// Length of the longest common subsequence of `a` and `b` (over code points).
 ///
 /// Strips the common prefix and suffix, then runs the bit-parallel kernel with the shorter
@@ -527,6 +616,17 @@ pub fn lcs_len(a: &[char], b: &[char]) -> usize {
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     if short.is_empty() {
         return pre + suf;
+    }
+    if short.len() <= TINY {
+        // A tiny pattern: each text character's mask is built by comparison, which costs less
+        // than compiling the alphabet and mask tables.
+        let mut v = [u64::MAX];
+        let mut l = pre + suf;
+        for &c in long {
+            let pm = short.iter().enumerate().fold(0u64, |acc, (j, &x)| acc | (u64::from(x == c) << j));
+            l += advance(&mut v, &[pm]);
+        }
+        return l;
     }
     let (alpha, idx) = Alphabet::new(short);
     let kernel = AnyKernel::new(alpha, &idx);
@@ -575,6 +675,21 @@ impl PartialRatioNeedle {
         PartialRatioNeedle { needle: needle.to_vec(), kernel }
     }
 
+    /// [`new`](Self::new) for a needle kept to search many long texts: needles of up to 256
+    /// characters also get a table of masks by ASCII code point (1–4 KiB), which makes each
+    /// text character cost one lookup instead of two. The results are the same.
+    pub fn reusable(needle: &[char]) -> Self {
+        let mut compiled = Self::new(needle);
+        compiled.kernel = match compiled.kernel {
+            AnyKernel::W1(k) => AnyKernel::W1(k.with_direct_ascii()),
+            AnyKernel::W2(k) => AnyKernel::W2(k.with_direct_ascii()),
+            AnyKernel::W3(k) => AnyKernel::W3(k.with_direct_ascii()),
+            AnyKernel::W4(k) => AnyKernel::W4(k.with_direct_ascii()),
+            wide @ AnyKernel::Wide(_) => wide,
+        };
+        compiled
+    }
+
     /// The needle this was compiled from.
     pub fn needle(&self) -> &[char] {
         &self.needle
@@ -582,7 +697,7 @@ impl PartialRatioNeedle {
 
     /// `partial_ratio(needle, text)`, bit for bit equal to RapidFuzz.
     pub fn score(&self, text: &[char]) -> f64 {
-        self.eval(text, 0.0, false, true)
+        self.eval(text, None, 0.0, false, true)
     }
 
     /// `Some(partial_ratio(needle, text))` (exact) when it is `>= min_score`, else `None`.
@@ -593,7 +708,18 @@ impl PartialRatioNeedle {
     /// float quirks at the boundary (it can return 0 when the score equals the cutoff, and can
     /// return a score one ulp below it); olmOCR never passes `score_cutoff`.
     pub fn score_if_at_least(&self, text: &[char], min_score: f64) -> Option<f64> {
-        let s = self.eval(text, min_score, false, false);
+        self.score_if_at_least_in(text, None, min_score)
+    }
+
+    /// [`score_if_at_least`](Self::score_if_at_least), given optionally the [`CharIndex`] of
+    /// `text` (the same result, found faster; see [`decide_in`](Self::decide_in)).
+    pub fn score_if_at_least_in(
+        &self,
+        text: &[char],
+        index: Option<&CharIndex>,
+        min_score: f64,
+    ) -> Option<f64> {
+        let s = self.eval(text, index, min_score, false, false);
         (s >= min_score).then_some(s)
     }
 
@@ -601,14 +727,28 @@ impl PartialRatioNeedle {
     /// substring that reaches `min_score`. For the olmOCR test `score / 100.0 >= threshold`,
     /// pass `min_score_for_threshold(threshold)`.
     pub fn at_least(&self, text: &[char], min_score: f64) -> bool {
-        self.eval(text, min_score, true, false) >= min_score
+        self.eval(text, None, min_score, true, false) >= min_score
     }
 
     /// `Ok(())` when `partial_ratio(needle, text) >= min_score` (stopping at the first candidate
     /// that reaches it, as [`at_least`](Self::at_least)); otherwise `Err` with the exact score.
     /// One pass where `at_least` then [`score`](Self::score) would take two.
     pub fn decide(&self, text: &[char], min_score: f64) -> Result<(), f64> {
-        let s = self.eval(text, min_score, true, true);
+        self.decide_in(text, None, min_score)
+    }
+
+    /// [`decide`](Self::decide), given optionally `index = CharIndex::new(text)` (built once
+    /// for many needles searched in the same text; it must be the index of exactly `text`).
+    /// The result is the same with or without it: the index only lets the search look for
+    /// exact occurrences and near-occurrence windows from the positions of rare needle
+    /// characters instead of scanning every window.
+    pub fn decide_in(
+        &self,
+        text: &[char],
+        index: Option<&CharIndex>,
+        min_score: f64,
+    ) -> Result<(), f64> {
+        let s = self.eval(text, index, min_score, true, true);
         if s >= min_score {
             Ok(())
         } else {
@@ -619,7 +759,14 @@ impl PartialRatioNeedle {
     /// Returns the exact score when it is `>= cutoff` (with `early`: some candidate score
     /// `>= cutoff`, not necessarily the largest); otherwise a value below `cutoff`, which is the
     /// exact score when `exact_below`.
-    fn eval(&self, text: &[char], cutoff: f64, early: bool, exact_below: bool) -> f64 {
+    fn eval(
+        &self,
+        text: &[char],
+        index: Option<&CharIndex>,
+        cutoff: f64,
+        early: bool,
+        exact_below: bool,
+    ) -> f64 {
         let m = self.needle.len();
         let n = text.len();
         if m == 0 && n == 0 {
@@ -630,7 +777,7 @@ impl PartialRatioNeedle {
         }
         if n < m {
             // The shorter string is always the needle.
-            return PartialRatioNeedle::new(text).eval(&self.needle, cutoff, early, exact_below);
+            return PartialRatioNeedle::new(text).eval(&self.needle, None, cutoff, early, exact_below);
         }
         with_kernel!(&self.kernel, k => {
             if n == m {
@@ -648,7 +795,7 @@ impl PartialRatioNeedle {
                 let theirs = with_kernel!(&other.kernel, k2 => best_affix(k2, m, &self.needle));
                 mine.max(theirs)
             } else {
-                score_longer(k, &self.needle, text, cutoff, early, exact_below)
+                score_longer(k, &self.needle, text, index, cutoff, early, exact_below)
             }
         })
     }
@@ -712,12 +859,16 @@ fn score_longer<K: Kernel>(
     k: &K,
     needle: &[char],
     hay: &[char],
+    index: Option<&CharIndex>,
     cutoff: f64,
     early: bool,
     exact_below: bool,
 ) -> f64 {
     let m = needle.len();
-    let pre = prefilter(hay, needle);
+    let pre = match index {
+        Some(index) => prefilter_indexed(hay, needle, index),
+        None => prefilter(hay, needle),
+    };
     if pre.exact == Some(true) {
         return 100.0;
     }
@@ -737,7 +888,8 @@ fn score_longer<K: Kernel>(
     let floor = if exact_below { floor } else { floor.max(pass.saturating_sub(1)) };
     let ceiling = if pre.exact == Some(false) { m - 1 } else { m };
     let stop = if early { ceiling.min(pass) } else { ceiling };
-    match best_window(k, m, hay, floor, &pre.seeds, stop) {
+    let pieces = index.map(|index| (needle, index));
+    match best_window(k, m, hay, floor, &pre.seeds, stop, pieces) {
         Some(l) => affix.max(score_from_lcs(l, m, m)),
         None => affix,
     }
@@ -753,8 +905,10 @@ fn score_longer<K: Kernel>(
 /// keeps reading `hay[i+m..]`: as long as `F = LCS(needle, hay[i..i+m+e]) <= best`, every
 /// window `i+1..=i+e` (a substring of that text) is at most `best` and needs no evaluation.
 /// The next evaluated window is the first one not covered. Windows starting with a character
-/// absent from the needle are skipped too (`LCS(i) <= LCS(i+1)` then). Only windows that
-/// cannot exceed the current `best` are ever skipped, so the result is exact.
+/// absent from the needle are skipped too (`LCS(i) <= LCS(i+1)` then). With `pieces` (the
+/// needle and the [`CharIndex`] of `hay`), windows outside [`candidate_windows`] for the
+/// bound reached by the seeds are skipped as well. Only windows that cannot exceed the
+/// current `best` are ever skipped, so the result is exact.
 fn best_window<K: Kernel>(
     k: &K,
     m: usize,
@@ -762,6 +916,7 @@ fn best_window<K: Kernel>(
     floor: usize,
     seeds: &[Option<usize>],
     stop: usize,
+    pieces: Option<(&[char], &CharIndex)>,
 ) -> Option<usize> {
     let n = hay.len();
     let nw = n + 1 - m;
@@ -778,8 +933,25 @@ fn best_window<K: Kernel>(
             found = Some(l);
         }
     }
+    if best >= stop {
+        return found;
+    }
+    // Only windows reaching `best + 1` matter from here on (`best` never decreases).
+    let ranges = pieces.and_then(|(needle, index)| candidate_windows(needle, hay, index, m - best - 1));
+    let ranges = ranges.as_deref();
+    let mut r = 0usize;
     let mut i = 0usize;
     while i < nw && best < stop {
+        if let Some(ranges) = ranges {
+            // Move `i` into the next candidate range (none left: done).
+            while ranges.get(r).is_some_and(|&(_, end)| end <= i) {
+                r += 1;
+            }
+            match ranges.get(r) {
+                Some(&(start, _)) => i = i.max(start),
+                None => break,
+            }
+        }
         while i + 1 < nw && !hay.get(i).is_some_and(|&c| k.contains(c)) {
             i += 1;
         }
@@ -798,27 +970,89 @@ fn best_window<K: Kernel>(
     found
 }
 
-/// Feeds `text` into `st`; returns the LCS gained.
-#[inline(never)]
-fn feed<K: Kernel>(k: &K, st: &mut K::State, text: &[char]) -> usize {
-    let mut l = 0usize;
-    for &c in text {
-        l += k.step(st, c);
+/// The window starts `i` (as sorted, disjoint half-open ranges) where `LCS(needle,
+/// hay[i..i+m]) >= m - d` is possible, found through the `index` of `hay`; `None` when that
+/// filter would not pay (too many pieces, or too many occurrences: the caller scans all
+/// windows). Requires `hay.len() >= m = needle.len() >= 1`.
+///
+/// Why it is a superset: take a common subsequence of length `L >= m - d` of the needle and
+/// the window; at most `m - L <= d` needle characters and `m - L` window characters are left
+/// out. Cut the needle into `2d + 1` consecutive pieces. A piece whose characters are all
+/// matched, to consecutive window positions, occurs verbatim in the window. Each left-out
+/// needle character spoils at most one piece, and so does each left-out window character
+/// (it lies between two consecutive matched pairs, which split at most one piece), so some
+/// piece occurs verbatim. If that piece starts at needle offset `o` and at `hay` position `p`,
+/// its window offset `p - i` differs from `o` by the left-out window characters before it
+/// minus the left-out needle characters before it, so `|p - i - o| <= d`; and the window holds
+/// it whole: `p + len - m <= i <= p`.
+fn candidate_windows(
+    needle: &[char],
+    hay: &[char],
+    index: &CharIndex,
+    d: usize,
+) -> Option<Vec<(usize, usize)>> {
+    let (m, n) = (needle.len(), hay.len());
+    let nw = n.checked_sub(m)? + 1;
+    let parts = 2 * d + 1;
+    // Pieces of one character match too often to filter anything.
+    if m / parts < 2 {
+        return None;
     }
-    l
-}
-
-/// Feeds `text` into `st`, starting from LCS `f`, while the LCS stays `<= best`; returns how
-/// many characters were consumed before it would exceed `best`.
-#[inline(never)]
-fn extend<K: Kernel>(k: &K, st: &mut K::State, mut f: usize, best: usize, text: &[char]) -> usize {
-    for (e, &c) in text.iter().enumerate() {
-        f += k.step(st, c);
-        if f > best {
-            return e;
+    // Each range costs about one window evaluation (m kernel steps) plus its width: give up
+    // once the ranges would cost a good part of a full scan (about n steps), or once
+    // verifying piece occurrences has cost as much.
+    let max_ranges = n / (2 * (m + parts)) + 1;
+    let mut budget = n + 64;
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for j in 0..parts {
+        let (o, end) = (j * m / parts, (j + 1) * m / parts);
+        let piece = &needle[o..end];
+        // Anchor on the piece's rarest character in this text.
+        let (r, positions) = piece
+            .iter()
+            .enumerate()
+            .map(|(r, &c)| (r, index.positions(c)))
+            .min_by_key(|(_, v)| v.len())?;
+        for &x in positions {
+            let Some(p) = (x as usize).checked_sub(r) else { continue };
+            if p + piece.len() > n {
+                break;
+            }
+            budget = budget.checked_sub(piece.len())?;
+            if !same(hay.get(p..p + piece.len()), piece) {
+                continue;
+            }
+            let lo = (p.saturating_sub(o + d)).max((p + piece.len()).saturating_sub(m));
+            let hi = (p + d + 1).saturating_sub(o).min(p + 1).min(nw);
+            if lo < hi {
+                ranges.push((lo, hi));
+                if ranges.len() > 4 * max_ranges {
+                    return None;
+                }
+            }
         }
     }
-    text.len()
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    (merged.len() <= max_ranges).then_some(merged)
+}
+
+/// [`Kernel::feed`], as its own function for profiles.
+#[inline(never)]
+fn feed<K: Kernel>(k: &K, st: &mut K::State, text: &[char]) -> usize {
+    k.feed(st, text)
+}
+
+/// [`Kernel::extend`], as its own function for profiles.
+#[inline(never)]
+fn extend<K: Kernel>(k: &K, st: &mut K::State, f: usize, best: usize, text: &[char]) -> usize {
+    k.extend(st, f, best, text)
 }
 
 /// What the exact-occurrence prefilter learned.
@@ -919,6 +1153,83 @@ fn prefilter(hay: &[char], needle: &[char]) -> Prefilter {
             }
         }
         base = end;
+    }
+    out
+}
+
+/// Whether `a` is `Some(b)`, compared inline (short slices: a `memcmp` call costs more).
+#[inline]
+fn same(a: Option<&[char]>, b: &[char]) -> bool {
+    a.is_some_and(|a| a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y))
+}
+
+/// [`prefilter`] from the [`CharIndex`] of `hay`: the candidate windows are read off the
+/// positions of the rarest anchor character instead of testing every window.
+///
+/// The prefix candidates are the windows whose first `g` characters equal the needle's (every
+/// exact occurrence is one), visited in increasing order, as the scan visits them; likewise
+/// the suffix candidates. So while the budget lasts the result equals [`prefilter`]'s; when it
+/// runs out, `exact` is `None` (unknown) unless an occurrence was already found.
+fn prefilter_indexed(hay: &[char], needle: &[char], index: &CharIndex) -> Prefilter {
+    let m = needle.len();
+    let mut out = Prefilter { exact: Some(false), seeds: [None, None] };
+    if m == 0 || hay.len() < m {
+        out.exact = Some(m == 0);
+        return out;
+    }
+    let g = ANCHOR.min(m);
+    let nw = hay.len() - m + 1;
+    let mut budget = 4 * hay.len() + 64;
+    // Window starts `p < nw` whose characters at offsets `off..off + g` equal `anchor`.
+    let anchored = |off: usize| {
+        let anchor = &needle[off..off + g];
+        let (r, positions) = anchor
+            .iter()
+            .enumerate()
+            .map(|(r, &c)| (r, index.positions(c)))
+            .min_by_key(|(_, v)| v.len())
+            .unwrap_or((0, &[]));
+        let first = positions.partition_point(|&x| (x as usize) < off + r);
+        positions[first..]
+            .iter()
+            .map(move |&x| x as usize - off - r)
+            .take_while(move |&p| p < nw)
+            .filter(move |&p| same(hay.get(p + off..p + off + g), anchor))
+    };
+    let mut best_pre = 0usize;
+    for p in anchored(0) {
+        let Some(w) = hay.get(p..p + m) else { break };
+        let pre = w.iter().zip(needle).take_while(|(x, y)| x == y).count();
+        if pre == m {
+            out.exact = Some(true);
+            out.seeds = [Some(p), None];
+            return out;
+        }
+        if pre > best_pre {
+            best_pre = pre;
+            out.seeds[0] = Some(p);
+        }
+        match budget.checked_sub(pre + 1) {
+            Some(b) => budget = b,
+            None => {
+                out.exact = None;
+                return out;
+            }
+        }
+    }
+    let mut best_suf = 0usize;
+    for p in anchored(m - g) {
+        let Some(w) = hay.get(p..p + m) else { break };
+        let suf = w.iter().rev().zip(needle.iter().rev()).take_while(|(x, y)| x == y).count();
+        if suf > best_suf {
+            best_suf = suf;
+            out.seeds[1] = Some(p);
+        }
+        // Exactness is settled; running out here only leaves the suffix seed where it is.
+        match budget.checked_sub(suf + 1) {
+            Some(b) => budget = b,
+            None => break,
+        }
     }
     out
 }
@@ -1063,6 +1374,7 @@ mod tests {
             assert_eq!(p.to_bits(), pr.to_bits(), "partial {:?} {:?}: {} vs {}", a, b, p, pr);
             assert_eq!(partial_ratio(&b, &a).to_bits(), pr.to_bits());
             assert_eq!(PartialRatioNeedle::new(&a).score(&b).to_bits(), pr.to_bits());
+            assert_eq!(PartialRatioNeedle::reusable(&a).score(&b).to_bits(), pr.to_bits());
         }
     }
 
@@ -1126,7 +1438,7 @@ mod tests {
                 assert_eq!(l, lcs_dp(&rev_a, &rev_b));
                 if let Some(w) = want {
                     assert_eq!(
-                        score_longer(&k, &a, &b, 0.0, false, true).to_bits(),
+                        score_longer(&k, &a, &b, None, 0.0, false, true).to_bits(),
                         w.to_bits(),
                         "limit {limit}"
                     );
@@ -1160,7 +1472,7 @@ mod tests {
                 }
             }
             let s = partial_ref(&a, &b);
-            let needle = PartialRatioNeedle::new(&a);
+            let needle = if it % 2 == 0 { PartialRatioNeedle::new(&a) } else { PartialRatioNeedle::reusable(&a) };
             let cutoffs = [
                 0.0,
                 s,
@@ -1223,6 +1535,128 @@ mod tests {
         assert_eq!(min_score_for_threshold(1.0), 100.0);
         // §3.0.3: 91.66666666666666 fails the threshold 1 - 1/12.
         assert!(91.666_666_666_666_66 < min_score_for_threshold(1.0 - 1.0 / 12.0));
+    }
+
+    /// Random (needle, haystack) pairs of the kinds the indexed paths must survive: small
+    /// alphabets, non-ASCII, periodic texts, planted (mutated) copies, any relative length.
+    fn index_cases(rng: &mut XorShift, count: usize) -> Vec<(Vec<char>, Vec<char>)> {
+        let alphabets: Vec<Vec<char>> = vec![
+            cs("ab"),
+            cs("abc"),
+            cs("abcdefgh"),
+            cs("aé€𝄞"),
+            cs("the quick brown fox"),
+            (0..200u32).filter_map(|x| char::from_u32(0x4E00 + x)).collect(),
+        ];
+        (0..count)
+            .map(|it| {
+                let alpha = &alphabets[it % alphabets.len()];
+                let m = rng.below(if it % 4 == 0 { 90 } else { 30 });
+                let n = match it % 7 {
+                    0 => m,
+                    1 => m.saturating_sub(rng.below(5)),
+                    _ => m + rng.below(if it % 3 == 0 { 400 } else { 80 }),
+                };
+                let needle = rng.string(alpha, m);
+                let mut hay = if it % 5 == 0 {
+                    // Periodic text (the needle's own start, or a short random period).
+                    let period = if m > 0 && it % 2 == 0 {
+                        let len = 1 + rng.below(m.min(4));
+                        needle[..len].to_vec()
+                    } else {
+                        let len = 1 + rng.below(3);
+                        rng.string(alpha, len)
+                    };
+                    period.iter().copied().cycle().take(n).collect()
+                } else {
+                    rng.string(alpha, n)
+                };
+                if m > 0 && m <= n && it % 3 != 2 {
+                    let pos = rng.below(n - m + 1);
+                    let keep = [1, 4, 8, 30][rng.below(4)];
+                    for (j, &c) in needle.iter().enumerate() {
+                        if rng.below(keep + 1) != 0 {
+                            hay[pos + j] = c;
+                        }
+                    }
+                }
+                (needle, hay)
+            })
+            .collect()
+    }
+
+    /// While neither runs out of budget the index-driven prefilter returns exactly what the
+    /// scan returns (same candidates, same order); exactness is never wrong either way.
+    #[test]
+    fn indexed_prefilter_equals_scan() {
+        let mut rng = XorShift(0x7a11_5eed_0001);
+        let mut compared = 0;
+        for (needle, hay) in index_cases(&mut rng, scaled(8000)) {
+            let index = CharIndex::new(&hay).expect("short text");
+            let scan = prefilter(&hay, &needle);
+            let fast = prefilter_indexed(&hay, &needle, &index);
+            let truth = needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle.as_slice());
+            for exact in [scan.exact, fast.exact].into_iter().flatten() {
+                assert_eq!(exact, truth, "{needle:?} in {hay:?}");
+            }
+            if scan.exact.is_some() && fast.exact.is_some() {
+                assert_eq!(scan.seeds, fast.seeds, "{needle:?} in {hay:?}");
+                compared += 1;
+            }
+        }
+        assert!(compared > scaled(8000) / 2);
+    }
+
+    /// Every window reaching `m - d` lies in a candidate range.
+    #[test]
+    fn candidate_windows_hold_every_good_window() {
+        let mut rng = XorShift(0xc0ff_ee00_0002);
+        let mut filtered = 0;
+        for (needle, hay) in index_cases(&mut rng, scaled(3000)) {
+            let m = needle.len();
+            if m == 0 || hay.len() < m {
+                continue;
+            }
+            let index = CharIndex::new(&hay).expect("short text");
+            let lcs: Vec<usize> = hay.windows(m).map(|w| lcs_dp(&needle, w)).collect();
+            for d in 0..=m / 3 {
+                let Some(ranges) = candidate_windows(&needle, &hay, &index, d) else { continue };
+                filtered += 1;
+                assert!(ranges.windows(2).all(|r| r[0].1 < r[1].0), "sorted, disjoint: {ranges:?}");
+                assert!(ranges.iter().all(|&(a, b)| a < b && b <= hay.len() - m + 1));
+                for (i, &l) in lcs.iter().enumerate() {
+                    if l + d >= m {
+                        assert!(
+                            ranges.iter().any(|&(a, b)| a <= i && i < b),
+                            "window {i} (lcs {l}, d {d}) missed: {needle:?} {hay:?} {ranges:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(filtered > 100, "the filter was hardly used: {filtered}");
+    }
+
+    /// With the text's index, every entry point gives the same score as the definition.
+    #[test]
+    fn indexed_search_equals_definition() {
+        let mut rng = XorShift(0x1dea_0003);
+        for (needle, hay) in index_cases(&mut rng, scaled(3000)) {
+            let index = CharIndex::new(&hay).expect("short text");
+            let want = partial_ref(&needle, &hay);
+            let compiled = PartialRatioNeedle::reusable(&needle);
+            let m = needle.len().max(1) as f64;
+            let cutoffs = [0.0, want, 100.0, (1.0 - 1.0 / m) * 100.0, (1.0 - 3.0 / m) * 100.0, 50.0];
+            for &c in &cutoffs {
+                let decided = compiled.decide_in(&hay, Some(&index), c).map_err(f64::to_bits);
+                assert_eq!(decided, if want >= c { Ok(()) } else { Err(want.to_bits()) }, "{needle:?} {hay:?} {c}");
+                assert_eq!(
+                    compiled.score_if_at_least_in(&hay, Some(&index), c).map(f64::to_bits),
+                    (want >= c).then_some(want.to_bits()),
+                    "{needle:?} {hay:?} {c}"
+                );
+            }
+        }
     }
 
     fn golden_bits(v: &serde_json::Value, key: &str) -> u64 {

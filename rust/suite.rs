@@ -14,7 +14,8 @@
 //! * Integers beyond 2^127 in `max_diffs` saturate (thresholds are far below 0 either way, but
 //!   the threshold printed in an explanation would differ).
 
-use crate::text::{chars, normalize, py_strip};
+use crate::fuzz::PartialRatioNeedle;
+use crate::text::{chars, normalize, py_lower, py_strip};
 use serde_json::{Map, Number, Value};
 use std::fmt;
 
@@ -220,6 +221,8 @@ pub enum Spec {
         case_sensitive: bool,
         first_n: SliceArg,
         last_n: SliceArg,
+        /// The string searched for, compiled once: `text`, lowercased unless `case_sensitive`.
+        query: Box<PartialRatioNeedle>,
     },
     Order {
         before: Vec<char>,
@@ -382,12 +385,19 @@ fn validate(obj: &Map<String, Value>, source: &str, line: usize) -> Result<Test,
         _ => max_diffs.to_string(),
     };
     let spec = match kind {
-        Kind::Present | Kind::Absent => Spec::Presence {
-            text: required_text(obj, "text")?,
-            case_sensitive: flag(obj, "case_sensitive", true),
-            first_n: SliceArg::from_value(obj.get("first_n")),
-            last_n: SliceArg::from_value(obj.get("last_n")),
-        },
+        Kind::Present | Kind::Absent => {
+            let text = required_text(obj, "text")?;
+            let case_sensitive = flag(obj, "case_sensitive", true);
+            let query = if case_sensitive { text.clone() } else { py_lower(&text) };
+            let query = Box::new(PartialRatioNeedle::reusable(&query));
+            Spec::Presence {
+                text,
+                case_sensitive,
+                first_n: SliceArg::from_value(obj.get("first_n")),
+                last_n: SliceArg::from_value(obj.get("last_n")),
+                query,
+            }
+        }
         Kind::Order => {
             let before = required_text(obj, "before")?;
             let after = required_text(obj, "after")?;

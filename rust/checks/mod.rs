@@ -52,6 +52,7 @@ pub struct Page<'a> {
     normalized: OnceCell<Vec<char>>,
     normalized_lower: OnceCell<Vec<char>>,
     normalized_index: OnceCell<Option<CharIndex>>,
+    normalized_lower_index: OnceCell<Option<CharIndex>>,
     tables: table::PageTables,
 }
 
@@ -62,6 +63,7 @@ impl<'a> Page<'a> {
             normalized: OnceCell::new(),
             normalized_lower: OnceCell::new(),
             normalized_index: OnceCell::new(),
+            normalized_lower_index: OnceCell::new(),
             tables: Default::default(),
         }
     }
@@ -72,7 +74,8 @@ impl<'a> Page<'a> {
     pub fn normalized(&self) -> &[char] {
         self.normalized.get_or_init(|| normalize(self.raw))
     }
-    /// Where each character occurs in `normalized()`, for the order tests' exact scans.
+    /// Where each character occurs in `normalized()`, for the order tests' exact scans and the
+    /// presence tests' search.
     pub fn normalized_index(&self) -> Option<&CharIndex> {
         self.normalized_index.get_or_init(|| CharIndex::new(self.normalized())).as_ref()
     }
@@ -83,6 +86,10 @@ impl<'a> Page<'a> {
     /// `normalize_text(content).lower()`.
     pub fn normalized_lower(&self) -> &[char] {
         self.normalized_lower.get_or_init(|| py_lower(self.normalized()))
+    }
+    /// Where each character occurs in `normalized_lower()`.
+    pub fn normalized_lower_index(&self) -> Option<&CharIndex> {
+        self.normalized_lower_index.get_or_init(|| CharIndex::new(self.normalized_lower())).as_ref()
     }
 }
 

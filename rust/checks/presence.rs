@@ -6,57 +6,61 @@
 //! and when that does not hold for `absent`.
 //! Differences from upstream: none. A `first_n`/`last_n` that Python cannot slice with (a float,
 //! a string, ...) gives an error verdict where the reference raises `TypeError`.
+//!
+//! How: the query (lowercased when case-insensitive) is compiled once at load time; the
+//! search over a whole page uses the page's shared character index (the same scores, found
+//! from the positions of rare query characters).
 
 use super::{threshold, Page, Verdict};
-use crate::fuzz::{min_score_for_threshold, PartialRatioNeedle};
+use crate::fuzz::min_score_for_threshold;
 use crate::suite::{Kind, SliceArg, Spec, Test};
-use crate::text::{prefix, py_fixed, py_float_repr, py_lower, py_slice};
+use crate::text::{prefix, py_fixed, py_float_repr, py_slice};
 
 const SLICE_ERROR: &str =
     "TypeError: slice indices must be integers or None or have an __index__ method";
 
 pub fn check(test: &Test, page: &Page) -> Verdict {
-    let Spec::Presence { text, case_sensitive, first_n, last_n } = &test.spec else {
+    let Spec::Presence { case_sensitive, first_n, last_n, query: needle, .. } = &test.spec else {
         unreachable!("presence::check called on another type")
     };
-    let lowered;
-    let (query, content) = if *case_sensitive {
-        (text.as_slice(), page.normalized())
-    } else {
-        lowered = py_lower(text);
-        (lowered.as_slice(), page.normalized_lower())
-    };
+    let query = needle.needle();
+    let content = if *case_sensitive { page.normalized() } else { page.normalized_lower() };
     let joined;
-    let window: &[char] = match (first_n, last_n) {
-        (SliceArg::Off, SliceArg::Off) => content,
+    // The character index applies to the whole page only.
+    let (window, index): (&[char], _) = match (first_n, last_n) {
+        (SliceArg::Off, SliceArg::Off) => {
+            let index =
+                if *case_sensitive { page.normalized_index() } else { page.normalized_lower_index() };
+            (content, index)
+        }
         (SliceArg::Invalid(_), _) | (_, SliceArg::Invalid(_)) => {
             return Verdict::error(SLICE_ERROR.into());
         }
         (SliceArg::At(f), SliceArg::At(l)) => {
             joined = [py_slice(content, None, Some(*f)), py_slice(content, Some(l.saturating_neg()), None)]
                 .concat();
-            &joined
+            (&joined, None)
         }
-        (SliceArg::At(f), SliceArg::Off) => py_slice(content, None, Some(*f)),
-        (SliceArg::Off, SliceArg::At(l)) => py_slice(content, Some(l.saturating_neg()), None),
+        (SliceArg::At(f), SliceArg::Off) => (py_slice(content, None, Some(*f)), None),
+        (SliceArg::Off, SliceArg::At(l)) => (py_slice(content, Some(l.saturating_neg()), None), None),
     };
     let thr = threshold(test.max_diffs, query.len());
     let present = test.kind == Kind::Present;
     // Decide with an early-exit search; the exact best score is only needed for a message
     // (and a failed `present` test's partial credit).
-    let needle = PartialRatioNeedle::new(query);
     let min_score = min_score_for_threshold(thr);
     let best = if present {
         // Usually present when it passes; when not, one pass also gives the exact score.
-        match needle.decide(window, min_score) {
+        match needle.decide_in(window, index, min_score) {
             Ok(()) => return Verdict::pass(),
             Err(score) => score / 100.0,
         }
     } else {
-        if !needle.at_least(window, min_score) {
-            return Verdict::pass();
+        // Windows below the threshold are not evaluated; above it, the exact score.
+        match needle.score_if_at_least_in(window, index, min_score) {
+            None => return Verdict::pass(),
+            Some(score) => score / 100.0,
         }
-        needle.score(window) / 100.0
     };
     let absence = if present { "" } else { "absence of " };
     let verdict = Verdict::fail(format!(
@@ -69,5 +73,108 @@ pub fn check(test: &Test, page: &Page) -> Verdict {
         verdict.with_partial_credit(best, thr)
     } else {
         verdict
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuzz::partial_ratio;
+    use crate::suite::parse_record;
+    use crate::text::{chars, py_lower, string};
+
+    /// The check as the definition reads, with nothing compiled ahead or indexed: a fresh
+    /// `partial_ratio` on the (sliced) normalized page.
+    fn plain(test: &Test, page: &Page) -> Verdict {
+        let Spec::Presence { text, case_sensitive, first_n, last_n, .. } = &test.spec else {
+            unreachable!()
+        };
+        let (query, content) = if *case_sensitive {
+            (text.clone(), page.normalized().to_vec())
+        } else {
+            (py_lower(text), page.normalized_lower().to_vec())
+        };
+        let window: Vec<char> = match (first_n, last_n) {
+            (SliceArg::Off, SliceArg::Off) => content,
+            (SliceArg::Invalid(_), _) | (_, SliceArg::Invalid(_)) => {
+                return Verdict::error(SLICE_ERROR.into())
+            }
+            (SliceArg::At(f), SliceArg::At(l)) => {
+                [py_slice(&content, None, Some(*f)), py_slice(&content, Some(-*l), None)].concat()
+            }
+            (SliceArg::At(f), SliceArg::Off) => py_slice(&content, None, Some(*f)).to_vec(),
+            (SliceArg::Off, SliceArg::At(l)) => py_slice(&content, Some(-*l), None).to_vec(),
+        };
+        let thr = threshold(test.max_diffs, query.len());
+        let best = partial_ratio(&query, &window) / 100.0;
+        let present = test.kind == Kind::Present;
+        if (best >= thr) == present {
+            return Verdict::pass();
+        }
+        let absence = if present { "" } else { "absence of " };
+        let v = Verdict::fail(format!(
+            "Expected {absence}'{}...' with threshold {} but best match ratio was {}",
+            prefix(&query, 40),
+            py_float_repr(thr),
+            py_fixed(best, 3)
+        ));
+        if present {
+            v.with_partial_credit(best, thr)
+        } else {
+            v
+        }
+    }
+
+    /// The compiled-once query and the page's character index give the plain verdicts.
+    #[test]
+    fn compiled_and_indexed_verdicts_equal_plain_ones() {
+        let state = std::cell::Cell::new(0x5eed_cafe_u64);
+        let below = |n: usize| {
+            let mut x = state.get();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            state.set(x);
+            (x % n as u64) as usize
+        };
+        let alphabets = ["ab ", "abcAB d", "the Quick brown FOX, jumps", "aéΣσς€ ", "x**y_ <b>z</b>"];
+        let mut passed = [0usize; 2];
+        for it in 0..400 {
+            let alpha: Vec<char> = chars(alphabets[it % alphabets.len()]);
+            let pick = |len: usize| -> Vec<char> { (0..len).map(|_| alpha[below(alpha.len())]).collect() };
+            let page_raw = pick(below(300));
+            let mut query = pick(1 + below(25));
+            if it % 2 == 0 && page_raw.len() > 30 {
+                // A (possibly damaged) piece of the page itself.
+                let a = below(page_raw.len() - 20);
+                query = page_raw[a..a + 1 + below(19)].to_vec();
+                if it % 4 == 0 {
+                    let j = below(query.len());
+                    query[j] = 'é';
+                }
+            }
+            if py_lower(&query).iter().all(|c| c.is_whitespace() || "*_".contains(*c)) {
+                continue;
+            }
+            let kind = if it % 3 == 0 { "absent" } else { "present" };
+            let extra = match it % 6 {
+                0 => ", \"first_n\": 40".to_string(),
+                1 => ", \"last_n\": 35, \"first_n\": 12".to_string(),
+                2 => ", \"last_n\": 50".to_string(),
+                _ => String::new(),
+            };
+            let record = format!(
+                "{{\"pdf\":\"a\",\"page\":1,\"id\":\"t\",\"type\":\"{kind}\",\"text\":{:?},\"max_diffs\":{},\"case_sensitive\":{}{extra}}}",
+                string(&query),
+                below(4),
+                it % 4 != 1
+            );
+            let Ok(test) = parse_record(&record, "t", 1) else { continue };
+            let page = Page::new(&page_raw);
+            let got = check(&test, &page);
+            assert_eq!(got, plain(&test, &page), "{record} on {:?}", string(&page_raw));
+            passed[usize::from(got.passed)] += 1;
+        }
+        assert!(passed[0] > 50 && passed[1] > 50, "{passed:?}");
     }
 }

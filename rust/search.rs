@@ -1042,52 +1042,77 @@ fn expand_long(p: &[char], t: &[char], kk: usize, scores: &mut Vec<usize>) -> Ex
     if plen == 0 {
         return Expansion { result: Some((0, 0)), read: 0, stopped: true };
     }
-    scores.clear();
-    scores.extend(1..=plen);
-    let mut best = plen;
-    let mut best_len = 0usize;
+    // Nothing read: the best is still the empty prefix, at distance plen.
+    let none_read = (plen <= kk).then_some((plen, 0));
+    let Some(&c0) = t.first() else {
+        return Expansion { result: none_read, read: 0, stopped: false };
+    };
     let mut max_good = kk;
+    // The first row, whose band is the whole pattern, in closed form. Before it scores[j] is
+    // j + 1; it computes min(a + [c0 != p[j]], b + 1, cc + 1) with a = j (0 at j = 0),
+    // b = j + 1 and cc the previous cell (1 before column 0), which by induction on j is j if
+    // c0 occurs in p[..=j], else j + 1: with `f` the first column holding c0 (plen if none),
+    // j + 1 below f and j from f on. So the columns scoring at most max_good (good) are those
+    // j < f with j + 1 <= max_good, each reaching j + 1 + (max_good - (j + 1)) = max_good, and
+    // those f <= j <= max_good, each reaching max_good + 1; the row's last score is
+    // plen - 1 + [f == plen]. As the loop below would, the row starts with column 0 good (and
+    // reach 0) if 1 <= max_good.
+    let f = p.iter().position(|&pc| pc == c0).unwrap_or(plen);
+    scores.clear();
+    scores.extend((0..plen).map(|j| if j < f { j + 1 } else { j }));
+    if max_good == 0 && f > 0 {
+        // No good column: upstream's loop breaks after reading one char.
+        return Expansion { result: none_read, read: 1, stopped: true };
+    }
     let mut band_start = 0usize;
-    // Upstream's "range end" variable (one below the exclusive band end); None stands for -1.
-    let mut band_last: Option<usize> = Some(plen - 1);
-    let mut read = 0usize;
+    // The columns computed in the next row: `band_start..band_end`. Upstream keeps the end as
+    // "range end" (one below the exclusive end).
+    let mut band_end = if f <= max_good {
+        max_good + 2
+    } else {
+        // Here 1 <= max_good < f, so column 0 is good.
+        max_good + 1
+    };
+    band_end = min(plen, band_end);
+    let first_last = plen - 1 + usize::from(f == plen);
+    // The band of the first row is the whole pattern; best starts at plen.
+    let (mut best, mut best_len) = (plen, 0usize);
+    if first_last <= best {
+        best = first_last;
+        best_len = 1;
+        if best < max_good {
+            max_good = best;
+        }
+    }
+    let mut read = 1usize;
     let mut stopped = false;
-    for (q, &c) in t.iter().enumerate() {
+    for (q, &c) in t.iter().enumerate().skip(1) {
         read = q + 1;
-        let st = band_start;
-        let en = match band_last {
-            Some(e) => min(plen, e.saturating_add(1)),
-            None => 0,
-        };
         let mut a = q;
         let mut cc = q + 1;
-        let (mut new_start, mut new_last): (Option<usize>, Option<usize>) =
-            if cc <= max_good { (Some(0), Some(0)) } else { (None, None) };
-        for j in st..en {
-            let b = scores[j];
-            cc = min(min(a + usize::from(c != p[j]), b + 1), cc + 1);
-            scores[j] = cc;
+        // The first column of this row scoring at most max_good (usize::MAX if none), and the
+        // greatest `j + 1 + (max_good - score)` over such columns (upstream's new range end).
+        let (mut first_good, mut last) = if cc <= max_good { (0, 0) } else { (usize::MAX, 0) };
+        let (lo, hi) = (band_start, max(band_start, band_end));
+        let row = scores[lo..hi].iter_mut().zip(&p[lo..hi]);
+        for (j, (s, &pc)) in (lo..).zip(row) {
+            let b = *s;
+            cc = min(a + usize::from(c != pc), min(b, cc) + 1);
+            *s = cc;
             a = b;
             if cc <= max_good {
-                if new_start.is_none() {
-                    new_start = Some(j);
-                }
-                let reach = j + 1 + (max_good - cc);
-                new_last = Some(match new_last {
-                    Some(e) => max(e, reach),
-                    None => reach,
-                });
+                first_good = min(first_good, j);
+                last = max(last, j + 1 + (max_good - cc));
             }
         }
-        match new_start {
-            Some(s) => band_start = s,
-            None => {
-                stopped = true;
-                break;
-            }
+        if first_good == usize::MAX {
+            stopped = true;
+            break;
         }
-        band_last = new_last;
-        if en == plen && cc <= best {
+        let full_row = band_end == plen;
+        band_start = first_good;
+        band_end = min(plen, last + 1);
+        if full_row && cc <= best {
             best = cc;
             best_len = q + 1;
             if best < max_good {
@@ -1564,6 +1589,107 @@ mod tests {
                 assert_eq!(got, want.copied(), "{i} {end:?} {sub:?} {seq:?} {k}");
             }
         }
+    }
+
+    /// Upstream's `_expand_long` as first ported (a direct transcription), for the tests.
+    fn expand_long_reference(p: &[char], t: &[char], kk: usize) -> Expansion {
+        let plen = p.len();
+        if plen == 0 {
+            return Expansion { result: Some((0, 0)), read: 0, stopped: true };
+        }
+        let mut scores: Vec<usize> = (1..=plen).collect();
+        let (mut best, mut best_len, mut max_good) = (plen, 0usize, kk);
+        let mut band_start = 0usize;
+        let mut band_last: Option<usize> = Some(plen - 1);
+        let (mut read, mut stopped) = (0usize, false);
+        for (q, &c) in t.iter().enumerate() {
+            read = q + 1;
+            let st = band_start;
+            let en = match band_last {
+                Some(e) => min(plen, e.saturating_add(1)),
+                None => 0,
+            };
+            let mut a = q;
+            let mut cc = q + 1;
+            let (mut new_start, mut new_last): (Option<usize>, Option<usize>) =
+                if cc <= max_good { (Some(0), Some(0)) } else { (None, None) };
+            for j in st..en {
+                let b = scores[j];
+                cc = min(min(a + usize::from(c != p[j]), b + 1), cc + 1);
+                scores[j] = cc;
+                a = b;
+                if cc <= max_good {
+                    if new_start.is_none() {
+                        new_start = Some(j);
+                    }
+                    let reach = j + 1 + (max_good - cc);
+                    new_last = Some(match new_last {
+                        Some(e) => max(e, reach),
+                        None => reach,
+                    });
+                }
+            }
+            match new_start {
+                Some(s) => band_start = s,
+                None => {
+                    stopped = true;
+                    break;
+                }
+            }
+            band_last = new_last;
+            if en == plen && cc <= best {
+                best = cc;
+                best_len = q + 1;
+                if best < max_good {
+                    max_good = best;
+                }
+            }
+        }
+        Expansion { result: (best <= kk).then_some((best, best_len)), read, stopped }
+    }
+
+    #[test]
+    fn expand_long_matches_its_direct_transcription() {
+        let alphabets: Vec<Vec<char>> =
+            ["a", "ab", "abc", "ab e", "abcdefghij"].iter().map(|s| s.chars().collect()).collect();
+        let mut rng = Rng(0x0DDB_A11C_AFE5_1234);
+        let mut scores = Vec::new();
+        let mut found = 0;
+        for _ in 0..200_000 {
+            let alpha = &alphabets[rng.below(alphabets.len())];
+            let plen = rng.below(40);
+            let p = rng.string(alpha, plen);
+            let mut t = if rng.below(2) == 0 || p.is_empty() {
+                let tlen = rng.below(60);
+                rng.string(alpha, tlen)
+            } else {
+                // An edited copy of p, then more text.
+                let mut t = p.clone();
+                for _ in 0..rng.below(6) {
+                    let at = rng.below(t.len() + 1);
+                    match rng.below(3) {
+                        0 if at < t.len() => {
+                            t.remove(at);
+                        }
+                        1 if at < t.len() => t[at] = alpha[rng.below(alpha.len())],
+                        _ => t.insert(at, alpha[rng.below(alpha.len())]),
+                    }
+                }
+                t
+            };
+            let more = rng.below(10);
+            t.extend(rng.string(alpha, more));
+            let kk = rng.below(12);
+            let want = expand_long_reference(&p, &t, kk);
+            let got = expand_long(&p, &t, kk, &mut scores);
+            assert_eq!(
+                (got.result, got.read, got.stopped),
+                (want.result, want.read, want.stopped),
+                "{p:?} {t:?} {kk}"
+            );
+            found += usize::from(want.result.is_some());
+        }
+        assert!(found > 50_000, "{found}");
     }
 
     #[test]

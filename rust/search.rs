@@ -167,10 +167,11 @@ fn extreme_match_blocks(
     let (m, n) = (sub.len(), seq.len());
     if k == 0 {
         let window = NgramWindow { a: 0, g: m, lo: 0, hi: n };
+        let anchor = Anchor::new(sub, index);
         let mut found = None;
         let mut sweep = AlignmentSweep::new(end, 0, n + 1, 1, first_block);
         while let Some((y0, y1)) = sweep.next_block() {
-            window.for_each_in_block(sub, seq, y0, y1, index, |x| {
+            window.for_each_in_block(sub, seq, y0, y1, anchor, |x| {
                 // Ascending within the block: keep the first, or the last.
                 if end == End::Last || found.is_none() {
                     found = Some(x);
@@ -191,12 +192,13 @@ fn extreme_match_blocks(
         return if end == End::First { all.first().copied() } else { all.last().copied() };
     }
     let ngrams = ngram_windows(m, n, k);
+    let anchors: Vec<Anchor> = ngrams.iter().map(|w| Anchor::new(w.ngram(sub), index)).collect();
     let mut expander = NgramExpander::new(sub, seq, k, ngrams.len(), true);
     let mut groups = Groups::default();
     // Alignments run over [-k, n]; they are shifted by k to stay unsigned: y + k.
     let mut sweep = AlignmentSweep::new(end, 0, n + k + 1, k + 1, first_block);
     // (shifted alignment, n-gram number, occurrence)
-    let mut block: Vec<(usize, usize, usize)> = Vec::new();
+    let mut block: Vec<(usize, usize, usize)> = Vec::with_capacity(256);
     // Whether the extreme group is final once every raw match left has shifted alignment
     // `>= ys` (First) or `<= ys` (Last).
     let settled = |groups: &Groups, ys: usize| match end {
@@ -210,10 +212,10 @@ fn extreme_match_blocks(
             break;
         }
         block.clear();
-        for (idx, w) in ngrams.iter().enumerate() {
+        for (idx, (w, &anchor)) in ngrams.iter().zip(&anchors).enumerate() {
             // Occurrence x has shifted alignment x + k - a.
             let shift = |y: usize| (y + w.a).saturating_sub(k);
-            w.for_each_in_block(sub, seq, shift(y0), shift(y1), index, |x| {
+            w.for_each_in_block(sub, seq, shift(y0), shift(y1), anchor, |x| {
                 block.push((x + k - w.a, idx, x));
             });
         }
@@ -371,6 +373,47 @@ fn for_each_occurrence(
     lo: usize,
     hi: usize,
     index: Option<&CharIndex>,
+    f: impl FnMut(usize),
+) {
+    for_each_anchored(pat, text, lo, hi, Anchor::new(pat, index), f);
+}
+
+/// The character of a pattern that [`for_each_occurrence`] scans for: its offset `r` in the
+/// pattern and, with an index, its positions in the text. Depends only on the pattern and the
+/// text, so it can be reused for several ranges.
+#[derive(Clone, Copy)]
+struct Anchor<'i> {
+    r: usize,
+    positions: Option<&'i [u32]>,
+}
+
+impl<'i> Anchor<'i> {
+    /// With an index, the pattern's rarest character in the text (the first if tied); without,
+    /// its least common one by a fixed prose-frequency guess.
+    fn new(pat: &[char], index: Option<&'i CharIndex>) -> Self {
+        match index {
+            Some(index) => {
+                let (r, positions) = (0..pat.len())
+                    .map(|i| (i, index.positions(pat[i])))
+                    .min_by_key(|(_, v)| v.len())
+                    .unwrap_or((0, &[]));
+                Anchor { r, positions: Some(positions) }
+            }
+            None => {
+                let r = (0..pat.len()).min_by_key(|&i| commonness(pat[i])).unwrap_or(0);
+                Anchor { r, positions: None }
+            }
+        }
+    }
+}
+
+/// [`for_each_occurrence`] with the pattern's anchor computed beforehand.
+fn for_each_anchored(
+    pat: &[char],
+    text: &[char],
+    lo: usize,
+    hi: usize,
+    anchor: Anchor<'_>,
     mut f: impl FnMut(usize),
 ) {
     let p = pat.len();
@@ -378,18 +421,14 @@ fn for_each_occurrence(
     if p == 0 || lo >= hi || hi - lo < p {
         return;
     }
-    // Fast path: anchor on the pattern's least common character (by a fixed prose-frequency
-    // guess), scan for it, and verify each candidate; this visits few positions on ordinary
-    // text. Periodic or adversarial text makes verification expensive: after `budget`
-    // verified characters fall back to KMP from where the scan stopped. Both report the same
-    // occurrences in ascending order.
+    // Fast path: anchor on one character of the pattern, scan for it, and verify each
+    // candidate; this visits few positions on ordinary text. Periodic or adversarial text makes
+    // verification expensive: after `budget` verified characters fall back to KMP from where
+    // the scan stopped. Both report the same occurrences in ascending order.
     let mut budget = (hi - lo).saturating_mul(2) + 64;
-    if let Some(index) = index {
-        // The same scan over the positions of the pattern's rarest character in this text.
-        let (r, positions) = (0..p)
-            .map(|i| (i, index.positions(pat[i])))
-            .min_by_key(|(_, v)| v.len())
-            .unwrap_or((0, &[]));
+    let r = anchor.r;
+    if let Some(positions) = anchor.positions {
+        // The same scan over the positions of the anchor character in this text.
         let first = positions.partition_point(|&x| (x as usize) < lo + r);
         for &x in &positions[first..] {
             let start = x as usize - r;
@@ -406,7 +445,6 @@ fn for_each_occurrence(
         }
         return;
     }
-    let r = (0..p).min_by_key(|&i| commonness(pat[i])).unwrap_or(0);
     let mut i = lo + r;
     while i + (p - r) <= hi {
         match text[i..hi - (p - r - 1)].iter().position(|&c| c == pat[r]) {
@@ -801,7 +839,7 @@ fn ngram_search_with(
     let ngrams = ngram_windows(sub.len(), seq.len(), k);
     let mut expander = NgramExpander::new(sub, seq, k, ngrams.len(), use_memo);
     for (idx, w) in ngrams.iter().enumerate() {
-        for_each_occurrence(&sub[w.a..w.a + w.g], seq, w.lo, w.hi, index, |x| {
+        for_each_occurrence(w.ngram(sub), seq, w.lo, w.hi, index, |x| {
             if let Some(found) = expander.raw_match(idx, w.a, x) {
                 groups.add_one(found);
             }
@@ -844,12 +882,16 @@ impl NgramWindow {
         seq: &[char],
         x0: usize,
         x1: usize,
-        index: Option<&CharIndex>,
+        anchor: Anchor<'_>,
         f: impl FnMut(usize),
     ) {
         let lo = max(self.lo, x0);
         let hi = min(self.hi, x1.saturating_add(self.g - 1));
-        for_each_occurrence(&sub[self.a..self.a + self.g], seq, lo, hi, index, f);
+        for_each_anchored(self.ngram(sub), seq, lo, hi, anchor, f);
+    }
+
+    fn ngram<'s>(&self, sub: &'s [char]) -> &'s [char] {
+        &sub[self.a..self.a + self.g]
     }
 }
 
@@ -880,8 +922,8 @@ impl<'s> NgramExpander<'s> {
             rev_sub: sub.iter().rev().copied().collect(),
             memos: (0..ngrams).map(|_| (Memo::default(), Memo::default())).collect(),
             use_memo,
-            scores: Vec::new(),
-            left_text: Vec::new(),
+            scores: Vec::with_capacity(sub.len()),
+            left_text: Vec::with_capacity(sub.len() + k),
         }
     }
 
@@ -948,8 +990,8 @@ enum Dir {
 /// is exactly what a new expansion would give.
 #[derive(Default)]
 struct Memo {
-    /// (lo, hi, kk, outcome)
-    slots: Vec<(usize, usize, usize, Expansion)>,
+    /// (lo, hi, kk, outcome), filled in turn, then replaced oldest first.
+    slots: [Option<(usize, usize, usize, Expansion)>; MEMO_SLOTS],
     next: usize,
 }
 
@@ -965,7 +1007,7 @@ impl Memo {
         dir: Dir,
     ) -> Option<Option<(usize, usize)>> {
         let len = hi - lo;
-        for &(elo, ehi, ekk, e) in &self.slots {
+        for &(elo, ehi, ekk, e) in self.slots.iter().flatten() {
             let fits = if e.stopped { len >= e.read } else { len == e.read };
             if ekk != kk || !fits {
                 continue;
@@ -982,12 +1024,8 @@ impl Memo {
     }
 
     fn put(&mut self, lo: usize, hi: usize, kk: usize, e: Expansion) {
-        if self.slots.len() < MEMO_SLOTS {
-            self.slots.push((lo, hi, kk, e));
-        } else {
-            self.slots[self.next] = (lo, hi, kk, e);
-            self.next = (self.next + 1) % MEMO_SLOTS;
-        }
+        self.slots[self.next] = Some((lo, hi, kk, e));
+        self.next = (self.next + 1) % MEMO_SLOTS;
     }
 }
 

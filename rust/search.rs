@@ -219,11 +219,10 @@ fn extreme_match_blocks(
                 block.push((x + k - w.a, idx, x));
             });
         }
-        match end {
-            End::First => block.sort_unstable_by_key(|&(ys, _, _)| ys),
-            End::Last => block.sort_unstable_by_key(|&(ys, _, _)| Reverse(ys)),
-        }
-        for &(ys, idx, x) in &block {
+        // Each n-gram's occurrences come ascending: the stable sort merges these runs.
+        block.sort_by_key(|&(ys, _, _)| ys);
+        for i in 0..block.len() {
+            let (ys, idx, x) = block[if end == End::First { i } else { block.len() - 1 - i }];
             if settled(&groups, ys) {
                 break 'sweep;
             }

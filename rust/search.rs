@@ -138,6 +138,11 @@ pub enum End {
 ///   for `Last` once `y + m + k <= start` of the rightmost span.
 /// * LP path (`len(sub) // (k+1) < 3`, short patterns): the full search, then its first or
 ///   last element.
+///
+/// Cost: the expansions of the occurrences visited before the stop (about half of them on
+/// ordinary text, when the extreme group lies mid-page), plus scanning and ordering each block.
+/// When the extreme group never settles (e.g. a match that keeps growing through periodic
+/// text) or there is no match, every occurrence is visited, as in the full search.
 pub fn extreme_match(
     sub: &[char],
     seq: &[char],

@@ -47,6 +47,11 @@
 //! search (k == 0) is Knuth-Morris-Pratt, O(len(seq) + len(sub)); consolidation is
 //! O(log(groups)) per raw match.
 //!
+//! `extreme_match` gives the first or last element of the same list (all the `order` test
+//! needs) with an early exit: for the n-gram path it visits the n-gram occurrences by
+//! alignment from one end of the text and stops once the extreme group can no longer change.
+//! Its tests compare it with the full search on random and adversarial inputs.
+//!
 //! Agreement with the real library is checked against `tests/golden/search_cases.jsonl`
 //! (produced by `tests/golden/gen_search_cases.py` under several hash seeds).
 
@@ -101,6 +106,178 @@ pub fn find_near_matches_indexed(
         lp_search(sub, seq, k, &mut groups);
     }
     groups.finish()
+}
+
+/// Which end of [`find_near_matches`]'s list [`extreme_match`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The first match: the smallest start (for `k >= 1` the best match of the leftmost group).
+    First,
+    /// The last match: the greatest start (for `k >= 1` the best match of the rightmost group).
+    Last,
+}
+
+/// `find_near_matches_indexed(sub, seq, max_l_dist, index)` followed by `.first()` or
+/// `.last()`, without computing the rest of the list where it can stop early.
+///
+/// The list is sorted by start, and for `k >= 1` it holds one match per group, the groups being
+/// disjoint spans, each match starting inside its group's span; so its first element is the
+/// best match of the leftmost group, and its last that of the rightmost group.
+///
+/// * `k == 0`: the first or last exact occurrence.
+/// * `k >= len(sub)`: the empty match at 0 or at `len(seq)`.
+/// * n-gram path: the exact occurrences of all n-grams are visited by alignment `y = x - a`
+///   (`x` the occurrence, `a` the n-gram's offset in `sub`), ascending for `First`, descending
+///   for `Last`, a block of alignments at a time (so memory stays bounded). A raw match from
+///   alignment `y` lies within `[y-k, y+m+k)` (see [`NgramExpander::raw_match`]). Groups are the
+///   connected components of the overlap graph of the raw matches whatever their order (see
+///   [`Groups`]), and the memos are exact in any order, so the raw matches may come in this
+///   order. For `First`, once the next alignment has `y - k >= end` of the current leftmost
+///   span, no later raw match shares a position with that group or starts before it (matches
+///   are non-empty, as an n-gram is), so that group, with its best match, is final; likewise
+///   for `Last` once `y + m + k <= start` of the rightmost span.
+/// * LP path (`len(sub) // (k+1) < 3`, short patterns): the full search, then its first or
+///   last element.
+///
+/// Cost: the expansions of the occurrences visited before the stop (about half of them on
+/// ordinary text, when the extreme group lies mid-page), plus scanning and ordering each block.
+/// When the extreme group never settles (e.g. a match that keeps growing through periodic
+/// text) or there is no match, every occurrence is visited, as in the full search.
+pub fn extreme_match(
+    sub: &[char],
+    seq: &[char],
+    max_l_dist: usize,
+    end: End,
+    index: Option<&CharIndex>,
+) -> Option<NearMatch> {
+    extreme_match_blocks(sub, seq, max_l_dist, end, index, FIRST_BLOCK)
+}
+
+/// Alignments in the first block of [`extreme_match`]'s sweep.
+const FIRST_BLOCK: usize = 256;
+
+/// [`extreme_match`] with the size of the first block of alignments (tests use tiny ones).
+fn extreme_match_blocks(
+    sub: &[char],
+    seq: &[char],
+    max_l_dist: usize,
+    end: End,
+    index: Option<&CharIndex>,
+    first_block: usize,
+) -> Option<NearMatch> {
+    if sub.is_empty() {
+        return None;
+    }
+    let k = min(max_l_dist, MAX_L_DIST_CAP);
+    let (m, n) = (sub.len(), seq.len());
+    if k == 0 {
+        let window = NgramWindow { a: 0, g: m, lo: 0, hi: n };
+        let anchor = Anchor::new(sub, index);
+        let mut found = None;
+        let mut sweep = AlignmentSweep::new(end, 0, n + 1, 1, first_block);
+        while let Some((y0, y1)) = sweep.next_block() {
+            window.for_each_in_block(sub, seq, y0, y1, anchor, |x| {
+                // Ascending within the block: keep the first, or the last.
+                if end == End::Last || found.is_none() {
+                    found = Some(x);
+                }
+            });
+            if let Some(x) = found {
+                return Some(NearMatch { start: x, end: x + m, dist: 0 });
+            }
+        }
+        return None;
+    }
+    if k >= m {
+        let at = if end == End::First { 0 } else { n };
+        return Some(NearMatch { start: at, end: at, dist: m });
+    }
+    if m / (k + 1) < 3 {
+        let all = find_near_matches_indexed(sub, seq, k, index);
+        return if end == End::First { all.first().copied() } else { all.last().copied() };
+    }
+    let ngrams = ngram_windows(m, n, k);
+    let anchors: Vec<Anchor> = ngrams.iter().map(|w| Anchor::new(w.ngram(sub), index)).collect();
+    let mut expander = NgramExpander::new(sub, seq, k, ngrams.len(), true);
+    let mut groups = Groups::default();
+    // Alignments run over [-k, n]; they are shifted by k to stay unsigned: y + k.
+    let mut sweep = AlignmentSweep::new(end, 0, n + k + 1, k + 1, first_block);
+    // (shifted alignment, n-gram number, occurrence)
+    let mut block: Vec<(usize, usize, usize)> = Vec::with_capacity(256);
+    // Whether the extreme group is final once every raw match left has shifted alignment
+    // `>= ys` (First) or `<= ys` (Last).
+    let settled = |groups: &Groups, ys: usize| match end {
+        // y - k >= span end, i.e. ys >= span end + 2k.
+        End::First => groups.spans.first_key_value().is_some_and(|(_, &(e, _))| ys >= e + 2 * k),
+        // y + m + k <= span start, i.e. ys + m <= span start.
+        End::Last => groups.spans.last_key_value().is_some_and(|(&s, _)| ys + m <= s),
+    };
+    'sweep: while let Some((y0, y1)) = sweep.next_block() {
+        if settled(&groups, if end == End::First { y0 } else { y1 - 1 }) {
+            break;
+        }
+        block.clear();
+        for (idx, (w, &anchor)) in ngrams.iter().zip(&anchors).enumerate() {
+            // Occurrence x has shifted alignment x + k - a.
+            let shift = |y: usize| (y + w.a).saturating_sub(k);
+            w.for_each_in_block(sub, seq, shift(y0), shift(y1), anchor, |x| {
+                block.push((x + k - w.a, idx, x));
+            });
+        }
+        // Each n-gram's occurrences come ascending: the stable sort merges these runs.
+        block.sort_by_key(|&(ys, _, _)| ys);
+        for i in 0..block.len() {
+            let (ys, idx, x) = block[if end == End::First { i } else { block.len() - 1 - i }];
+            if settled(&groups, ys) {
+                break 'sweep;
+            }
+            if let Some(found) = expander.raw_match(idx, ngrams[idx].a, x) {
+                groups.add_one(found);
+            }
+        }
+    }
+    let best = |(_, &(_, b)): (&usize, &(usize, NearMatch))| b;
+    match end {
+        End::First => groups.spans.first_key_value().map(best),
+        End::Last => groups.spans.last_key_value().map(best),
+    }
+}
+
+/// Blocks `[y0, y1)` of alignments covering `[lo, hi)`, from the low end for [`End::First`],
+/// from the high end for [`End::Last`]. They start small (the answer is often near the
+/// starting end) and double, up to a size that keeps `per_alignment * size` (the most
+/// occurrences one block can hold) moderate.
+struct AlignmentSweep {
+    end: End,
+    lo: usize,
+    hi: usize,
+    size: usize,
+    max_size: usize,
+}
+
+impl AlignmentSweep {
+    fn new(end: End, lo: usize, hi: usize, per_alignment: usize, first: usize) -> Self {
+        let max_size = max(64, (1 << 18) / per_alignment);
+        AlignmentSweep { end, lo, hi, size: first.clamp(1, max_size), max_size }
+    }
+
+    fn next_block(&mut self) -> Option<(usize, usize)> {
+        if self.lo >= self.hi {
+            return None;
+        }
+        let size = min(self.size, self.hi - self.lo);
+        self.size = min(self.size.saturating_mul(2), self.max_size);
+        Some(match self.end {
+            End::First => {
+                self.lo += size;
+                (self.lo - size, self.lo)
+            }
+            End::Last => {
+                self.hi -= size;
+                (self.hi, self.hi + size)
+            }
+        })
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -200,6 +377,47 @@ fn for_each_occurrence(
     lo: usize,
     hi: usize,
     index: Option<&CharIndex>,
+    f: impl FnMut(usize),
+) {
+    for_each_anchored(pat, text, lo, hi, Anchor::new(pat, index), f);
+}
+
+/// The character of a pattern that [`for_each_occurrence`] scans for: its offset `r` in the
+/// pattern and, with an index, its positions in the text. Depends only on the pattern and the
+/// text, so it can be reused for several ranges.
+#[derive(Clone, Copy)]
+struct Anchor<'i> {
+    r: usize,
+    positions: Option<&'i [u32]>,
+}
+
+impl<'i> Anchor<'i> {
+    /// With an index, the pattern's rarest character in the text (the first if tied); without,
+    /// its least common one by a fixed prose-frequency guess.
+    fn new(pat: &[char], index: Option<&'i CharIndex>) -> Self {
+        match index {
+            Some(index) => {
+                let (r, positions) = (0..pat.len())
+                    .map(|i| (i, index.positions(pat[i])))
+                    .min_by_key(|(_, v)| v.len())
+                    .unwrap_or((0, &[]));
+                Anchor { r, positions: Some(positions) }
+            }
+            None => {
+                let r = (0..pat.len()).min_by_key(|&i| commonness(pat[i])).unwrap_or(0);
+                Anchor { r, positions: None }
+            }
+        }
+    }
+}
+
+/// [`for_each_occurrence`] with the pattern's anchor computed beforehand.
+fn for_each_anchored(
+    pat: &[char],
+    text: &[char],
+    lo: usize,
+    hi: usize,
+    anchor: Anchor<'_>,
     mut f: impl FnMut(usize),
 ) {
     let p = pat.len();
@@ -207,30 +425,14 @@ fn for_each_occurrence(
     if p == 0 || lo >= hi || hi - lo < p {
         return;
     }
-    // fail[i]: length of the longest proper border of pat[..=i].
-    let mut fail = vec![0usize; p];
-    let mut b = 0usize;
-    for i in 1..p {
-        while b > 0 && pat[i] != pat[b] {
-            b = fail[b - 1];
-        }
-        if pat[i] == pat[b] {
-            b += 1;
-        }
-        fail[i] = b;
-    }
-    // Fast path: anchor on the pattern's least common character (by a fixed prose-frequency
-    // guess), scan for it, and verify each candidate; this visits few positions on ordinary
-    // text. Periodic or adversarial text makes verification expensive: after `budget`
-    // verified characters fall back to KMP from where the scan stopped. Both report the same
-    // occurrences in ascending order.
+    // Fast path: anchor on one character of the pattern, scan for it, and verify each
+    // candidate; this visits few positions on ordinary text. Periodic or adversarial text makes
+    // verification expensive: after `budget` verified characters fall back to KMP from where
+    // the scan stopped. Both report the same occurrences in ascending order.
     let mut budget = (hi - lo).saturating_mul(2) + 64;
-    if let Some(index) = index {
-        // The same scan over the positions of the pattern's rarest character in this text.
-        let (r, positions) = (0..p)
-            .map(|i| (i, index.positions(pat[i])))
-            .min_by_key(|(_, v)| v.len())
-            .unwrap_or((0, &[]));
+    let r = anchor.r;
+    if let Some(positions) = anchor.positions {
+        // The same scan over the positions of the anchor character in this text.
         let first = positions.partition_point(|&x| (x as usize) < lo + r);
         for &x in &positions[first..] {
             let start = x as usize - r;
@@ -242,12 +444,11 @@ fn for_each_occurrence(
                 f(start);
             }
             if budget == 0 {
-                return kmp_from(pat, &fail, text, start + 1, hi, f);
+                return kmp_from(pat, text, start + 1, hi, f);
             }
         }
         return;
     }
-    let r = (0..p).min_by_key(|&i| commonness(pat[i])).unwrap_or(0);
     let mut i = lo + r;
     while i + (p - r) <= hi {
         match text[i..hi - (p - r - 1)].iter().position(|&c| c == pat[r]) {
@@ -260,7 +461,7 @@ fn for_each_occurrence(
             f(start);
         }
         if budget == 0 {
-            return kmp_from(pat, &fail, text, start + 1, hi, f);
+            return kmp_from(pat, text, start + 1, hi, f);
         }
         i += 1;
     }
@@ -338,8 +539,20 @@ fn commonness(c: char) -> u8 {
 }
 
 /// Knuth–Morris–Pratt over `text[from..hi]`, reporting starts of occurrences ending by `hi`.
-fn kmp_from(pat: &[char], fail: &[usize], text: &[char], from: usize, hi: usize, mut f: impl FnMut(usize)) {
+fn kmp_from(pat: &[char], text: &[char], from: usize, hi: usize, mut f: impl FnMut(usize)) {
     let p = pat.len();
+    // fail[i]: length of the longest proper border of pat[..=i].
+    let mut fail = vec![0usize; p];
+    let mut b = 0usize;
+    for i in 1..p {
+        while b > 0 && pat[i] != pat[b] {
+            b = fail[b - 1];
+        }
+        if pat[i] == pat[b] {
+            b += 1;
+        }
+        fail[i] = b;
+    }
     let mut q = 0usize;
     for (i, &c) in text.iter().enumerate().take(hi).skip(from) {
         while q > 0 && c != pat[q] {
@@ -627,62 +840,133 @@ fn ngram_search_with(
     use_memo: bool,
     index: Option<&CharIndex>,
 ) {
-    let m = sub.len();
-    let n = seq.len();
+    let ngrams = ngram_windows(sub.len(), seq.len(), k);
+    let mut expander = NgramExpander::new(sub, seq, k, ngrams.len(), use_memo);
+    for (idx, w) in ngrams.iter().enumerate() {
+        for_each_occurrence(w.ngram(sub), seq, w.lo, w.hi, index, |x| {
+            if let Some(found) = expander.raw_match(idx, w.a, x) {
+                groups.add_one(found);
+            }
+        });
+    }
+}
+
+/// The n-gram `sub[a..a+g]` and its search window `seq[lo..hi]`.
+#[derive(Clone, Copy)]
+struct NgramWindow {
+    a: usize,
+    g: usize,
+    lo: usize,
+    hi: usize,
+}
+
+/// Upstream's n-grams (length `len(sub) // (k+1)`, at offsets 0, g, 2g, ... while they fit)
+/// and their windows `[max(0, a-k), min(n, n-m+b+k))`, clamped as upstream's search_exact does.
+fn ngram_windows(m: usize, n: usize, k: usize) -> Vec<NgramWindow> {
     let g = m / (k + 1);
     if g == 0 {
-        return;
+        return Vec::new();
     }
-    let mut scores: Vec<usize> = Vec::new();
-    let mut left_text: Vec<char> = Vec::new();
-    let mut a = 0usize;
-    while a + g <= m {
-        let b = a + g;
-        let left_pat: Vec<char> = sub[..a].iter().rev().copied().collect();
-        let right_pat = &sub[b..];
-        let mut right_memo = Memo::default();
-        let mut left_memo = Memo::default();
-        // Window [max(0, a-k), min(n, n-m+b+k)), clamped as upstream's search_exact does.
-        let lo = min(a.saturating_sub(k), n);
-        let hi = min(n, (n + b).saturating_add(k).saturating_sub(m));
-        let hi = max(hi, lo);
-        for_each_occurrence(&sub[a..b], seq, lo, hi, index, |x| {
-            // seq[x+g : x-a+m+k]; x >= a-k, so the end is non-negative, and >= x+g.
-            let r_lo = x + g;
-            let r_hi = max(r_lo, min(n, (x + m).saturating_add(k) - a));
-            let hit =
-                if use_memo { right_memo.get(seq, r_lo, r_hi, k, Dir::Forward) } else { None };
-            let right = match hit {
-                Some(r) => r,
-                None => {
-                    let e = expand(right_pat, &seq[r_lo..r_hi], k, &mut scores);
-                    right_memo.put(r_lo, r_hi, k, e);
-                    e.result
-                }
-            };
-            let Some((dr, rsize)) = right else {
-                return;
-            };
-            // seq[max(0, x-a-(k-dr)) : x], reversed.
-            let kl = k - dr;
-            let l_lo = x.saturating_sub(a.saturating_add(kl));
-            let hit = if use_memo { left_memo.get(seq, l_lo, x, kl, Dir::Backward) } else { None };
-            let left = match hit {
-                Some(r) => r,
-                None => {
-                    left_text.clear();
-                    left_text.extend(seq[l_lo..x].iter().rev());
-                    let e = expand(&left_pat, &left_text, kl, &mut scores);
-                    left_memo.put(l_lo, x, kl, e);
-                    e.result
-                }
-            };
-            let Some((dl, lsize)) = left else {
-                return;
-            };
-            groups.add_one(NearMatch { start: x - lsize, end: x + g + rsize, dist: dl + dr });
-        });
-        a += g;
+    (0..=m - g)
+        .step_by(g)
+        .map(|a| {
+            let lo = min(a.saturating_sub(k), n);
+            let hi = min(n, (n + a + g).saturating_add(k).saturating_sub(m));
+            NgramWindow { a, g, lo, hi: max(hi, lo) }
+        })
+        .collect()
+}
+
+impl NgramWindow {
+    /// Calls `f(x)` for the occurrences `x` of the n-gram in its window with `x0 <= x < x1`,
+    /// ascending.
+    fn for_each_in_block(
+        &self,
+        sub: &[char],
+        seq: &[char],
+        x0: usize,
+        x1: usize,
+        anchor: Anchor<'_>,
+        f: impl FnMut(usize),
+    ) {
+        let lo = max(self.lo, x0);
+        let hi = min(self.hi, x1.saturating_add(self.g - 1));
+        for_each_anchored(self.ngram(sub), seq, lo, hi, anchor, f);
+    }
+
+    fn ngram<'s>(&self, sub: &'s [char]) -> &'s [char] {
+        &sub[self.a..self.a + self.g]
+    }
+}
+
+/// Turns an exact occurrence of an n-gram into upstream's raw match (or none): expansion to
+/// the right, then to the left with the distance left over. Keeps one pair of memos per n-gram
+/// (a memo hit is exact whatever the order in which occurrences come) and the scratch buffers.
+struct NgramExpander<'s> {
+    sub: &'s [char],
+    seq: &'s [char],
+    k: usize,
+    g: usize,
+    /// `sub` reversed: the left pattern of the n-gram at `a` is `rev_sub[m-a..]`.
+    rev_sub: Vec<char>,
+    /// Per n-gram: (right memo, left memo).
+    memos: Vec<(Memo, Memo)>,
+    use_memo: bool,
+    scores: Vec<usize>,
+    left_text: Vec<char>,
+}
+
+impl<'s> NgramExpander<'s> {
+    fn new(sub: &'s [char], seq: &'s [char], k: usize, ngrams: usize, use_memo: bool) -> Self {
+        NgramExpander {
+            sub,
+            seq,
+            k,
+            g: sub.len() / (k + 1),
+            rev_sub: sub.iter().rev().copied().collect(),
+            memos: (0..ngrams).map(|_| (Memo::default(), Memo::default())).collect(),
+            use_memo,
+            scores: Vec::with_capacity(sub.len()),
+            left_text: Vec::with_capacity(sub.len() + k),
+        }
+    }
+
+    /// The raw match grown from the occurrence at `x` of the n-gram number `idx`, at offset
+    /// `a` in `sub`. It lies within `[x-a-k, x-a+m+k)` (see the window arithmetic below).
+    fn raw_match(&mut self, idx: usize, a: usize, x: usize) -> Option<NearMatch> {
+        let (seq, k, g) = (self.seq, self.k, self.g);
+        let (m, n) = (self.sub.len(), seq.len());
+        let (right_memo, left_memo) = &mut self.memos[idx];
+        // seq[x+g : x-a+m+k]; x >= a-k, so the end is non-negative, and >= x+g.
+        let r_lo = x + g;
+        let r_hi = max(r_lo, min(n, (x + m).saturating_add(k) - a));
+        let hit =
+            if self.use_memo { right_memo.get(seq, r_lo, r_hi, k, Dir::Forward) } else { None };
+        let right = match hit {
+            Some(r) => r,
+            None => {
+                let e = expand(&self.sub[a + g..], &seq[r_lo..r_hi], k, &mut self.scores);
+                right_memo.put(r_lo, r_hi, k, e);
+                e.result
+            }
+        };
+        let (dr, rsize) = right?;
+        // seq[max(0, x-a-(k-dr)) : x], reversed.
+        let kl = k - dr;
+        let l_lo = x.saturating_sub(a.saturating_add(kl));
+        let hit = if self.use_memo { left_memo.get(seq, l_lo, x, kl, Dir::Backward) } else { None };
+        let left = match hit {
+            Some(r) => r,
+            None => {
+                self.left_text.clear();
+                self.left_text.extend(seq[l_lo..x].iter().rev());
+                let e = expand(&self.rev_sub[m - a..], &self.left_text, kl, &mut self.scores);
+                left_memo.put(l_lo, x, kl, e);
+                e.result
+            }
+        };
+        let (dl, lsize) = left?;
+        Some(NearMatch { start: x - lsize, end: x + g + rsize, dist: dl + dr })
     }
 }
 
@@ -710,8 +994,8 @@ enum Dir {
 /// is exactly what a new expansion would give.
 #[derive(Default)]
 struct Memo {
-    /// (lo, hi, kk, outcome)
-    slots: Vec<(usize, usize, usize, Expansion)>,
+    /// (lo, hi, kk, outcome), filled in turn, then replaced oldest first.
+    slots: [Option<(usize, usize, usize, Expansion)>; MEMO_SLOTS],
     next: usize,
 }
 
@@ -727,7 +1011,7 @@ impl Memo {
         dir: Dir,
     ) -> Option<Option<(usize, usize)>> {
         let len = hi - lo;
-        for &(elo, ehi, ekk, e) in &self.slots {
+        for &(elo, ehi, ekk, e) in self.slots.iter().flatten() {
             let fits = if e.stopped { len >= e.read } else { len == e.read };
             if ekk != kk || !fits {
                 continue;
@@ -744,12 +1028,8 @@ impl Memo {
     }
 
     fn put(&mut self, lo: usize, hi: usize, kk: usize, e: Expansion) {
-        if self.slots.len() < MEMO_SLOTS {
-            self.slots.push((lo, hi, kk, e));
-        } else {
-            self.slots[self.next] = (lo, hi, kk, e);
-            self.next = (self.next + 1) % MEMO_SLOTS;
-        }
+        self.slots[self.next] = Some((lo, hi, kk, e));
+        self.next = (self.next + 1) % MEMO_SLOTS;
     }
 }
 
@@ -804,52 +1084,77 @@ fn expand_long(p: &[char], t: &[char], kk: usize, scores: &mut Vec<usize>) -> Ex
     if plen == 0 {
         return Expansion { result: Some((0, 0)), read: 0, stopped: true };
     }
-    scores.clear();
-    scores.extend(1..=plen);
-    let mut best = plen;
-    let mut best_len = 0usize;
+    // Nothing read: the best is still the empty prefix, at distance plen.
+    let none_read = (plen <= kk).then_some((plen, 0));
+    let Some(&c0) = t.first() else {
+        return Expansion { result: none_read, read: 0, stopped: false };
+    };
     let mut max_good = kk;
+    // The first row, whose band is the whole pattern, in closed form. Before it scores[j] is
+    // j + 1; it computes min(a + [c0 != p[j]], b + 1, cc + 1) with a = j (0 at j = 0),
+    // b = j + 1 and cc the previous cell (1 before column 0), which by induction on j is j if
+    // c0 occurs in p[..=j], else j + 1: with `f` the first column holding c0 (plen if none),
+    // j + 1 below f and j from f on. So the columns scoring at most max_good (good) are those
+    // j < f with j + 1 <= max_good, each reaching j + 1 + (max_good - (j + 1)) = max_good, and
+    // those f <= j <= max_good, each reaching max_good + 1; the row's last score is
+    // plen - 1 + [f == plen]. As the loop below would, the row starts with column 0 good (and
+    // reach 0) if 1 <= max_good.
+    let f = p.iter().position(|&pc| pc == c0).unwrap_or(plen);
+    scores.clear();
+    scores.extend((0..plen).map(|j| if j < f { j + 1 } else { j }));
+    if max_good == 0 && f > 0 {
+        // No good column: upstream's loop breaks after reading one char.
+        return Expansion { result: none_read, read: 1, stopped: true };
+    }
     let mut band_start = 0usize;
-    // Upstream's "range end" variable (one below the exclusive band end); None stands for -1.
-    let mut band_last: Option<usize> = Some(plen - 1);
-    let mut read = 0usize;
+    // The columns computed in the next row: `band_start..band_end`. Upstream keeps the end as
+    // "range end" (one below the exclusive end).
+    let mut band_end = if f <= max_good {
+        max_good + 2
+    } else {
+        // Here 1 <= max_good < f, so column 0 is good.
+        max_good + 1
+    };
+    band_end = min(plen, band_end);
+    let first_last = plen - 1 + usize::from(f == plen);
+    // The band of the first row is the whole pattern; best starts at plen.
+    let (mut best, mut best_len) = (plen, 0usize);
+    if first_last <= best {
+        best = first_last;
+        best_len = 1;
+        if best < max_good {
+            max_good = best;
+        }
+    }
+    let mut read = 1usize;
     let mut stopped = false;
-    for (q, &c) in t.iter().enumerate() {
+    for (q, &c) in t.iter().enumerate().skip(1) {
         read = q + 1;
-        let st = band_start;
-        let en = match band_last {
-            Some(e) => min(plen, e.saturating_add(1)),
-            None => 0,
-        };
         let mut a = q;
         let mut cc = q + 1;
-        let (mut new_start, mut new_last): (Option<usize>, Option<usize>) =
-            if cc <= max_good { (Some(0), Some(0)) } else { (None, None) };
-        for j in st..en {
-            let b = scores[j];
-            cc = min(min(a + usize::from(c != p[j]), b + 1), cc + 1);
-            scores[j] = cc;
+        // The first column of this row scoring at most max_good (usize::MAX if none), and the
+        // greatest `j + 1 + (max_good - score)` over such columns (upstream's new range end).
+        let (mut first_good, mut last) = if cc <= max_good { (0, 0) } else { (usize::MAX, 0) };
+        let (lo, hi) = (band_start, max(band_start, band_end));
+        let row = scores[lo..hi].iter_mut().zip(&p[lo..hi]);
+        for (j, (s, &pc)) in (lo..).zip(row) {
+            let b = *s;
+            cc = min(a + usize::from(c != pc), min(b, cc) + 1);
+            *s = cc;
             a = b;
             if cc <= max_good {
-                if new_start.is_none() {
-                    new_start = Some(j);
-                }
-                let reach = j + 1 + (max_good - cc);
-                new_last = Some(match new_last {
-                    Some(e) => max(e, reach),
-                    None => reach,
-                });
+                first_good = min(first_good, j);
+                last = max(last, j + 1 + (max_good - cc));
             }
         }
-        match new_start {
-            Some(s) => band_start = s,
-            None => {
-                stopped = true;
-                break;
-            }
+        if first_good == usize::MAX {
+            stopped = true;
+            break;
         }
-        band_last = new_last;
-        if en == plen && cc <= best {
+        let full_row = band_end == plen;
+        band_start = first_good;
+        band_end = min(plen, last + 1);
+        if full_row && cc <= best {
             best = cc;
             best_len = q + 1;
             if best < max_good {
@@ -1187,6 +1492,246 @@ mod tests {
             ngram_search_with(&sub, &seq, k, &mut plain, false, None);
             assert_eq!(find_near_matches(&sub, &seq, k), plain.finish(), "{sub:?} {seq:?} {k}");
         }
+    }
+
+    /// A test input for `extreme_match`: random, periodic, prose-like, with copies of `sub`.
+    fn extreme_case(rng: &mut Rng) -> (Vec<char>, Vec<char>, usize) {
+        const WORDS: [&str; 12] = [
+            "the", "of", "model", "page", "reading", "order", "naïve", "résumé", "a", "table",
+            "**bold**", "1.",
+        ];
+        let alphabets: Vec<Vec<char>> = ["a", "ab", "ab e", "abc", "abcdeéü€ ", ". a"]
+            .iter()
+            .map(|s| s.chars().collect())
+            .collect();
+        let alpha = &alphabets[rng.below(alphabets.len())];
+        let big = rng.below(8) == 0;
+        let n = rng.below(if big { 1500 } else { 300 });
+        let mut seq: Vec<char> = match rng.below(3) {
+            0 => rng.string(alpha, n),
+            1 => {
+                let unit_len = 1 + rng.below(6);
+                let unit = rng.string(alpha, unit_len);
+                unit.iter().cycle().take(n).copied().collect()
+            }
+            _ => {
+                let mut text = String::new();
+                while text.chars().count() < n {
+                    text.push_str(WORDS[rng.below(WORDS.len())]);
+                    text.push(if rng.below(9) == 0 { '\n' } else { ' ' });
+                }
+                text.chars().collect()
+            }
+        };
+        let m = 1 + rng.below(60);
+        let mut sub: Vec<char> = match rng.below(3) {
+            0 if seq.len() > m => {
+                let at = rng.below(seq.len() - m);
+                seq[at..at + m].to_vec()
+            }
+            1 => {
+                let unit_len = 1 + rng.below(4);
+                let unit = rng.string(alpha, unit_len);
+                unit.iter().cycle().take(m).copied().collect()
+            }
+            _ => rng.string(alpha, m),
+        };
+        // A few edits to sub, then a few (edited) copies of it in seq.
+        for _ in 0..rng.below(3) {
+            let at = rng.below(sub.len());
+            sub[at] = alpha[rng.below(alpha.len())];
+        }
+        for _ in 0..rng.below(4) {
+            let mut copy = sub.clone();
+            for _ in 0..rng.below(3) {
+                match rng.below(3) {
+                    0 if copy.len() > 1 => {
+                        copy.remove(rng.below(copy.len()));
+                    }
+                    1 => copy.insert(rng.below(copy.len() + 1), alpha[rng.below(alpha.len())]),
+                    _ => {
+                        let at = rng.below(copy.len());
+                        copy[at] = alpha[rng.below(alpha.len())];
+                    }
+                }
+            }
+            let at = rng.below(seq.len() + 1);
+            seq.splice(at..at, copy);
+        }
+        // k over 0..=m+1: 0 a fifth of the time, else half of the time in the n-gram range
+        // (m // (k+1) >= 3).
+        let k = match rng.below(10) {
+            0 | 1 => 0,
+            2..=5 if m >= 6 => 1 + rng.below(m / 3 - 1),
+            _ => rng.below(m + 2),
+        };
+        (sub, seq, k)
+    }
+
+    /// `extreme_match` against the ends of the full search, with and without the index and
+    /// with tiny alignment blocks (many block boundaries).
+    #[test]
+    fn extreme_match_is_the_first_or_last_full_match() {
+        let mut rng = Rng(0xC0FF_EE12_3456_789B);
+        let mut by_path = [0usize; 4]; // exact, k >= m, n-gram, LP
+        let mut early = 0;
+        for _ in 0..12_000 {
+            let (sub, seq, k) = extreme_case(&mut rng);
+            let m = sub.len();
+            by_path[if k == 0 {
+                0
+            } else if k >= m {
+                1
+            } else if m / (k + 1) >= 3 {
+                2
+            } else {
+                3
+            }] += 1;
+            let all = find_near_matches(&sub, &seq, k);
+            let index = CharIndex::new(&seq).unwrap();
+            let first_block = 1 + rng.below(8);
+            for (end, want) in [(End::First, all.first()), (End::Last, all.last())] {
+                let want = want.copied();
+                let ctx = || format!("{end:?} {sub:?} {seq:?} {k}");
+                assert_eq!(extreme_match(&sub, &seq, k, end, None), want, "{}", ctx());
+                assert_eq!(extreme_match(&sub, &seq, k, end, Some(&index)), want, "{}", ctx());
+                let tiny = extreme_match_blocks(&sub, &seq, k, end, Some(&index), first_block);
+                assert_eq!(tiny, want, "tiny blocks: {}", ctx());
+            }
+            if all.len() > 1 {
+                early += 1;
+            }
+        }
+        eprintln!("extreme_match: {by_path:?} cases by path (exact, k>=m, n-gram, LP), {early} with several matches");
+        assert!(by_path.iter().all(|&c| c > 500), "{by_path:?}");
+        assert!(early > 3000, "{early}");
+    }
+
+    /// `extreme_match` on many short texts over two or three letters with tiny blocks: here
+    /// the bounds of the early exit are often tight (moving either by one fails this test).
+    #[test]
+    fn extreme_match_on_small_dense_inputs() {
+        let mut rng = Rng(0xABCD_EF01_2345_6789);
+        let alphabets: Vec<Vec<char>> =
+            ["ab", "abc", "ab "].iter().map(|s| s.chars().collect()).collect();
+        for i in 0..100_000 {
+            let alpha = &alphabets[rng.below(alphabets.len())];
+            let m = 1 + rng.below(16);
+            let k = if m >= 6 && rng.below(4) != 0 {
+                1 + rng.below(m / 3 - 1)
+            } else {
+                rng.below(m + 1)
+            };
+            let sub = rng.string(alpha, m);
+            let n = rng.below(40);
+            let seq = rng.string(alpha, n);
+            let all = find_near_matches(&sub, &seq, k);
+            for (end, want) in [(End::First, all.first()), (End::Last, all.last())] {
+                let got = extreme_match_blocks(&sub, &seq, k, end, None, 1 + rng.below(4));
+                assert_eq!(got, want.copied(), "{i} {end:?} {sub:?} {seq:?} {k}");
+            }
+        }
+    }
+
+    /// Upstream's `_expand_long` as first ported (a direct transcription), for the tests.
+    fn expand_long_reference(p: &[char], t: &[char], kk: usize) -> Expansion {
+        let plen = p.len();
+        if plen == 0 {
+            return Expansion { result: Some((0, 0)), read: 0, stopped: true };
+        }
+        let mut scores: Vec<usize> = (1..=plen).collect();
+        let (mut best, mut best_len, mut max_good) = (plen, 0usize, kk);
+        let mut band_start = 0usize;
+        let mut band_last: Option<usize> = Some(plen - 1);
+        let (mut read, mut stopped) = (0usize, false);
+        for (q, &c) in t.iter().enumerate() {
+            read = q + 1;
+            let st = band_start;
+            let en = match band_last {
+                Some(e) => min(plen, e.saturating_add(1)),
+                None => 0,
+            };
+            let mut a = q;
+            let mut cc = q + 1;
+            let (mut new_start, mut new_last): (Option<usize>, Option<usize>) =
+                if cc <= max_good { (Some(0), Some(0)) } else { (None, None) };
+            for j in st..en {
+                let b = scores[j];
+                cc = min(min(a + usize::from(c != p[j]), b + 1), cc + 1);
+                scores[j] = cc;
+                a = b;
+                if cc <= max_good {
+                    if new_start.is_none() {
+                        new_start = Some(j);
+                    }
+                    let reach = j + 1 + (max_good - cc);
+                    new_last = Some(match new_last {
+                        Some(e) => max(e, reach),
+                        None => reach,
+                    });
+                }
+            }
+            match new_start {
+                Some(s) => band_start = s,
+                None => {
+                    stopped = true;
+                    break;
+                }
+            }
+            band_last = new_last;
+            if en == plen && cc <= best {
+                best = cc;
+                best_len = q + 1;
+                if best < max_good {
+                    max_good = best;
+                }
+            }
+        }
+        Expansion { result: (best <= kk).then_some((best, best_len)), read, stopped }
+    }
+
+    #[test]
+    fn expand_long_matches_its_direct_transcription() {
+        let alphabets: Vec<Vec<char>> =
+            ["a", "ab", "abc", "ab e", "abcdefghij"].iter().map(|s| s.chars().collect()).collect();
+        let mut rng = Rng(0x0DDB_A11C_AFE5_1234);
+        let mut scores = Vec::new();
+        let mut found = 0;
+        for _ in 0..200_000 {
+            let alpha = &alphabets[rng.below(alphabets.len())];
+            let plen = rng.below(40);
+            let p = rng.string(alpha, plen);
+            let mut t = if rng.below(2) == 0 || p.is_empty() {
+                let tlen = rng.below(60);
+                rng.string(alpha, tlen)
+            } else {
+                // An edited copy of p, then more text.
+                let mut t = p.clone();
+                for _ in 0..rng.below(6) {
+                    let at = rng.below(t.len() + 1);
+                    match rng.below(3) {
+                        0 if at < t.len() => {
+                            t.remove(at);
+                        }
+                        1 if at < t.len() => t[at] = alpha[rng.below(alpha.len())],
+                        _ => t.insert(at, alpha[rng.below(alpha.len())]),
+                    }
+                }
+                t
+            };
+            let more = rng.below(10);
+            t.extend(rng.string(alpha, more));
+            let kk = rng.below(12);
+            let want = expand_long_reference(&p, &t, kk);
+            let got = expand_long(&p, &t, kk, &mut scores);
+            assert_eq!(
+                (got.result, got.read, got.stopped),
+                (want.result, want.read, want.stopped),
+                "{p:?} {t:?} {kk}"
+            );
+            found += usize::from(want.result.is_some());
+        }
+        assert!(found > 50_000, "{found}");
     }
 
     #[test]

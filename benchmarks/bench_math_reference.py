@@ -69,22 +69,29 @@ def change(rng: random.Random, f: str) -> str:
     return f + " + 1"
 
 
+def completion(rng: random.Random, ref: str) -> str:
+    """A short page holding `ref` verbatim, rewritten, changed or not at all, among 0-5 other
+    delimited equations."""
+    roll = rng.random()
+    target = ref if roll < 0.3 else rewrite(rng, ref) if roll < 0.65 else change(rng, ref) if roll < 0.9 else None
+    eqs = rng.sample(OTHER, rng.randint(0, 4) if target else rng.randint(1, 5))
+    if target:
+        eqs.insert(rng.randrange(len(eqs) + 1), target)
+    parts = []
+    for e in eqs:
+        d = rng.choice(["$%s$", "$$%s$$", "\\(%s\\)", "\\[%s\\]", "$$\n%s\n$$"])
+        parts.append("Some prose about the model, then %s and more words." % (d % e))
+    return "\n\n".join(parts)
+
+
 def make_pairs(seed: int = 0, n: int = 200) -> list[tuple[dict, str]]:
     rng = random.Random(seed)
     pairs = []
     for i in range(n):
         ref = formula(rng, 1000 * seed + i)
-        roll = rng.random()
-        target = ref if roll < 0.3 else rewrite(rng, ref) if roll < 0.65 else change(rng, ref) if roll < 0.9 else None
-        eqs = rng.sample(OTHER, rng.randint(0, 4) if target else rng.randint(1, 5))
-        if target:
-            eqs.insert(rng.randrange(len(eqs) + 1), target)
-        parts = []
-        for e in eqs:
-            d = rng.choice(["$%s$", "$$%s$$", "\\(%s\\)", "\\[%s\\]", "$$\n%s\n$$"])
-            parts.append("Some prose about the model, then %s and more words." % (d % e))
+        text = completion(rng, ref)
         record = {"pdf": "bench/math.pdf", "page": 1, "id": "m%04d" % i, "type": "math", "math": ref}
-        pairs.append((record, "\n\n".join(parts)))
+        pairs.append((record, text))
     return pairs
 
 

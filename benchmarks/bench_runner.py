@@ -44,7 +44,7 @@ from gen_bench_summary import parse  # noqa: E402
 from make_pdfs import make_pdf  # noqa: E402
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-from bench_math_reference import OTHER, change, formula, rewrite  # noqa: E402
+from bench_math_reference import completion, formula  # noqa: E402
 
 WORDS = (
     "the of model page table reading order document attention sparse layout token equation figure results "
@@ -148,20 +148,6 @@ def generate(root: Path, n_tests: int, n_candidates: int, n_repeats: int, seed: 
     return count
 
 
-def math_page(rng: random.Random, ref: str) -> str:
-    """A completion holding `ref` verbatim, rewritten, changed or not at all, among others."""
-    roll = rng.random()
-    target = ref if roll < 0.3 else rewrite(rng, ref) if roll < 0.65 else change(rng, ref) if roll < 0.9 else None
-    eqs = rng.sample(OTHER, rng.randint(0, 4) if target else rng.randint(1, 5))
-    if target:
-        eqs.insert(rng.randrange(len(eqs) + 1), target)
-    parts = []
-    for e in eqs:
-        d = rng.choice(["$%s$", "$$%s$$", "\\(%s\\)", "\\[%s\\]", "$$\n%s\n$$"])
-        parts.append("Some prose about the model, then %s and more words." % (d % e))
-    return "\n\n".join(parts)
-
-
 def generate_math(root: Path, n_tests: int, n_candidates: int, n_repeats: int, seed: int = 0) -> int:
     rng = random.Random(seed)
     (root / "pdfs").mkdir(parents=True)
@@ -174,7 +160,7 @@ def generate_math(root: Path, n_tests: int, n_candidates: int, n_repeats: int, s
         for c in range(n_candidates):
             (root / f"model_{c}").mkdir(exist_ok=True)
             for r in range(n_repeats):
-                (root / f"model_{c}" / f"{key}_pg1_repeat{r + 1}.md").write_text(math_page(rng, ref))
+                (root / f"model_{c}" / f"{key}_pg1_repeat{r + 1}.md").write_text(completion(rng, ref))
     (root / "math_tests.jsonl").write_text("".join(line + "\n" for line in lines))
     return 2 * n_tests  # + the auto baselines
 

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
+from clirun import invoke
 
 from olmocr_rl.bench import bootstrap_ci, load_bench, percentile, run_bench, summary_dict
-from olmocr_rl.cli import app
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "bench_fixtures"
@@ -177,7 +176,7 @@ def test_universal_newlines_reach_the_checks(tmp_path):
 
 def test_details_file_and_json_output(tmp_path):
     details = tmp_path / "details.jsonl"
-    out = CliRunner().invoke(app, ["bench", str(FIXTURES), "--details", str(details), "--json"])
+    out = invoke(["bench", str(FIXTURES), "--details", str(details), "--json"])
     assert out.exit_code == 0, out.output
     summary = json.loads(out.stdout)
     ref = next(c for c in GOLDEN if c["case"] == "fixtures")["candidates"]
@@ -206,12 +205,12 @@ def test_details_file_and_json_output(tmp_path):
 
 
 def test_terminal_report_and_progress_free_output():
-    out = CliRunner().invoke(app, ["bench", str(FIXTURES), "--candidate", "demo_model", "--workers", "2", "--show-failures"])
+    out = invoke(["bench", str(FIXTURES), "--candidate", "demo_model", "--workers", "2", "--show-failures"])
     assert out.exit_code == 0, out.output
     assert "demo_model" in out.output and "91.9%" in out.output
     assert "letter_tests.jsonl" in out.output and "[FAIL]" in out.output
     assert "FAILED (errors)" not in out.output  # the legend only explains a status that occurs
-    failed = CliRunner().invoke(app, ["bench", str(ERRORS)])
+    failed = invoke(["bench", str(ERRORS)])
     assert failed.exit_code == 0 and "FAILED (errors): the candidate has errors" in " ".join(failed.output.split())
 
 
@@ -241,7 +240,7 @@ def test_error_candidates(tmp_path):
 
 
 def _cli_error(args: list[str]) -> str:
-    out = CliRunner().invoke(app, ["bench", *map(str, args)])
+    out = invoke(["bench", *map(str, args)])
     assert out.exit_code == 1, out.output
     assert "Traceback" not in out.output
     return out.output
@@ -256,14 +255,14 @@ def test_user_errors_are_one_clear_message(tmp_path):
     (root / "pdfs" / "c.pdf").write_bytes(b"%PDF-1.4\nthis is not a pdf")
     msg = _cli_error([root])
     assert "c.pdf: cannot read the PDF" in msg
-    out = CliRunner().invoke(app, ["bench", str(root), "--force", "--json"])
+    out = invoke(["bench", str(root), "--force", "--json"])
     assert out.exit_code == 0, out.output
     assert any("c.pdf: cannot read the PDF" in w for w in json.loads(out.stdout)["warnings"])
     (root / "pdfs" / "c.pdf").unlink()
     # A page without tests stops the run unless --force.
     (root / "pdfs" / "a.pdf").write_bytes(make_pdf([["alpha beta"], ["second page"]]))
     assert "no test for a.pdf page 2 (use --force" in _cli_error([root])
-    assert CliRunner().invoke(app, ["bench", str(root), "--force", "--json"]).exit_code == 0
+    assert invoke(["bench", str(root), "--force", "--json"]).exit_code == 0
     # A malformed test line names file:line (every bad line, not only the first).
     with open(root / "tests.jsonl", "a") as f:
         f.write('{"pdf": "a.pdf", "page": 1, "id": "bad", "type": "present"}\n{not json\n')
@@ -286,7 +285,7 @@ def test_unsupported_types_are_reported_and_left_out(tmp_path, kind):
     assert [o.id for o in c.outcomes] == ["b"] and c.skipped == 1 and not c.failed
     js = summary_dict(summary)
     assert js["unsupported"][kind]["tests"] == 1 and js["candidates"][0]["unsupported_tests"] == 1
-    out = CliRunner().invoke(app, ["bench", str(root)])
+    out = invoke(["bench", str(root)])
     assert "not supported by this version" in out.output
 
 

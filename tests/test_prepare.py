@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from typer.testing import CliRunner
+from clirun import invoke
 
 from olmocr_rl import BenchSuite
-from olmocr_rl.cli import app
 from olmocr_rl.data import (
     PrepareError,
     PrepareOptions,
@@ -161,22 +160,20 @@ def test_broken_inputs_are_reported_exactly_and_the_rest_prepared(broken_bench: 
 
 
 def test_cli_prints_report_and_strict_fails(broken_bench: Path, tmp_path: Path) -> None:
-    runner = CliRunner(env={"COLUMNS": "200"})
-    res = runner.invoke(app, ["prepare", str(broken_bench), str(tmp_path / "a"), "--quiet", "--workers", "1"])
+    res = invoke(["prepare", str(broken_bench), str(tmp_path / "a"), "--quiet", "--workers", "1"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     for word in ("missing PDF", "ghost.pdf", "unreadable PDF", "corrupt.pdf", "duplicate id", "extra_tests.jsonl:3"):
         assert word in res.output
-    res = runner.invoke(app, ["prepare", str(broken_bench), str(tmp_path / "b"), "--quiet", "--strict", "--workers", "1"])
+    res = invoke(["prepare", str(broken_bench), str(tmp_path / "b"), "--quiet", "--strict", "--workers", "1"], env={"COLUMNS": "200"})
     assert res.exit_code == 1
     assert "--strict" in res.output
     clean = copy_bench(tmp_path / "clean")
-    res = runner.invoke(app, ["prepare", str(clean), str(tmp_path / "c"), "--quiet", "--strict", "--workers", "1"])
+    res = invoke(["prepare", str(clean), str(tmp_path / "c"), "--quiet", "--strict", "--workers", "1"])
     assert res.exit_code == 0, res.output
 
 
 def test_user_errors_are_one_line(tmp_path: Path) -> None:
     bench = copy_bench(tmp_path / "bench")
-    runner = CliRunner()
     for args, message in [
         ([str(tmp_path / "nowhere")], "not a folder"),
         ([str(bench), "--jsonl-filter", "zzz"], "no JSONL file name matches"),
@@ -185,7 +182,7 @@ def test_user_errors_are_one_line(tmp_path: Path) -> None:
         ([str(bench), "--eval-fraction", "1.5"], "--eval-fraction"),
         ([str(bench), "--prompt-file", str(tmp_path / "none.txt")], "none.txt"),
     ]:
-        res = runner.invoke(app, ["prepare", args[0], str(tmp_path / "out"), *args[1:], "--quiet"])
+        res = invoke(["prepare", args[0], str(tmp_path / "out"), *args[1:], "--quiet"])
         assert res.exit_code == 1, args
         assert res.output.startswith("error: ") and message in res.output, res.output
     (tmp_path / "empty").mkdir()
@@ -258,7 +255,7 @@ def test_killed_run_resumes_to_the_same_output(tmp_path: Path) -> None:
     prepare(bench, clean, PrepareOptions(workers=1))
 
     out = tmp_path / "out"
-    code = "from olmocr_rl.cli import app; app()"
+    code = "import sys; from olmocr_rl.cli import main; sys.exit(main())"
     proc = subprocess.Popen([sys.executable, "-c", code, "prepare", str(bench), str(out), "--quiet", "--workers", "1"])
     try:
         deadline = time.monotonic() + 120
@@ -316,7 +313,7 @@ def test_prompt_files(tmp_path: Path) -> None:
     prompt_file = tmp_path / "prompt.txt"
     prompt_file.write_text("Read this page.\nAnswer in Markdown.\n\n", encoding="utf-8")
     assert read_prompt_file(prompt_file) == "Read this page.\nAnswer in Markdown."
-    res = CliRunner().invoke(app, ["prepare", str(bench), str(tmp_path / "out"), "--prompt-file", str(prompt_file), "--quiet", "--workers", "1"])
+    res = invoke(["prepare", str(bench), str(tmp_path / "out"), "--prompt-file", str(prompt_file), "--quiet", "--workers", "1"])
     assert res.exit_code == 0, res.output
     assert {r["prompt"] for r in load_manifest(tmp_path / "out")} == {"Read this page.\nAnswer in Markdown."}
     meta = load_prepared(tmp_path / "out")

@@ -11,9 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 from safetensors.torch import load_file, save_file  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
+from clirun import invoke
 
-from olmocr_rl.cli import app  # noqa: E402
 from olmocr_rl.soup import SoupError, soup  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench_fixtures"))
@@ -115,15 +114,14 @@ def test_mismatched_names_and_architecture_are_refused(two_ckpts, tmp_path):
 
 def test_cli(two_ckpts, tmp_path):
     a, b = two_ckpts
-    runner = CliRunner()
-    res = runner.invoke(app, ["soup", str(a), str(b), "--output", str(tmp_path / "s")])
+    res = invoke(["soup", str(a), str(b), "--output", str(tmp_path / "s")])
     assert res.exit_code == 0, res.output
     assert "averaged 2 checkpoints" in res.output
-    res = runner.invoke(app, ["soup", str(a), str(b), "--output", str(tmp_path / "s")])
+    res = invoke(["soup", str(a), str(b), "--output", str(tmp_path / "s")])
     assert res.exit_code == 1 and "exists and is not empty (use --overwrite" in res.output
-    res = runner.invoke(app, ["soup", str(a), "--output", str(tmp_path / "t")])
+    res = invoke(["soup", str(a), "--output", str(tmp_path / "t")])
     assert res.exit_code == 1 and "at least two checkpoints" in res.output
-    res = runner.invoke(app, ["soup", str(a), str(tmp_path / "missing"), "--output", str(tmp_path / "t")])
+    res = invoke(["soup", str(a), str(tmp_path / "missing"), "--output", str(tmp_path / "t")])
     assert res.exit_code == 1 and "not a directory" in res.output
 
 

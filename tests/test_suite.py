@@ -6,10 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from clirun import invoke
 
 from olmocr_rl import BenchSuite, SuiteError
-from olmocr_rl.cli import app
 
 FIXTURES = Path(__file__).parent.parent / "bench_fixtures"
 
@@ -84,34 +83,41 @@ def test_run_errors_are_reported_not_raised():
 
 
 def test_cli_validate_and_check():
-    runner = CliRunner()
-    out = runner.invoke(app, ["validate", str(FIXTURES)])
+    out = invoke(["validate", str(FIXTURES)])
     assert out.exit_code == 0, out.output
     assert "valid tests" in out.output
     page = FIXTURES / "demo_model" / "sample_paper_pg1_repeat1.md"
-    out = runner.invoke(app, ["check", str(FIXTURES), str(page), "--pdf", "sample_paper.pdf", "--json"])
+    out = invoke(["check", str(FIXTURES), str(page), "--pdf", "sample_paper.pdf", "--json"])
     assert out.exit_code == 0, out.output
     rows = [json.loads(line) for line in out.output.splitlines()]
     verdicts = {r["id"]: r["passed"] for r in rows}
     assert verdicts["sample_paper_present_title"] is True
     assert verdicts["sample_paper_present_caption"] is False
-    out = runner.invoke(app, ["check", str(FIXTURES), str(page), "--test", "nope"])
+    out = invoke(["check", str(FIXTURES), str(page), "--test", "nope"])
     assert out.exit_code == 1
 
 
 def test_cli_validate_reports_bad_lines(tmp_path):
     f = tmp_path / "t.jsonl"
     f.write_text(rec(1) + "\n" + rec(2, type="format", format="underline") + "\n")
-    out = CliRunner().invoke(app, ["validate", str(f)])
+    out = invoke(["validate", str(f)])
     assert out.exit_code == 1
     assert f"{f}:2: test 't2': Invalid format type" in out.output
 
 
 def test_help_and_version_do_not_import_heavy_modules():
-    code = (
-        "import sys; from typer.testing import CliRunner; from olmocr_rl.cli import app;"
-        "r = CliRunner().invoke(app, ['--version']); assert r.exit_code == 0, r.output;"
-        "assert r.output.startswith('olmocr-rl '), r.output;"
-        "assert not {'torch', 'trl', 'transformers'} & set(sys.modules)"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    heavy = "{'torch', 'trl', 'transformers', 'rich', 'typer'}"
+    for argv, first in ((["--version"], "olmocr-rl "), (["--help"], "usage: olmocr-rl"), (["bench", "--help"], "usage: olmocr-rl bench")):
+        code = (f"import sys; from olmocr_rl.cli import main; rc = main({argv!r}); "
+                f"assert rc == 0, rc; assert not {heavy} & set(sys.modules), sorted({heavy} & set(sys.modules))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert out.returncode == 0 and out.stdout.startswith(first), (argv, out.stdout, out.stderr)
+
+
+def test_usage_errors_exit_2_with_the_reason():
+    out = invoke(["bench", "x", "--workers", "0"])
+    assert out.exit_code == 2 and "argument --workers: 0 is not >= 1" in out.stderr
+    out = invoke(["validate", "x", "stray"])
+    assert out.exit_code == 2 and "unrecognized arguments: stray" in out.stderr
+    out = invoke(["nosuch"])
+    assert out.exit_code == 2 and "invalid choice" in out.stderr

@@ -14,9 +14,8 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("torch")
 
-from typer.testing import CliRunner  # noqa: E402
+from clirun import invoke
 
-from olmocr_rl.cli import app  # noqa: E402
 from olmocr_rl.train.config import ConfigError, TrainConfig, build_grpo_config, grpo_kwargs, load_config  # noqa: E402
 from olmocr_rl.train.preflight import errors, preflight  # noqa: E402
 
@@ -166,17 +165,16 @@ def test_preflight_rejects_bad_batch_and_names_the_fix(prepared, tmp_path):
 
 
 def test_cli_dry_run_prints_the_plan_and_rejects_bad_batches(prepared, tmp_path):
-    runner = CliRunner()
     out = tmp_path / "run"
-    res = runner.invoke(app, ["train", str(prepared), "--model", "m", "-o", str(out), "--dry-run", "num_generations=4"])
+    res = invoke(["train", str(prepared), "--model", "m", "-o", str(out), "--dry-run", "num_generations=4"])
     assert res.exit_code == 0, res.output
     assert "world size: 1" in res.output and "= 28 completions = 7 pages x 4 generations" in res.output
     assert "python -m olmocr_rl.train.worker" in res.output and not out.exists()
-    res = runner.invoke(app, ["train", str(prepared), "--model", "m", "-o", str(out), "--set", "gradient_accumulation_steps=6", "num_generations=4"])
+    res = invoke(["train", str(prepared), "--model", "m", "-o", str(out), "--set", "gradient_accumulation_steps=6", "num_generations=4"])
     assert res.exit_code == 1 and "fix: set gradient_accumulation_steps=8, or num_generations=3 or 6" in res.output and not out.exists()
     bad = tmp_path / "bad.yaml"
     bad.write_text("learning_rat: 1e-5\n")
-    res = runner.invoke(app, ["train", str(prepared), "--model", "m", "-o", str(out), "--config", str(bad)])
+    res = invoke(["train", str(prepared), "--model", "m", "-o", str(out), "--config", str(bad)])
     assert res.exit_code == 1 and "unknown key 'learning_rat'" in res.output
 
 
@@ -219,7 +217,7 @@ def test_processor_must_be_multimodal_and_rewards_build_by_name(tiny_model, prep
 def trained(prepared, tiny_model, tmp_path_factory):
     """The README demo's training step, through the CLI (in-process, one rank)."""
     out = tmp_path_factory.mktemp("train") / "run"
-    res = CliRunner().invoke(app, ["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE)])
+    res = invoke(["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE)])
     assert res.exit_code == 0, res.output
     assert f"score them: olmocr-rl bench {out} --candidate outputs" in res.output
     assert "step 2/2: loss=" in res.output  # the progress display's plain-line mode (not a terminal)
@@ -254,7 +252,7 @@ def test_outputs_are_scored_by_bench(trained):
     files = sorted(p.relative_to(out / "outputs").as_posix() for p in (out / "outputs").rglob("*.md"))
     assert files == ["letter_pg1_repeat1.md", "reports/annual_report_pg1_repeat1.md",
                      "reports/annual_report_pg2_repeat1.md", "sample_paper_pg1_repeat1.md"]
-    res = CliRunner().invoke(app, ["bench", str(out), "--candidate", "outputs", "--json"])
+    res = invoke(["bench", str(out), "--candidate", "outputs", "--json"])
     assert res.exit_code == 0, res.output
     summary_json = json.loads(res.output[res.output.index("{"):])
     (cand,) = summary_json["candidates"]
@@ -278,7 +276,7 @@ def test_final_outputs_from_the_saved_model_batched_with_repeats(trained):
 
 def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model, caplog):
     cfg, out, _ = trained
-    res = CliRunner().invoke(app, ["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE),
+    res = invoke(["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE),
                                    "--resume", "auto", "max_steps=3", "final_outputs=none", "eval_split=none"])
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "train_summary.json").read_text())

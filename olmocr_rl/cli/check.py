@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import warnings
 from pathlib import Path
-from typing import Annotated, Optional
 
-import typer
+from olmocr_rl.cli import echo, fail
 
-from olmocr_rl.cli import app
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("validate", help="Load and validate test JSONL as olmOCR-bench does; list every invalid record.",
+                       description="Load and validate test JSONL as olmOCR-bench does; list every invalid record.")
+    p.add_argument("tests", type=Path, help="A bench folder (top-level *.jsonl) or a .jsonl file.")
+    p.set_defaults(run=validate)
+
+    p = sub.add_parser("check", help="Run tests on one page of model output and print their verdicts.",
+                       description="Run tests on one page of model output and print their verdicts.")
+    p.add_argument("tests", type=Path, help="A bench folder or a .jsonl file.")
+    p.add_argument("page", type=Path, help="A markdown/text file: the model's output for one page.")
+    p.add_argument("--test", "-t", dest="test_id", action="append", help="Test id to run (repeatable; default: all tests of --pdf).")
+    p.add_argument("--pdf", help="Run every test of this PDF (as named in the JSONL).")
+    p.add_argument("--json", dest="as_json", action="store_true", help="One JSON object per test.")
+    p.set_defaults(run=check)
 
 
 def _load(path: Path, strict: bool):
@@ -18,60 +32,45 @@ def _load(path: Path, strict: bool):
     try:
         return BenchSuite.load(path, strict=strict)
     except (SuiteError, FileNotFoundError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
+        fail(str(e))
 
 
-@app.command()
-def validate(
-    tests: Annotated[Path, typer.Argument(help="A bench folder (top-level *.jsonl) or a .jsonl file.")],
-) -> None:
-    """Load and validate test JSONL as olmOCR-bench does; list every invalid record."""
+def validate(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # every error is printed below
-        suite = _load(tests, strict=False)
+        suite = _load(args.tests, strict=False)
     for err in suite.errors:
-        typer.echo(err, err=True)
+        echo(err, err=True)
     counts: dict[str, int] = {}
     for test_id in suite.ids:
         t = suite.info(test_id).type
         counts[t] = counts.get(t, 0) + 1
     summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-    typer.echo(f"{len(suite)} valid tests ({summary}); {len(suite.errors)} invalid")
-    if suite.errors:
-        raise typer.Exit(1)
+    echo(f"{len(suite)} valid tests ({summary}); {len(suite.errors)} invalid")
+    return 1 if suite.errors else 0
 
 
-@app.command()
-def check(
-    tests: Annotated[Path, typer.Argument(help="A bench folder or a .jsonl file.")],
-    page: Annotated[Path, typer.Argument(help="A markdown/text file: the model's output for one page.")],
-    test_id: Annotated[
-        Optional[list[str]], typer.Option("--test", "-t", help="Test id to run (repeatable; default: all tests of the page's PDF).")
-    ] = None,
-    pdf: Annotated[Optional[str], typer.Option(help="Run every test of this PDF (as named in the JSONL).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per test.")] = False,
-) -> None:
-    """Run tests on one page of model output and print their verdicts."""
-    suite = _load(tests, strict=True)
-    ids = list(test_id or [])
-    if pdf:
-        ids += [i for i in suite.ids if suite.info(i).pdf == pdf]
+def check(args: argparse.Namespace) -> int:
+    suite = _load(args.tests, strict=True)
+    ids = list(args.test_id or [])
+    if args.pdf:
+        ids += [i for i in suite.ids if suite.info(i).pdf == args.pdf]
     if not ids:
-        typer.echo("error: name tests with --test or --pdf", err=True)
-        raise typer.Exit(1)
+        fail("name tests with --test or --pdf")
     missing = [i for i in ids if i not in suite]
     if missing:
-        typer.echo(f"error: no test with id {missing[0]!r} in {tests}", err=True)
-        raise typer.Exit(1)
-    # Read as the benchmark does: UTF-8 with universal newlines.
-    text = page.read_text(encoding="utf-8")
+        fail(f"no test with id {missing[0]!r} in {args.tests}")
+    try:  # read as the benchmark does: UTF-8 with universal newlines
+        text = args.page.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"cannot read {args.page}: {e}")
     passed = 0
     for i, r in zip(ids, suite.check_batch([(text, ids)])[0]):
         passed += r.passed
-        if as_json:
-            typer.echo(json.dumps({"id": i, "type": suite.info(i).type, **r._asdict()}, ensure_ascii=False))
+        if args.as_json:
+            echo(json.dumps({"id": i, "type": suite.info(i).type, **r._asdict()}, ensure_ascii=False))
         else:
-            typer.echo(f"{'PASS' if r.passed else 'FAIL'}  {i}" + (f"  {r.explanation}" if r.explanation else ""))
-    if not as_json:
-        typer.echo(f"{passed}/{len(ids)} passed")
+            echo(f"{'PASS' if r.passed else 'FAIL'}  {i}" + (f"  {r.explanation}" if r.explanation else ""))
+    if not args.as_json:
+        echo(f"{passed}/{len(ids)} passed")
+    return 0

@@ -7,7 +7,7 @@ It reads a bench folder exactly as upstream `olmocr.bench.benchmark` does (spec 
 * a `baseline` test `<pdfkey>_baseline` (page 1, defaults) is added for every PDF that has no
   baseline test, filed under the pseudo-category "baseline"; `skip_baseline` drops all of them;
 * every page 1..N of every PDF must have a test, unless `force` (N as pypdf counts it: the core
-  reads plain PDFs itself, pypdf the rest; see `_pdf_page_count`);
+  reads plain PDFs itself, pypdf the rest; see `_pypdf_page_count`);
 * candidates: every sub-directory except `pdfs`; a candidate's page files are the `*.md` whose
   path relative to the candidate folder fully matches `<pdf key without .pdf>_pg<N>_repeat<M>.md`;
   a test on page P uses those whose basename contains `_pg<P>_`, each one a repeat; files are
@@ -179,13 +179,10 @@ class BenchSummary:
 # Loading
 
 
-def _pdf_page_count(path: str | os.PathLike[str], known: int | None = None) -> int:
-    """Pages in a PDF, as the reference counts them: `len(pypdf.PdfReader(path).pages)`, the
-    leaves of the page tree. `known` is the count from the core's own reader
-    (`_core.pdf_page_counts`), which answers only for files it reads completely, with pypdf's
-    number; pypdf (~80 ms to import) counts the others."""
-    if known is not None:
-        return known
+def _pypdf_page_count(path: str | os.PathLike[str]) -> int:
+    """Pages in a PDF as the reference counts them: `len(pypdf.PdfReader(path).pages)`, the leaves
+    of the page tree. Only for the files the core's own reader (`_core.pdf_page_counts`, the same
+    number without importing pypdf, ~80 ms) declines."""
     import logging
 
     from pypdf import PdfReader
@@ -272,7 +269,7 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
     known = _core.pdf_page_counts([pdf_dir / k for k in pdf_keys])
     for k, n in zip(pdf_keys, known):
         try:
-            page_counts[k] = _pdf_page_count(pdf_dir / k, n)
+            page_counts[k] = n if n is not None else _pypdf_page_count(pdf_dir / k)
         except Exception as e:  # noqa: BLE001 - pypdf raises many types on a corrupt file
             (warnings if force else problems).append(f"{pdf_dir / k}: cannot read the PDF ({type(e).__name__}: {e})")
             continue
@@ -372,7 +369,7 @@ def _check_files(
     names = list(ids)
     base = str(folder)
     items = [(os.path.join(base, f), ids[f]) for f in names]
-    total = sum(len(ids) for _, ids in items)
+    total = sum(len(item[1]) for item in items)
     chunks = [items]
     if progress:
         chunks, size = [[]], 0
@@ -391,18 +388,18 @@ def _check_files(
             rows.extend(suite._core.check_files(chunk))
         except (RuntimeError, NotImplementedError):  # an internal error: retry per page and test
             rows.extend([None] * len(chunk))
-        done += sum(len(ids) for _, ids in chunk)
+        done += sum(len(item[1]) for item in chunk)
     if progress:
         progress(f"{name}: checked {total} (test, page file) pairs", total, total)
     out: list[tuple[str, Any]] = []
-    for f, (path, ids), r in zip(names, items, rows):
+    for f, (path, test_ids), r in zip(names, items, rows):
         if r is None:
             try:
                 text = _read_page(Path(path))
             except (OSError, UnicodeDecodeError) as e:
                 out.append((f, f"cannot read {path}: {e}"))
                 continue
-            r = [tuple(c) for c in _run_checks(suite, [(text, ids)])[0]]
+            r = [tuple(c) for c in _run_checks(suite, [(text, test_ids)])[0]]
         out.append((f, r))
     return out
 

@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-# (module, commands it defines), in the order `--help` lists them.
+# The command modules, in the order `--help` lists their commands.
 _MODULES = ("check", "bench", "prepare", "train", "soup")
 
 

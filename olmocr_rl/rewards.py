@@ -98,25 +98,34 @@ class BenchReward:
         key = {"micro": "reward", "macro": "macro", "graded": "graded"}[self.average]
         return [getattr(s, key) if s is not None else None for s in scores]
 
-    def metrics(self, scores: Sequence[PageScore | None], test_ids: Sequence[Sequence[str] | None]) -> dict[str, float]:
-        """Batch pass rates by test type and by source JSONL, for logging."""
-        by_type: dict[str, list[int]] = {}
-        by_jsonl: dict[str, list[int]] = {}
+    def metric_counts(
+        self, scores: Sequence[PageScore | None], test_ids: Sequence[Sequence[str] | None]
+    ) -> dict[str, tuple[int, int]]:
+        """(passed, total) of the batch by test type (`bench/<type>/pass_rate`) and by source
+        JSONL (`bench/jsonl/<file>/pass_rate`): counts, so that batches (or ranks) add up."""
+        counts: dict[str, list[int]] = {}
         for s, ids in zip(scores, test_ids):
             if s is None:
                 continue
             for t, (p, n) in s.by_type.items():
-                acc = by_type.setdefault(t, [0, 0])
+                acc = counts.setdefault(f"bench/{t}/pass_rate", [0, 0])
                 acc[0] += p
                 acc[1] += n
             if ids:
                 src = os.path.basename(self.suite.info(ids[0]).source)
-                acc = by_jsonl.setdefault(src, [0, 0])
+                acc = counts.setdefault(f"bench/jsonl/{src}/pass_rate", [0, 0])
                 acc[0] += s.passed
                 acc[1] += s.total
-        out = {f"bench/{t}/pass_rate": p / n for t, (p, n) in by_type.items() if n}
-        out.update({f"bench/jsonl/{j}/pass_rate": p / n for j, (p, n) in by_jsonl.items() if n})
-        return out
+        return {k: (p, n) for k, (p, n) in counts.items()}
+
+    def metrics(self, scores: Sequence[PageScore | None], test_ids: Sequence[Sequence[str] | None]) -> dict[str, float]:
+        """Batch pass rates by test type and by source JSONL, for logging."""
+        return rates(self.metric_counts(scores, test_ids))
+
+
+def rates(counts: dict[str, tuple[int, int]]) -> dict[str, float]:
+    """passed / total for each counted metric with at least one test."""
+    return {k: p / n for k, (p, n) in counts.items() if n}
 
 
 class FrontMatterReward:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.rewards import BenchReward, EosReward, FrontMatterReward, completion_text
+from olmocr_rl.rewards import BenchReward, EosReward, FrontMatterReward, completion_text, rates
 from olmocr_rl.suite import BenchSuite, PageScore
 from olmocr_rl.train.config import REWARD_NAMES, ConfigError
 
@@ -69,6 +69,24 @@ class CompletionRecorder:
                     f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
+def sum_over_ranks(counts: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """(passed, total) counts added up over all training ranks (every rank calls the reward
+    once per batch, so this collective is matched); the counts themselves in one process."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return counts
+    gathered: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, counts)
+    total: dict[str, list[int]] = {}
+    for part in gathered:
+        for name, (p, n) in part.items():
+            acc = total.setdefault(name, [0, 0])
+            acc[0] += p
+            acc[1] += n
+    return {name: (p, n) for name, (p, n) in sorted(total.items())}
+
+
 class TrainBenchReward(BenchReward):
     """BenchReward that also logs per-type pass rates (only when `log_metrics`: with several
     bench rewards one logs them), records failing tests, and adds the failing test ids to trl's
@@ -105,7 +123,9 @@ class TrainBenchReward(BenchReward):
         for i, s in zip(idx, got):
             scores[i] = s
         if self.log_metrics and log_metric is not None:
-            for name, value in self.metrics(scores, test_ids).items():
+            # Pass rates of the whole batch, not of this rank's slice: trl averages a logged
+            # metric over ranks, which is the batch's rate only if every rank logs that rate.
+            for name, value in rates(sum_over_ranks(self.metric_counts(scores, test_ids))).items():
                 log_metric(name, value)
         if self.log_metrics and log_extra is not None:
             log_extra("failed_tests", [

@@ -28,6 +28,21 @@ def rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
+def rank_seed(seed: int, rank: int) -> int:
+    """The sampling seed of one training rank: `seed` itself on rank 0 (so one rank under a
+    launcher reproduces a one-process run), a SplitMix64 mix of (seed, rank) on the others.
+    trl seeds rank r with seed + r, so runs with seeds s and s + 1 would share all but one of
+    their ranks' sampling streams: "independent" seeds for a soup would start from the same
+    completions on most GPUs."""
+    if rank == 0:
+        return seed
+    mask = (1 << 64) - 1
+    x = (seed * 0x9E3779B97F4A7C15 + rank * 0xBF58476D1CE4E5B9) & mask
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+    return (x ^ (x >> 31)) % (1 << 32)  # numpy's seed range
+
+
 def resolve_resume(cfg: TrainConfig) -> str | None:
     if cfg.resume is None:
         return None
@@ -100,6 +115,10 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
         callbacks=callbacks,
         peft_config=lora_config(cfg),
     )
+    # After trl's own set_seed(seed + rank); a resumed run restores each rank's RNG instead.
+    from accelerate.utils import set_seed
+
+    set_seed(rank_seed(cfg.seed, trainer.accelerator.process_index))
     if full_ckpt is not None:
         # Weights are loaded above; the Trainer's own raw load would only warn about every key.
         trainer._load_from_checkpoint = lambda *args, **kwargs: None

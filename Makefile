@@ -13,14 +13,13 @@ $(VENV)/.installed: pyproject.toml Cargo.toml Cargo.lock
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-# KaTeX 0.16.21 for math checks comes from the olmocr PyPI package (its katex.min.js, the file the
-# reference renders with); --no-deps: only that file is used, olmocr itself is never imported.
-OLMOCR_PIN := 0.4.27
+# KaTeX 0.16.21 for math checks: the katex.min.js of the olmocr 0.4.27 wheel (the file the reference
+# renders with), checked by sha256 and stored in the user cache by the command users run too.
 $(VENV)/.katex: $(VENV)/.installed
-	$(PY) -m pip install -q --no-deps olmocr==$(OLMOCR_PIN)
+	$(VENV)/bin/olmocr-rl install-katex
 	touch $@
 
-KATEX_JS = $(shell $(PY) -c 'import importlib.util as u, os; s = u.find_spec("olmocr"); print(os.path.join(s.submodule_search_locations[0], "bench", "katex", "katex.min.js") if s else "")')
+KATEX_JS = $(shell $(PY) -c 'from olmocr_rl._katex import find_katex_js; print(find_katex_js() or "")')
 
 setup: $(VENV)/.installed $(VENV)/.katex
 

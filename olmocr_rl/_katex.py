@@ -1,24 +1,43 @@
-"""Where math checks find KaTeX 0.16.21's `katex.min.js` (never part of this repository).
+"""Where math checks find KaTeX 0.16.21's `katex.min.js` (never part of this repository), and
+`olmocr-rl install-katex`, which puts it there.
 
-Order: the `OLMOCR_RL_KATEX_JS` environment variable; else the file shipped inside the installed
-`olmocr` PyPI package (`pip install --no-deps olmocr==0.4.27`), found without importing it
-(its `bench.katex` package imports Playwright). The Rust core checks the version when it loads
-the file; if none is found, math checks return an error verdict that says how to install it.
+Order: the `OLMOCR_RL_KATEX_JS` environment variable; else the user cache
+(`$XDG_CACHE_HOME` or ~/.cache, then `olmocr-rl/katex/0.16.21/katex.min.js`), where
+`install-katex` stores it; else the file shipped inside an installed `olmocr` PyPI package, found
+without importing it (its `bench.katex` package imports Playwright). The file is the one the
+reference renders with: taken from the olmocr 0.4.27 wheel and checked against its sha256. The
+Rust core checks the version again when it loads the file.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
-OLMOCR_PIN = "0.4.27"
+OLMOCR_PIN = "0.4.27"  # the olmocr release whose wheel carries the reference's KaTeX
+KATEX_VERSION = "0.16.21"
+KATEX_SHA256 = "863811e2baa0849c77bc92d26d44f4d0a4843c2a8ab52c462017dea57316e4d8"
+WHEEL_MEMBER = "olmocr/bench/katex/katex.min.js"
+
+
+class KatexInstallError(RuntimeError):
+    """install-katex could not obtain a verified katex.min.js."""
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "olmocr-rl" / "katex" / KATEX_VERSION
 
 
 def find_katex_js() -> Path | None:
     env = os.environ.get("OLMOCR_RL_KATEX_JS")
     if env:
         return Path(env)
+    cached = cache_dir() / "katex.min.js"
+    if cached.is_file():
+        return cached
     try:
         spec = importlib.util.find_spec("olmocr")
     except (ImportError, ValueError):
@@ -31,8 +50,58 @@ def find_katex_js() -> Path | None:
 
 
 def configure() -> None:
-    """Points the Rust core at the KaTeX file (call again after installing olmocr)."""
+    """Points the Rust core at the KaTeX file (call again after installing it)."""
     from olmocr_rl import _core
 
     path = find_katex_js()
     _core.set_katex_path(str(path) if path else None)
+
+
+def download_wheel(dest: Path) -> Path:
+    """The olmocr wheel from the package index (pip, no dependencies)."""
+    import subprocess
+
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+           "-q", "-d", str(dest), f"olmocr=={OLMOCR_PIN}"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wheels = sorted(dest.glob(f"olmocr-{OLMOCR_PIN}-*.whl"))
+    if proc.returncode != 0 or not wheels:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel downloaded"]
+        raise KatexInstallError(
+            f"could not download olmocr=={OLMOCR_PIN} with pip ({tail[0]}); on a machine without internet, download "
+            f"the wheel elsewhere (`pip download --no-deps olmocr=={OLMOCR_PIN}`) and pass it with --from-wheel"
+        )
+    return wheels[0]
+
+
+def install(from_wheel: str | os.PathLike[str] | None = None, dest_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Extracts katex.min.js from the olmocr wheel (downloaded, or `from_wheel`), checks its
+    sha256 and writes it to `dest_dir` (default: the user cache). Returns the file's path."""
+    import hashlib
+    import tempfile
+    import zipfile
+
+    dest = Path(dest_dir) if dest_dir is not None else cache_dir()
+    with tempfile.TemporaryDirectory(prefix="olmocr-rl-katex-") as tmp:
+        wheel = Path(from_wheel) if from_wheel is not None else download_wheel(Path(tmp))
+        try:
+            with zipfile.ZipFile(wheel) as z:
+                data = z.read(WHEEL_MEMBER)
+        except FileNotFoundError:
+            raise KatexInstallError(f"{wheel}: no such file") from None
+        except zipfile.BadZipFile:
+            raise KatexInstallError(f"{wheel}: not a wheel (zip) file") from None
+        except KeyError:
+            raise KatexInstallError(f"{wheel}: has no {WHEEL_MEMBER} (expected the olmocr {OLMOCR_PIN} wheel)") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != KATEX_SHA256:
+        raise KatexInstallError(
+            f"{wheel}: {WHEEL_MEMBER} has sha256 {digest}, not KaTeX {KATEX_VERSION}'s {KATEX_SHA256} "
+            f"(expected the olmocr {OLMOCR_PIN} wheel)"
+        )
+    dest.mkdir(parents=True, exist_ok=True)
+    target = dest / "katex.min.js"
+    partial = dest / f".katex.min.js.{os.getpid()}.tmp"
+    partial.write_bytes(data)
+    os.replace(partial, target)  # atomic: a concurrent reader sees the old file or the new one
+    return target

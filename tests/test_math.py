@@ -136,7 +136,7 @@ def test_missing_katex_is_an_error_verdict_naming_the_fix():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     passed, error, why = json.loads(out)
     assert (passed, error) == (False, True)
-    assert "olmocr==0.4.27" in why and "OLMOCR_RL_KATEX_JS" in why
+    assert "olmocr-rl install-katex" in why and "OLMOCR_RL_KATEX_JS" in why
 
 
 TOKENS = ["x", "1", "+", "=", "^", "_", "{", "}", "\\frac", "\\sqrt", "\\left(", "\\right)", "\\text{a b}",

@@ -1,16 +1,29 @@
-"""The `olmocr-rl` command line, on argparse (the whole start-up of a command is Python's own
-plus our imports). Each command lives in its own module with `add(subparsers)`, which declares
-its arguments, and `run(args)`; heavy imports (torch, trl, rich) stay inside `run`, so
-`olmocr-rl --help` is instant."""
+"""The `olmocr-rl` command line: a Typer application (`app`), one module per command.
 
-from __future__ import annotations
+Each command module defines its Typer function with `Annotated` options and registers it on
+`app`; heavy imports (torch, trl, the Rust scorer) stay inside the command bodies. User errors
+end a command with one `error: ...` line on stderr and exit status 1 (`fail`); usage errors exit
+2 naming the option; `--debug` (or OLMOCR_RL_DEBUG=1) shows the traceback of an unexpected error
+instead of the one-line summary.
+"""
 
-import argparse
+import os
 import sys
-from typing import NoReturn
+import traceback
+from typing import Annotated, NoReturn, Optional
 
-# The command modules, in the order `--help` lists their commands.
-_MODULES = ("check", "bench", "prepare", "train", "soup")
+import typer
+
+app = typer.Typer(
+    name="olmocr-rl",
+    help="Train document-OCR models with GRPO on olmOCR-bench unit tests, scored in Rust.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,  # errors are one line (or a plain traceback with --debug)
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_state = {"debug": False}
 
 
 class CliError(Exception):
@@ -29,68 +42,61 @@ def echo(message: str = "", *, err: bool = False) -> None:
     print(message, file=sys.stderr if err else sys.stdout, flush=err)
 
 
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not >= 1")
-    return value
+def debug_enabled() -> bool:
+    return _state["debug"] or os.environ.get("OLMOCR_RL_DEBUG", "").lower() in ("1", "true", "yes")
 
 
-def non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} is not >= 0")
-    return value
-
-
-def unit_float(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value} is not in [0, 1]")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    import importlib
-
-    parser = argparse.ArgumentParser(
-        prog="olmocr-rl",
-        description="Train document-OCR models with GRPO on olmOCR-bench unit tests, scored in Rust.",
-    )
-    parser.add_argument("--version", action="store_true", help="Print the version and exit.")
-    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for name in _MODULES:
-        importlib.import_module(f"olmocr_rl.cli.{name}").add(sub)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Runs one command; returns its exit status (2 for a usage error, as argparse)."""
-    parser = build_parser()
-    try:
-        args, extra = parser.parse_known_args(argv)
-        # A command's free words (train's KEY=VALUE overrides) may follow its options, which
-        # argparse does not collect into a positional already matched: gather them here.
-        words = getattr(args, "takes_extra_words", None)
-        if extra and words and not any(w.startswith("-") for w in extra):
-            setattr(args, words, [*getattr(args, words), *extra])
-        elif extra:
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    except SystemExit as e:  # --help, usage errors
-        return int(e.code or 0)
-    if args.version:
+def _version(value: bool) -> None:
+    if value:
         from olmocr_rl import __version__
 
         echo(f"olmocr-rl {__version__}")
-        return 0
-    if not hasattr(args, "run"):
-        parser.print_help()
-        return 2
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of unexpected errors (also OLMOCR_RL_DEBUG=1).")] = False,
+) -> None:
+    _state["debug"] = debug
+
+
+# The command modules, in the order `--help` lists their commands; importing one registers it.
+from olmocr_rl.cli import check, bench, prepare, train, soup, install_katex  # noqa: E402,F401,I001
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs one command; returns its exit status (2 for a usage error)."""
+    command = typer.main.get_command(app)
+    _state["debug"] = False
     try:
-        code = args.run(args)
+        code = command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="olmocr-rl", standalone_mode=False)
     except CliError as e:
         echo(f"error: {e}", err=True)
         return e.code
+    except KeyboardInterrupt:
+        echo("error: interrupted", err=True)
+        return 130
+    except Exception as e:
+        # click's own exceptions (typer >= 0.29 vendors click, older ones use it): Exit after
+        # --help/--version, Abort on Ctrl-C at a prompt, UsageError/BadParameter (status 2).
+        name = type(e).__name__
+        if name == "Exit":
+            return int(getattr(e, "exit_code", 0) or 0)
+        if name == "Abort":
+            echo("error: aborted", err=True)
+            return 130
+        if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
+            e.show(file=sys.stderr)
+            return int(e.exit_code)
+        if debug_enabled():  # a bug or an unexpected failure of a library: one line unless asked
+            traceback.print_exc()
+        else:
+            echo(f"error: {name}: {e} (run with --debug for the traceback)", err=True)
+        return 1
     return int(code or 0)
 
 

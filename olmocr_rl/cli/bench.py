@@ -1,36 +1,37 @@
 """`olmocr-rl bench`: score candidate outputs in an olmOCR-bench folder, as the reference does."""
 
-from __future__ import annotations
-
-import argparse
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace as Namespace
+from typing import Annotated, Optional
 
-from olmocr_rl.cli import fail, non_negative_int, positive_int, unit_float
+import typer
+
+from olmocr_rl.cli import app, fail
 
 DESCRIPTION = """Run olmOCR-bench on every candidate folder: majority over repeats, per-JSONL pass
 rates, their mean as the score, a bootstrap CI; a candidate with any error is FAILED as upstream."""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="Score candidate outputs in an olmOCR-bench folder, as the reference runner does.",
-                       description=DESCRIPTION)
-    p.add_argument("bench_dir", type=Path, help="A bench folder (*.jsonl, pdfs/, one folder per candidate), or one of its .jsonl files.")
-    p.add_argument("--candidate", "-c", action="append", help="Evaluate only this candidate folder (repeatable).")
-    p.add_argument("--details", type=Path, help="Write one JSON line per (test, md file): id, type, jsonl, md, passed, explanation.")
-    p.add_argument("--json", dest="as_json", action="store_true", help="Print the summary as JSON on stdout.")
-    p.add_argument("--skip-baseline", "--skip_baseline", action="store_true", help="Drop every baseline test, the auto-added ones included.")
-    p.add_argument("--force", action="store_true", help="Run even if some PDF pages have no test (missing page files still fail a candidate).")
-    p.add_argument("--workers", type=positive_int, help="Threads for the checks (default: all cores; env OLMOCR_RL_THREADS).")
-    p.add_argument("--bootstrap-samples", "--bootstrap_samples", type=non_negative_int, default=1000, help="Bootstrap resamples for the confidence interval (default: 1000).")
-    p.add_argument("--confidence-level", "--confidence_level", type=unit_float, default=0.95, help="Confidence level of the interval (default: 0.95).")
-    p.add_argument("--seed", type=int, default=0, help="Seed of the bootstrap (the reference's CI is unseeded).")
-    p.add_argument("--show-failures", action="store_true", help="List every test that failed on some repeat.")
-    p.set_defaults(run=run)
+@app.command("bench", help=DESCRIPTION, short_help="Score candidate outputs in an olmOCR-bench folder, as the reference runner does.")
+def bench_command(
+    bench_dir: Annotated[Path, typer.Argument(help="A bench folder (*.jsonl, pdfs/, one folder per candidate), or one of its .jsonl files.", show_default=False)],
+    candidate: Annotated[Optional[list[str]], typer.Option("--candidate", "-c", help="Evaluate only this candidate folder (repeatable).")] = None,
+    details: Annotated[Optional[Path], typer.Option("--details", help="Write one JSON line per (test, md file): id, type, jsonl, md, passed, explanation.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    skip_baseline: Annotated[bool, typer.Option("--skip-baseline", "--skip_baseline", help="Drop every baseline test, the auto-added ones included.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Run even if some PDF pages have no test (missing page files still fail a candidate).")] = False,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Threads for the checks (default: all cores; env OLMOCR_RL_THREADS).")] = None,
+    bootstrap_samples: Annotated[int, typer.Option("--bootstrap-samples", "--bootstrap_samples", min=0, help="Bootstrap resamples for the confidence interval.")] = 1000,
+    confidence_level: Annotated[float, typer.Option("--confidence-level", "--confidence_level", min=0.0, max=1.0, help="Confidence level of the interval.")] = 0.95,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap (the reference's CI is unseeded).")] = 0,
+    show_failures: Annotated[bool, typer.Option("--show-failures", help="List every test that failed on some repeat.")] = False,
+) -> int:
+    return run(Namespace(**locals()))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Namespace) -> int:
     from olmocr_rl.bench import BenchError, print_summary, run_bench, summary_dict
 
     bar = None

@@ -1,29 +1,32 @@
 """`olmocr-rl validate` and `olmocr-rl check`: load a test suite, run tests on one page."""
 
-from __future__ import annotations
-
-import argparse
 import json
 import warnings
 from pathlib import Path
+from types import SimpleNamespace as Namespace
+from typing import Annotated, Optional
 
-from olmocr_rl.cli import echo, fail
+import typer
+
+from olmocr_rl.cli import app, echo, fail
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("validate", help="Load and validate test JSONL as olmOCR-bench does; list every invalid record.",
-                       description="Load and validate test JSONL as olmOCR-bench does; list every invalid record.")
-    p.add_argument("tests", type=Path, help="A bench folder (top-level *.jsonl) or a .jsonl file.")
-    p.set_defaults(run=validate)
+@app.command("validate", help="Load and validate test JSONL as olmOCR-bench does; list every invalid record.")
+def validate_command(
+    tests: Annotated[Path, typer.Argument(help="A bench folder (top-level *.jsonl) or a .jsonl file.", show_default=False)],
+) -> int:
+    return validate(Namespace(tests=tests))
 
-    p = sub.add_parser("check", help="Run tests on one page of model output and print their verdicts.",
-                       description="Run tests on one page of model output and print their verdicts.")
-    p.add_argument("tests", type=Path, help="A bench folder or a .jsonl file.")
-    p.add_argument("page", type=Path, help="A markdown/text file: the model's output for one page.")
-    p.add_argument("--test", "-t", dest="test_id", action="append", help="Test id to run (repeatable; default: all tests of --pdf).")
-    p.add_argument("--pdf", help="Run every test of this PDF (as named in the JSONL).")
-    p.add_argument("--json", dest="as_json", action="store_true", help="One JSON object per test.")
-    p.set_defaults(run=check)
+
+@app.command("check", help="Run tests on one page of model output and print their verdicts.")
+def check_command(
+    tests: Annotated[Path, typer.Argument(help="A bench folder or a .jsonl file.", show_default=False)],
+    page: Annotated[Path, typer.Argument(help="A markdown/text file: the model's output for one page.", show_default=False)],
+    test_id: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="Test id to run (repeatable; default: all tests of --pdf).")] = None,
+    pdf: Annotated[Optional[str], typer.Option("--pdf", help="Run every test of this PDF (as named in the JSONL).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per test.")] = False,
+) -> int:
+    return check(Namespace(tests=tests, page=page, test_id=test_id, pdf=pdf, as_json=as_json))
 
 
 def _load(path: Path, strict: bool):
@@ -35,7 +38,7 @@ def _load(path: Path, strict: bool):
         fail(str(e))
 
 
-def validate(args: argparse.Namespace) -> int:
+def validate(args: Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # every error is printed below
         suite = _load(args.tests, strict=False)
@@ -50,7 +53,7 @@ def validate(args: argparse.Namespace) -> int:
     return 1 if suite.errors else 0
 
 
-def check(args: argparse.Namespace) -> int:
+def check(args: Namespace) -> int:
     suite = _load(args.tests, strict=True)
     ids = list(args.test_id or [])
     if args.pdf:

@@ -1,38 +1,39 @@
 """`olmocr-rl prepare`: a bench folder to a validated training dataset (see olmocr_rl/data.py)."""
 
-from __future__ import annotations
-
-import argparse
 from pathlib import Path
+from types import SimpleNamespace as Namespace
+from typing import Annotated, Optional
 
-from olmocr_rl.cli import echo, fail, positive_int
+import typer
+
+from olmocr_rl.cli import app, echo, fail
 
 DESCRIPTION = """Validate a bench folder, render every tested page once and write a training dataset.
 
 Broken tests and PDFs are reported (a table here, report.json in OUT_DIR) and skipped."""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("prepare", help="Validate a bench folder, render every tested page once and write a training dataset.",
-                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("bench_dir", type=Path, help="olmOCR-bench folder: top-level *.jsonl tests and pdfs/**.pdf.")
-    p.add_argument("out_dir", type=Path, help="Where to write the prepared dataset (a re-run resumes).")
-    p.add_argument("--longest-side", "--target-longest-image-dim", type=positive_int, default=1288, help="Longest side of rendered pages, px (default: 1288).")
-    p.add_argument("--jsonl-filter", help="Only JSONL files whose name matches this regex (case-insensitive search).")
-    p.add_argument("--type-filter", action="append", help="Only tests of this type (repeatable).")
-    p.add_argument("--max-pages", type=positive_int, help="At most this many pages, first in (pdf, page) order.")
-    p.add_argument("--eval-fraction", type=float, default=0.0, help="Hold out this fraction of the PDFs as the eval split.")
-    p.add_argument("--eval-dir", type=Path, help="A separate bench folder to prepare as the eval split.")
-    p.add_argument("--seed", type=int, default=0, help="Seed of the --eval-fraction split.")
-    p.add_argument("--workers", type=positive_int, help="Render processes (default: one per CPU).")
-    p.add_argument("--prompt-file", type=Path, help="UTF-8 file with the exact instruction your checkpoint was trained with.")
-    p.add_argument("--patch-size", type=positive_int, default=28, help="Pixels per image token side for the estimate (Qwen2.5-VL: 28).")
-    p.add_argument("--strict", action="store_true", help="Exit with status 1 if any problem was found.")
-    p.add_argument("--quiet", "-q", action="store_true", help="No progress bar.")
-    p.set_defaults(run=run)
+@app.command("prepare", help=DESCRIPTION, short_help="Validate a bench folder, render every tested page once and write a training dataset.")
+def prepare_command(
+    bench_dir: Annotated[Path, typer.Argument(help="olmOCR-bench folder: top-level *.jsonl tests and pdfs/**.pdf.", show_default=False)],
+    out_dir: Annotated[Path, typer.Argument(help="Where to write the prepared dataset (a re-run resumes).", show_default=False)],
+    longest_side: Annotated[int, typer.Option("--longest-side", "--target-longest-image-dim", min=1, help="Longest side of rendered pages, px.")] = 1288,
+    jsonl_filter: Annotated[Optional[str], typer.Option("--jsonl-filter", help="Only JSONL files whose name matches this regex (case-insensitive search).")] = None,
+    type_filter: Annotated[Optional[list[str]], typer.Option("--type-filter", help="Only tests of this type (repeatable).")] = None,
+    max_pages: Annotated[Optional[int], typer.Option("--max-pages", min=1, help="At most this many pages, first in (pdf, page) order.")] = None,
+    eval_fraction: Annotated[float, typer.Option("--eval-fraction", help="Hold out this fraction of the PDFs as the eval split.")] = 0.0,
+    eval_dir: Annotated[Optional[Path], typer.Option("--eval-dir", help="A separate bench folder to prepare as the eval split.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the --eval-fraction split.")] = 0,
+    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Render processes (default: one per CPU).")] = None,
+    prompt_file: Annotated[Optional[Path], typer.Option("--prompt-file", help="UTF-8 file with the exact instruction your checkpoint was trained with.")] = None,
+    patch_size: Annotated[int, typer.Option("--patch-size", min=1, help="Pixels per image token side for the estimate (Qwen2.5-VL: 28).")] = 28,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit with status 1 if any problem was found.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> int:
+    return run(Namespace(**locals()))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Namespace) -> int:
     from olmocr_rl.data import PrepareError, PrepareOptions, print_report
     from olmocr_rl.data import prepare as run_prepare
     from olmocr_rl.prompts import DEFAULT_PROMPT, read_prompt_file

@@ -1,11 +1,12 @@
 """`olmocr-rl soup`: average the weights of several checkpoints of one architecture."""
 
-from __future__ import annotations
-
-import argparse
 from pathlib import Path
+from types import SimpleNamespace as Namespace
+from typing import Annotated
 
-from olmocr_rl.cli import echo, fail
+import typer
+
+from olmocr_rl.cli import app, echo, fail
 
 DESCRIPTION = """Average the weights of checkpoints of one model (a model soup).
 
@@ -13,16 +14,16 @@ Architecture, tensor names and shapes must match; tensors are summed in float32 
 config, tokenizer and processor files are copied from the first checkpoint."""
 
 
-def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("soup", help="Average the weights of checkpoints of one model (a model soup).",
-                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("checkpoints", type=Path, nargs="+", help="Two or more checkpoint folders (save_pretrained layout, safetensors).")
-    p.add_argument("--output", "-o", type=Path, required=True, help="Folder to write the averaged model to.")
-    p.add_argument("--overwrite", action="store_true", help="Replace files in a non-empty --output folder.")
-    p.set_defaults(run=run)
+@app.command("soup", help=DESCRIPTION)
+def soup_command(
+    checkpoints: Annotated[list[Path], typer.Argument(help="Two or more checkpoint folders (save_pretrained layout, safetensors).", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the averaged model to.", show_default=False)],
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace files in a non-empty --output folder.")] = False,
+) -> int:
+    return run(Namespace(checkpoints=checkpoints, output=output, overwrite=overwrite))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: Namespace) -> int:
     from olmocr_rl.soup import SoupError
     from olmocr_rl.soup import soup as make_soup
 

@@ -1,36 +1,46 @@
 """`olmocr-rl train`: GRPO on a prepared folder; one process in-process, several via accelerate."""
 
-from __future__ import annotations
-
-import argparse
 import json
+import os
 from pathlib import Path
+from types import SimpleNamespace as Namespace
+from typing import Annotated, Optional
 
-from olmocr_rl.cli import echo, fail, non_negative_int, positive_int
+import typer
 
-
-def add(sub: argparse._SubParsersAction) -> None:
-    about = "Train a VLM with GRPO, the olmOCR-bench pass rate as the reward (olmOCR 2 recipe defaults)."
-    p = sub.add_parser("train", help=about, description=about)
-    p.add_argument("prepared_dir", type=Path, help="A folder made by `olmocr-rl prepare`.")
-    # KEY=VALUE words anywhere on the line (see `main`, which collects the ones after options).
-    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="Config overrides (rewards.eos=0.1, trl.top_k=50).")
-    p.add_argument("--model", default="", help="Model path or hub id (an image-text-to-text VLM).")
-    p.add_argument("--output-dir", "-o", type=Path, help="Checkpoints, logs, outputs.")
-    p.add_argument("--config", "-c", type=Path, help="A recipe: YAML or TOML.")
-    p.add_argument("--set", dest="set_", action="append", metavar="KEY=VALUE", help="Config override (repeatable).")
-    p.add_argument("--resume", help="'auto' (latest checkpoint in --output-dir) or a checkpoint folder.")
-    p.add_argument("--num-processes", type=positive_int, default=1, help="Training processes in total (all machines).")
-    p.add_argument("--zero", type=int, choices=(1, 2, 3), help="DeepSpeed ZeRO stage.")
-    p.add_argument("--num-machines", type=positive_int, default=1)
-    p.add_argument("--machine-rank", type=non_negative_int, default=0)
-    p.add_argument("--main-process-ip")
-    p.add_argument("--main-process-port", type=int)
-    p.add_argument("--dry-run", action="store_true", help="Print the plan (config, batch arithmetic, command) and exit.")
-    p.set_defaults(run=run, takes_extra_words="overrides")
+from olmocr_rl.cli import app, debug_enabled, echo, fail
 
 
-def run(args: argparse.Namespace) -> int:
+ABOUT = "Train a VLM with GRPO, the olmOCR-bench pass rate as the reward (olmOCR 2 recipe defaults)."
+
+
+@app.command("train", help=ABOUT)
+def train_command(
+    prepared_dir: Annotated[Path, typer.Argument(help="A folder made by `olmocr-rl prepare`.", show_default=False)],
+    # KEY=VALUE words anywhere on the line (click collects positionals between options).
+    overrides: Annotated[Optional[list[str]], typer.Argument(metavar="[KEY=VALUE]...", help="Config overrides (rewards.eos=0.1, trl.top_k=50).", show_default=False)] = None,
+    model: Annotated[str, typer.Option("--model", help="Model path or hub id (an image-text-to-text VLM).")] = "",
+    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Checkpoints, logs, outputs.")] = None,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A recipe: YAML or TOML.")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Config override (repeatable).")] = None,
+    resume: Annotated[Optional[str], typer.Option("--resume", help="'auto' (latest checkpoint in --output-dir) or a checkpoint folder.")] = None,
+    num_processes: Annotated[int, typer.Option("--num-processes", min=1, help="Training processes in total (all machines).")] = 1,
+    zero: Annotated[Optional[int], typer.Option("--zero", min=1, max=3, help="DeepSpeed ZeRO stage (1, 2 or 3).")] = None,
+    num_machines: Annotated[int, typer.Option("--num-machines", min=1)] = 1,
+    machine_rank: Annotated[int, typer.Option("--machine-rank", min=0)] = 0,
+    main_process_ip: Annotated[Optional[str], typer.Option("--main-process-ip")] = None,
+    main_process_port: Annotated[Optional[int], typer.Option("--main-process-port")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (config, batch arithmetic, command) and exit.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show the traceback when the training stack refuses the configuration.")] = False,
+) -> int:
+    if debug:
+        os.environ["OLMOCR_RL_DEBUG"] = "1"  # also for the launched ranks
+    args = Namespace(**locals())
+    args.overrides = list(overrides or [])
+    return run(args)
+
+
+def run(args: Namespace) -> int:
     from olmocr_rl.train.config import ConfigError, cuda_available, grpo_kwargs, load_config
     from olmocr_rl.train.preflight import errors, generation_batch, preflight
 
@@ -73,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
             # Ranks do not generate: one process writes the outputs from the saved model.
             outputs = write_final_outputs(cfg) if args.machine_rank == 0 and cfg.final_outputs != "none" else None
     except ConfigError as e:
+        if debug_enabled():
+            import traceback
+
+            traceback.print_exc()
         fail(str(e))
     if outputs:
         echo(f"outputs: {outputs['candidate']}  (score them: {outputs['bench_command']})")

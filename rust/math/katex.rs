@@ -62,8 +62,8 @@ pub fn set_katex_path(path: Option<PathBuf>) {
     *KATEX_PATH.lock().unwrap_or_else(|e| e.into_inner()) = path;
 }
 
-const FIX: &str = "math checks need KaTeX 0.16.21's katex.min.js: `pip install --no-deps olmocr==0.4.27` \
-(the olmocr package ships it) or set OLMOCR_RL_KATEX_JS to the file";
+const FIX: &str = "math checks need KaTeX 0.16.21's katex.min.js: run `olmocr-rl install-katex` \
+(or set OLMOCR_RL_KATEX_JS to the file)";
 
 fn configured_path() -> Option<PathBuf> {
     KATEX_PATH

@@ -1,0 +1,174 @@
+"""The Typer command line: every command keeps the arguments, options and defaults it had on
+argparse (the table below was read off the argparse parser before the move), `install-katex`
+stores a verified KaTeX where every entry point finds it, and the training stack's refusals end
+as one `error:` line."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import typer
+from clirun import invoke
+from conftest import GOLDEN, golden_disagreement, read_jsonl
+
+from olmocr_rl import _core, _katex
+from olmocr_rl.cli import app
+
+# command -> {option strings or argument name: default}; (the argparse parser's table)
+COMMANDS = {
+    "validate": {"tests": None},
+    "check": {"tests": None, "page": None, ("--test", "-t"): None, ("--pdf",): None, ("--json",): False},
+    "bench": {
+        "bench_dir": None, ("--candidate", "-c"): None, ("--details",): None, ("--json",): False,
+        ("--skip-baseline", "--skip_baseline"): False, ("--force",): False, ("--workers",): None,
+        ("--bootstrap-samples", "--bootstrap_samples"): 1000, ("--confidence-level", "--confidence_level"): 0.95,
+        ("--seed",): 0, ("--show-failures",): False,
+    },
+    "prepare": {
+        "bench_dir": None, "out_dir": None, ("--longest-side", "--target-longest-image-dim"): 1288,
+        ("--jsonl-filter",): None, ("--type-filter",): None, ("--max-pages",): None, ("--eval-fraction",): 0.0,
+        ("--eval-dir",): None, ("--seed",): 0, ("--workers",): None, ("--prompt-file",): None, ("--patch-size",): 28,
+        ("--strict",): False, ("--quiet", "-q"): False,
+    },
+    "train": {
+        "prepared_dir": None, "overrides": None, ("--model",): "", ("--output-dir", "-o"): None, ("--config", "-c"): None,
+        ("--set",): None, ("--resume",): None, ("--num-processes",): 1, ("--zero",): None, ("--num-machines",): 1,
+        ("--machine-rank",): 0, ("--main-process-ip",): None, ("--main-process-port",): None, ("--dry-run",): False,
+        ("--debug",): False,  # new: the traceback of a refused configuration
+    },
+    "soup": {"checkpoints": None, ("--output", "-o"): None, ("--overwrite",): False},
+    "install-katex": {("--from-wheel",): None, ("--dir",): None},
+}  # fmt: skip
+
+
+def params(name: str) -> dict:
+    command = typer.main.get_command(app).commands[name]
+    out = {}
+    for p in command.params:
+        if p.name == "help":
+            continue
+        key = p.name if not p.opts[0].startswith("-") else tuple(p.opts + p.secondary_opts)
+        out[key] = p.default
+    return out
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_each_command_keeps_its_options_and_defaults(name):
+    assert params(name) == COMMANDS[name]
+
+
+def test_every_command_is_listed_and_version_works():
+    assert sorted(typer.main.get_command(app).commands) == sorted(COMMANDS)
+    out = invoke(["--version"])
+    assert out.exit_code == 0 and out.stdout.startswith("olmocr-rl ")
+    assert invoke([]).exit_code in (0, 2)  # no_args_is_help: prints the help
+
+
+def test_shell_completion_is_offered():
+    out = subprocess.run([sys.executable, "-m", "olmocr_rl.cli", "--show-completion", "bash"], capture_output=True, text=True,
+                         env={"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1", "PATH": ""})  # fmt: skip
+    assert out.returncode == 0 and "complete" in out.stdout.lower(), out.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# install-katex
+# ---------------------------------------------------------------------------------------------
+
+
+def olmocr_like_wheel(path: Path, katex: bytes) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("olmocr/__init__.py", "")
+        z.writestr(_katex.WHEEL_MEMBER, katex)
+    return path
+
+
+@pytest.fixture
+def katex_bytes() -> bytes:
+    found = _katex.find_katex_js()
+    if found is None or not found.is_file():
+        pytest.skip("no KaTeX installed here to build a wheel from")
+    data = found.read_bytes()
+    assert hashlib.sha256(data).hexdigest() == _katex.KATEX_SHA256
+    return data
+
+
+def test_install_katex_from_a_wheel_into_the_cache_then_math_agrees_with_golden(katex_bytes, tmp_path, monkeypatch):
+    wheel = olmocr_like_wheel(tmp_path / "olmocr-0.4.27-py3-none-any.whl", katex_bytes)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.delenv("OLMOCR_RL_KATEX_JS", raising=False)
+    try:
+        out = invoke(["install-katex", "--from-wheel", wheel])
+        assert out.exit_code == 0, out.output
+        target = cache / "olmocr-rl" / "katex" / "0.16.21" / "katex.min.js"
+        assert target.read_bytes() == katex_bytes
+        assert _katex.find_katex_js() == target  # found without any environment variable
+        _katex.configure()
+        assert _core.katex_problem() is None
+        cases = [c for c in read_jsonl(GOLDEN / "math_cases.jsonl") if c.get("stage") == "mathml"][:20]
+        assert len(cases) == 20 and all(golden_disagreement(c) is None for c in cases)
+    finally:
+        monkeypatch.undo()
+        _katex.configure()
+
+
+def test_install_katex_rejects_a_wrong_file(tmp_path):
+    bad = olmocr_like_wheel(tmp_path / "olmocr-0.4.27-py3-none-any.whl", b'var katex = {version: "0.16.21"}; // not it')
+    out = invoke(["install-katex", "--from-wheel", bad, "--dir", tmp_path / "k"])
+    assert out.exit_code == 1 and "sha256" in out.stderr and not (tmp_path / "k" / "katex.min.js").exists()
+    empty = tmp_path / "empty.whl"
+    with zipfile.ZipFile(empty, "w") as z:
+        z.writestr("x.txt", "")
+    out = invoke(["install-katex", "--from-wheel", empty, "--dir", tmp_path / "k"])
+    assert out.exit_code == 1 and "has no olmocr/bench/katex/katex.min.js" in out.stderr
+    out = invoke(["install-katex", "--from-wheel", tmp_path / "nope.whl", "--dir", tmp_path / "k"])
+    assert out.exit_code == 1 and "no such file" in out.stderr
+
+
+def test_install_katex_into_a_folder(katex_bytes, tmp_path):
+    wheel = olmocr_like_wheel(tmp_path / "w.whl", katex_bytes)
+    out = invoke(["install-katex", "--from-wheel", wheel, "--dir", tmp_path / "k"])
+    assert out.exit_code == 0 and (tmp_path / "k" / "katex.min.js").read_bytes() == katex_bytes
+
+
+# ---------------------------------------------------------------------------------------------
+# the training stack refusing a configuration: one error line
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_refused_trl_option_is_one_error_line(tmp_path):
+    pytest.importorskip("trl")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_train import FIXTURES, make_prepared
+
+    prepared = make_prepared(tmp_path / "prep")
+    model = tmp_path / "tiny"
+    subprocess.run([sys.executable, str(FIXTURES / "tiny_vlm.py"), str(model)], check=True, capture_output=True)
+    cmd = [sys.executable, "-m", "olmocr_rl.cli", "train", str(prepared), "--model", str(model), "-o", str(tmp_path / "run"),
+           "--config", str(FIXTURES / "tiny_grpo.yaml"), "progress=false", "final_outputs=none",
+           "trl.use_transformers_paged=true"]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert out.returncode == 1, out.stderr[-3000:]
+    assert len(errors) == 1 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert "trl refused the configuration" in errors[0] and "trl.use_transformers_paged" in errors[0], errors[0]
+    debug = subprocess.run([*cmd, "--debug"], capture_output=True, text=True, timeout=600)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch):
+    import olmocr_rl.cli.check as check_module
+
+    def boom(args):  # noqa: ANN001
+        raise RuntimeError("something broke")
+
+    monkeypatch.setattr(check_module, "validate", boom)
+    out = invoke(["validate", "x"])
+    assert out.exit_code == 1 and out.stderr.strip() == "error: RuntimeError: something broke (run with --debug for the traceback)"
+    out = invoke(["--debug", "validate", "x"])
+    assert out.exit_code == 1 and "Traceback" in out.stderr

@@ -14,7 +14,7 @@ from olmocr_rl._core import (
     ratio,
 )
 from olmocr_rl.rewards import BenchReward, EosReward, FrontMatterReward
-from olmocr_rl.suite import BenchSuite, CheckResult, PageScore, SuiteError, TestInfo, TestResult
+from olmocr_rl.suite import BenchSuite, CheckResult, EnvironmentProblem, PageScore, SuiteError, TestInfo, TestResult
 
 __all__ = [
     "BenchReward",
@@ -22,6 +22,7 @@ __all__ = [
     "EosReward",
     "FrontMatterReward",
     "CheckResult",
+    "EnvironmentProblem",
     "PageScore",
     "SuiteError",
     "TestInfo",

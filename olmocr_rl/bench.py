@@ -28,8 +28,8 @@ Where we differ, on purpose:
   resample we draw the group's pass count from Binomial(n, passed/n), which is the distribution
   of the reference's `np.random.choice(scores, n, replace=True).sum()` over 0/1 scores, and take
   numpy's default (linear) percentiles. The reference's CI is unseeded and varies run to run.
-* Math checks need KaTeX (installed by `make setup`); without it they are error verdicts naming
-  the fix. Test types a build cannot check are reported as unsupported and left out of every
+* Math checks need KaTeX 0.16.21 (installed by `make setup`); without it a bench with math tests
+  stops before checking, naming the fix (it would otherwise score every math test as an error). Test types a build cannot check are reported as unsupported and left out of every
   figure; the summary says so (the score is then not comparable with the reference's).
 * Test ids must be unique across files (the reference only checks within a file); every invalid
   record of every file is listed at once (the reference stops at the first).
@@ -241,6 +241,9 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
         raise BenchError(e.errors) from None
     if not len(suite):
         raise BenchError(f"{root}: the test files hold no tests")
+    problem = suite.environment_problem()  # e.g. math tests without KaTeX: stop, never score them all as errors
+    if problem:
+        raise BenchError(f"{root}: {problem}")
     infos = [suite.info(i) for i in suite.ids]
     if single:
         referenced = {t.pdf for t in infos}

@@ -210,6 +210,8 @@ class PrepareReport:
     # {"bench", "pdf"}: PDFs under pdfs/ that no valid test of the selected JSONL files names
     # (informational: expected with --jsonl-filter)
     pdfs_without_tests: list[dict[str, Any]] = field(default_factory=list)
+    # {"reason"}: this environment cannot check some accepted tests (math tests without KaTeX)
+    environment: list[dict[str, Any]] = field(default_factory=list)
     # {"patch_size", "min_pixels", "max_pixels", "pages", "min", "mean", "max", "total"}
     image_tokens: dict[str, Any] = field(default_factory=dict)
 
@@ -223,6 +225,7 @@ class PrepareReport:
             + len(self.pages_out_of_range)
             + len(self.render_failures)
             + len(self.pages_without_tests)
+            + len(self.environment)
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -373,6 +376,13 @@ def prepare(
 
     tests = _load_tests(folders, report)
     pages = _group_pages(tests, folders, opts, report)
+    math_tests = sum(1 for ts in pages.tests.values() for t in ts if getattr(t, "type", None) == "math")
+    if math_tests:
+        from olmocr_rl import _core
+
+        problem = _core.katex_problem()
+        if problem:  # training on these pages would score every math test as an error
+            report.environment.append({"reason": f"{math_tests} math test(s) cannot be checked: {problem}"})
     candidates: list[_Page] = []
     for fi in range(len(folders)):
         mine = sorted(k for k in pages.tests if k[0] == fi)
@@ -811,6 +821,8 @@ def print_report(result: PrepareResult, console: Any = None) -> None:
         table.add_row("render failed", f"{e['pdf']} page {e['page']}", f"{e['error']}; {_tests(e['tests'])}")
     for e in r.pages_without_tests:
         table.add_row("no tests", e["pdf"], "page(s) " + ", ".join(map(str, e["pages"])))
+    for e in r.environment:
+        table.add_row("environment", "math tests", e["reason"])
     console.print(table)
 
 

@@ -44,8 +44,9 @@ class BenchReward:
     present/format test earns its best similarity divided by its threshold, other failures 0). A completion without test ids gets None. An id missing from the suite raises
     KeyError naming it: a dataset built for another suite is a bug, not a zero reward.
 
-    Pass a loaded `BenchSuite` or what `BenchSuite.load` takes. Picklable; safe to call from
-    several threads (the scoring runs in Rust with the GIL released).
+    Pass a loaded `BenchSuite` or what `BenchSuite.load` takes. Raises EnvironmentProblem when
+    the suite holds tests this environment cannot check (math tests without KaTeX 0.16.21).
+    Picklable; safe to call from several threads (the scoring runs in Rust with the GIL released).
     """
 
     def __init__(
@@ -59,6 +60,8 @@ class BenchReward:
         if average not in ("micro", "macro", "graded"):
             raise ValueError(f"average must be 'micro', 'macro' or 'graded', not {average!r}")
         self.suite = suite if isinstance(suite, BenchSuite) else BenchSuite.load(suite)
+        # Math tests without KaTeX would all fail as error verdicts: a silently wrong reward.
+        self.suite.require_environment()
         self.average = average
         self.threads = threads
         # trl names the logged metrics after the reward function's __name__.

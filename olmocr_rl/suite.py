@@ -26,6 +26,12 @@ class SuiteError(ValueError):
         super().__init__(f"{len(errors)} invalid test record(s):\n  {shown}{more}")
 
 
+class EnvironmentProblem(RuntimeError):
+    """This environment cannot check some of the suite's tests as the reference does (math
+    tests without KaTeX 0.16.21): every such check would be an error verdict, so a reward built
+    on them would be silently wrong. Raised before anything is scored."""
+
+
 class CheckResult(NamedTuple):
     """One test's verdict on one page: the reference's `(passed, explanation)`, plus `error`
     for inputs on which the reference raises (they count as failures there too)."""
@@ -152,6 +158,26 @@ class BenchSuite:
 
     def info(self, test_id: str) -> TestInfo:
         return self._info[test_id]
+
+    def type_counts(self) -> dict[str, int]:
+        """How many tests of each type the suite holds."""
+        counts: dict[str, int] = {}
+        for t in self._info.values():
+            counts[t.type] = counts.get(t.type, 0) + 1
+        return counts
+
+    def environment_problem(self) -> str | None:
+        """Why this environment would turn some of these tests into error verdicts across the
+        board (math tests without KaTeX 0.16.21), or None when it can check them all."""
+        n = self.type_counts().get("math", 0)
+        problem = _core.katex_problem() if n else None
+        return f"{n} math test(s) cannot be checked: {problem}" if problem else None
+
+    def require_environment(self) -> None:
+        """Raises EnvironmentProblem when `environment_problem()` finds one."""
+        problem = self.environment_problem()
+        if problem:
+            raise EnvironmentProblem(problem)
 
     def check(self, test_id: str, text: str) -> CheckResult:
         """Runs one test on one page of model output (`text` is used as given)."""

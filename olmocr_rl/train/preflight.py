@@ -99,6 +99,8 @@ def preflight(cfg: TrainConfig, world_size: int, prepared_dir: str | os.PathLike
             add(Problem("train_split", f"{prepared / (cfg.train_split + '.jsonl')} has no pages", "check train_split, or re-run prepare with more pages"))
         if not any(tests_dir(prepared).glob("*.jsonl")):
             add(Problem("prepared_dir", f"{tests_dir(prepared)} holds no test files", "re-run `olmocr-rl prepare`"))
+        elif any(n.startswith("bench") for n in cfg.rewards):
+            add_environment_problem(add, tests_dir(prepared))
         if cfg.eval_enabled and not eval_rows:
             add(Problem("eval_split", f"no {cfg.eval_split!r} pages in {prepared}; evaluation during training is off",
                         "re-run prepare with an eval split, or set eval_split=none", "warning"))
@@ -172,6 +174,20 @@ def preflight(cfg: TrainConfig, world_size: int, prepared_dir: str | os.PathLike
     if cfg.resume == "auto" and not any(Path(cfg.output_dir).glob("checkpoint-*")):
         add(Problem("resume", f"resume=auto: no checkpoint in {cfg.output_dir}, starting from scratch", "nothing to do", "warning"))
     return out
+
+
+def add_environment_problem(add, tests: Path) -> None:  # noqa: ANN001
+    """An error when the tests the bench reward will score include ones this environment would
+    turn into error verdicts (math tests without KaTeX 0.16.21): a silently wrong reward."""
+    from olmocr_rl.suite import BenchSuite, SuiteError
+
+    try:
+        problem = BenchSuite.load(tests, strict=False).environment_problem()
+    except (SuiteError, OSError) as e:
+        add(Problem("prepared_dir", f"{tests}: the tests do not load ({e})", "re-run `olmocr-rl prepare`"))
+        return
+    if problem:
+        add(Problem("rewards", f"{tests}: {problem}", "install KaTeX 0.16.21 as said above, then train again"))
 
 
 def errors(problems: list[Problem]) -> list[Problem]:

@@ -43,6 +43,19 @@ def rank_seed(seed: int, rank: int) -> int:
     return (x ^ (x >> 31)) % (1 << 32)  # numpy's seed range
 
 
+def refused(cfg: TrainConfig, error: BaseException) -> ConfigError:
+    """trl / transformers / accelerate refusing the configuration while the trainer is built, as
+    one ConfigError naming the keys to change: the `trl:` keys you set that the message names,
+    else all the `trl:` keys you set (the usual cause), else the message alone."""
+    import re
+
+    message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    named = set(re.findall(r"`?\b([a-z][a-z0-9_]+)\b`?", str(error)))
+    keys = [f"trl.{k}" for k in cfg.trl if k in named] or [f"trl.{k}" for k in cfg.trl]
+    fix = f"; check {', '.join(keys)}" if keys else ""
+    return ConfigError(f"trl refused the configuration while building the trainer: {message}{fix}")
+
+
 def resolve_resume(cfg: TrainConfig) -> str | None:
     if cfg.resume is None:
         return None
@@ -105,16 +118,19 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     callbacks: list[Any] = [MetricsJsonlCallback(cfg.output_dir)]
     if cfg.progress:
         callbacks.append(RichProgressCallback())
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=funcs,
-        args=args,
-        train_dataset=build_dataset(cfg.prepared_dir, train_rows),
-        eval_dataset=build_dataset(cfg.prepared_dir, eval_rows) if eval_rows and args.eval_strategy != "no" else None,
-        processing_class=processor,
-        callbacks=callbacks,
-        peft_config=lora_config(cfg),
-    )
+    try:
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=funcs,
+            args=args,
+            train_dataset=build_dataset(cfg.prepared_dir, train_rows),
+            eval_dataset=build_dataset(cfg.prepared_dir, eval_rows) if eval_rows and args.eval_strategy != "no" else None,
+            processing_class=processor,
+            callbacks=callbacks,
+            peft_config=lora_config(cfg),
+        )
+    except (ValueError, TypeError, NotImplementedError) as e:
+        raise refused(cfg, e) from e
     # After trl's own set_seed(seed + rank); a resumed run restores each rank's RNG instead.
     from accelerate.utils import set_seed
 
@@ -197,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run(cfg)
     except ConfigError as e:
+        if os.environ.get("OLMOCR_RL_DEBUG", "").lower() in ("1", "true", "yes"):
+            import traceback
+
+            traceback.print_exc()
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

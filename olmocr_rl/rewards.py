@@ -12,15 +12,17 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Union
 
-from olmocr_rl.suite import BenchSuite, PageScore
+from olmocr_rl.suite import BenchSuite, PageScore, check_threads
 
 SuiteLike = Union[BenchSuite, str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 
 
-def completion_text(completion: Any) -> str | None:
+def completion_text(completion: Any, index: int | None = None) -> str:
     """The text of a completion: a string as is; a conversational completion (a list of message
-    dicts, as trl passes them) gives its first message's content, as the reference does.
-    Multimodal content (a list of parts) gives its text parts joined. None if neither."""
+    dicts, as trl passes them) gives its first message's content, as the reference does (an
+    empty list gives ""); multimodal content (a list of parts) gives its text parts joined.
+    Anything else raises TypeError naming it (`index`: its place in the batch): a completion
+    that cannot be read is a bug upstream, not a reward of None that trl would quietly skip."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, list):
@@ -30,9 +32,29 @@ def completion_text(completion: Any) -> str | None:
         content = first.get("content") if isinstance(first, dict) else None
         if isinstance(content, str):
             return content
-        if isinstance(content, list):
-            return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return None
+        if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+            return "".join(p["text"] for p in content if p.get("type") == "text" and isinstance(p.get("text"), str))
+    where = f"completion {index}" if index is not None else "a completion"
+    raise TypeError(
+        f"{where} is a {type(completion).__name__} ({_short(completion)}); expected a string or trl's conversational "
+        "form, a list of message dicts whose first 'content' is a string or a list of {'type': 'text', 'text': ...} parts"
+    )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def completion_texts(completions: Any) -> list[str]:
+    """Every completion's text (`completion_text`); `completions` must be a sequence of them,
+    not one string (which would be scored character by character)."""
+    if isinstance(completions, (str, bytes)) or not isinstance(completions, Sequence):
+        raise TypeError(
+            f"completions must be a list with one completion per row, not a {type(completions).__name__}"
+            + (" (wrap a single completion in a list)" if isinstance(completions, (str, bytes)) else "")
+        )
+    return [completion_text(c, i) for i, c in enumerate(completions)]
 
 
 class BenchReward:
@@ -63,22 +85,24 @@ class BenchReward:
         # Math tests without KaTeX would all fail as error verdicts: a silently wrong reward.
         self.suite.require_environment()
         self.average = average
-        self.threads = threads
+        self.threads = check_threads(threads)
         # trl names the logged metrics after the reward function's __name__.
         self.__name__ = name or {"micro": "olmocr_bench", "macro": "olmocr_bench_macro"}.get(
             average, "olmocr_bench_graded"
         )
 
     def score(self, completions: Sequence[Any], test_ids: Sequence[Sequence[str] | None]) -> list[PageScore | None]:
-        texts, idx = [], []
-        for i, (c, ids) in enumerate(zip(completions, test_ids)):
-            text = completion_text(c)
-            if text is not None and ids:
-                texts.append(text)
-                idx.append(i)
-        scores: list[PageScore | None] = [None] * len(completions)
-        page_ids = [list(test_ids[i] or ()) for i in idx]
-        for i, s in zip(idx, self.suite.score(texts, page_ids, threads=self.threads)):
+        return self.score_texts(completion_texts(completions), test_ids)
+
+    def score_texts(
+        self, texts: Sequence[str], test_ids: Sequence[Sequence[str] | None], *, details: bool = False
+    ) -> list[PageScore | None]:
+        """Page scores of completion texts; None where a row has no test ids."""
+        idx = [i for i, ids in enumerate(test_ids) if ids]
+        scores: list[PageScore | None] = [None] * len(texts)
+        pages = [list(test_ids[i] or ()) for i in idx]
+        got = self.suite.score([texts[i] for i in idx], pages, details=details, threads=self.threads)
+        for i, s in zip(idx, got):
             scores[i] = s
         return scores
 
@@ -90,11 +114,12 @@ class BenchReward:
         log_metric: Callable[[str, float], None] | None = None,
         **kwargs: Any,
     ) -> list[float | None]:
+        texts = completion_texts(completions)
         if test_ids is None:
             raise TypeError(f"{self.__name__}: the dataset needs a 'test_ids' column (one list of test ids per row)")
-        if len(test_ids) != len(completions):
-            raise ValueError(f"{self.__name__}: {len(completions)} completions but {len(test_ids)} test_ids")
-        scores = self.score(completions, test_ids)
+        if len(test_ids) != len(texts):
+            raise ValueError(f"{self.__name__}: {len(texts)} completions but {len(test_ids)} test_ids")
+        scores = self.score_texts(texts, test_ids)
         if log_metric is not None:
             for name, value in self.metrics(scores, test_ids).items():
                 log_metric(name, value)
@@ -148,10 +173,9 @@ class FrontMatterReward:
 
         refs = kwargs.get(self.reference_column)
         out = []
-        for i, c in enumerate(completions):
-            text = completion_text(c)
+        for i, text in enumerate(completion_texts(completions)):
             try:
-                mine = parse_page_response(text if text is not None else "")
+                mine = parse_page_response(text)
             except FrontMatterError:
                 out.append(0.0)
                 continue

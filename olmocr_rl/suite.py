@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,6 +74,20 @@ class TestInfo(NamedTuple):
     line: int
 
 
+def check_threads(threads: object) -> int | None:
+    """A thread count for the Rust pool: None (the default: `OLMOCR_RL_THREADS`, else the cores
+    divided by `LOCAL_WORLD_SIZE`) or an int >= 1; anything else, or an `OLMOCR_RL_THREADS` that
+    is not a positive integer, raises ValueError rather than being ignored."""
+    if threads is None:
+        env = os.environ.get("OLMOCR_RL_THREADS")
+        if env is not None and env.strip() and not (env.strip().isdigit() and int(env) >= 1):
+            raise ValueError(f"OLMOCR_RL_THREADS={env!r}: expected a positive integer (or unset it)")
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer or None, not {threads!r}")
+    return threads
+
+
 def _json_value(text: str) -> object:
     """`json.loads` of the core's JSON text of a value; page numbers (plain digits) directly."""
     return int(text) if text.isascii() and text.isdigit() else json.loads(text)
@@ -111,28 +126,33 @@ class BenchSuite:
     def __init__(self, core: _core.Suite, sources: Sequence[tuple[str, str]] = ()):
         self._core = core
         self._sources = list(sources)
+        self._unreadable: list[str] = []
         self.errors: list[str] = [_format_error(*e) for e in core.errors]
         self._info = {r[0]: TestInfo(r[0], r[1], r[2], _json_value(r[3]), r[4], r[5]) for r in core.records()}
 
     @classmethod
     def load(cls, path: PathLike | Sequence[PathLike], *, strict: bool = True) -> BenchSuite:
         files = _jsonl_files(path)
-        sources = []
+        sources, unreadable = [], []
         for f in files:
-            try:
-                sources.append((str(f), f.read_text(encoding="utf-8")))
-            except UnicodeDecodeError as e:
-                raise SuiteError([f"{f}: not UTF-8 text ({e})"]) from None
-        return cls.from_sources(sources, strict=strict)
+            text, bad_lines = _read_jsonl(f)
+            sources.append((str(f), text))
+            unreadable += bad_lines
+        return cls.from_sources(sources, strict=strict, unreadable=unreadable)
 
     @classmethod
     def from_jsonl(cls, text: str, source: str = "<string>", *, strict: bool = True) -> BenchSuite:
         return cls.from_sources([(source, text)], strict=strict)
 
     @classmethod
-    def from_sources(cls, sources: Sequence[tuple[str, str]], *, strict: bool = True) -> BenchSuite:
+    def from_sources(
+        cls, sources: Sequence[tuple[str, str]], *, strict: bool = True, unreadable: Sequence[str] = ()
+    ) -> BenchSuite:
+        """`unreadable`: errors for lines dropped before parsing (not UTF-8), listed first."""
         sources = [(str(name), text) for name, text in sources]
         suite = cls(_core.Suite.from_sources(sources), sources)
+        suite._unreadable = list(unreadable)
+        suite.errors = [*unreadable, *suite.errors]
         if suite.errors:
             if strict:
                 raise SuiteError(suite.errors)
@@ -144,7 +164,7 @@ class BenchSuite:
 
     def __reduce__(self):
         # Picklable (e.g. for multiprocessing): rebuilt from the same JSONL texts.
-        return (_rebuild, (self._sources,))
+        return (_rebuild, (self._sources, self._unreadable))
 
     def __len__(self) -> int:
         return len(self._info)
@@ -185,6 +205,7 @@ class BenchSuite:
 
     def check_batch(self, pages: Sequence[tuple[str, Sequence[str]]]) -> list[list[CheckResult]]:
         """Runs each (text, test ids) page's tests; pages are checked in parallel in Rust."""
+        check_threads(None)  # the pool's size comes from OLMOCR_RL_THREADS: refuse a bad one
         rows = self._core.check_batch([(t, list(ids)) for t, ids in pages])
         return [[CheckResult(*r) for r in page] for page in rows]
 
@@ -200,6 +221,7 @@ class BenchSuite:
         on a thread pool with the GIL released (`threads`, default: `OLMOCR_RL_THREADS` or the
         cores divided by `LOCAL_WORLD_SIZE`). Each test id counts once per completion; an
         unknown id raises KeyError."""
+        threads = check_threads(threads)
         if len(completions) != len(test_ids):
             raise ValueError(f"{len(completions)} completions but {len(test_ids)} test id lists")
         # GRPO groups often repeat a completion word for word: score each distinct one once.
@@ -228,5 +250,29 @@ class BenchSuite:
         return out
 
 
-def _rebuild(sources: list[tuple[str, str]]) -> BenchSuite:
-    return BenchSuite.from_sources(sources, strict=False)
+def _rebuild(sources: list[tuple[str, str]], unreadable: Sequence[str] = ()) -> BenchSuite:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # warned when first loaded
+        return BenchSuite.from_sources(sources, strict=False, unreadable=unreadable)
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # universal newlines, as Python's text mode and the core split lines
+
+
+def _read_jsonl(path: Path) -> tuple[str, list[str]]:
+    """A JSONL file's text, and an error for each line that is not UTF-8 (such a line is left
+    out, blank, so the others keep their line numbers; the reference cannot read the file)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError:
+        pass
+    lines = _NEWLINE.split(data.decode("utf-8", errors="surrogateescape"))
+    errors = []
+    for n, line in enumerate(lines, 1):
+        bad = next((i for i, ch in enumerate(line) if "\udc80" <= ch <= "\udcff"), None)
+        if bad is not None:
+            byte = ord(line[bad]) - 0xDC00
+            errors.append(_format_error(str(path), n, None, f"not UTF-8 text (byte 0x{byte:02x} at character {bad + 1})"))
+            lines[n - 1] = ""
+    return "\n".join(lines), errors

@@ -12,7 +12,8 @@
 //!   lines are rejected here with a clear error.
 //! * Non-string ids are accepted as the reference does and keyed by their JSON text (`5` → "5").
 //! * Integers beyond 2^127 in `max_diffs` saturate (thresholds are far below 0 either way, but
-//!   the threshold printed in an explanation would differ).
+//!   the threshold printed in an explanation would differ). An integer literal of more than
+//!   4,300 digits anywhere in a line rejects the line, as CPython's `json.loads` does.
 
 use crate::fuzz::PartialRatioNeedle;
 use crate::text::{chars, normalize, py_lower, py_strip};
@@ -311,13 +312,56 @@ pub fn parse_record(line: &str, source: &str, line_no: usize) -> Result<Test, Sp
         id,
         message,
     };
+    if line.starts_with('\u{feff}') {
+        return Err(err(
+            None,
+            "invalid JSON: the line starts with a byte-order mark (U+FEFF); save the file as UTF-8 without a BOM \
+             (the reference's json.loads rejects it too: \"Unexpected UTF-8 BOM\")"
+                .to_string(),
+        ));
+    }
     let value: Value =
         serde_json::from_str(line).map_err(|e| err(None, format!("invalid JSON: {e}")))?;
+    if let Some(digits) = longest_integer(&value).filter(|&d| d > PY_INT_MAX_STR_DIGITS) {
+        return Err(err(
+            None,
+            format!(
+                "invalid JSON: an integer of {digits} digits exceeds Python's limit of \
+                 {PY_INT_MAX_STR_DIGITS} digits for integer string conversion (the reference rejects it too)"
+            ),
+        ));
+    }
     let Value::Object(obj) = value else {
         return Err(err(None, format!("expected a JSON object, got {}", type_name(&value))));
     };
     let id = obj.get("id").filter(|v| truthy(v)).map(id_text);
     validate(&obj, source, line_no).map_err(|m| err(id, m))
+}
+
+/// CPython's default `sys.get_int_max_str_digits()`: `json.loads` raises ValueError on a longer
+/// integer literal, so the reference fails to load such a line.
+const PY_INT_MAX_STR_DIGITS: usize = 4300;
+
+/// The digit count of the longest integer literal in a JSON value (numbers keep their text:
+/// serde_json's `arbitrary_precision`), iteratively so deep nesting cannot overflow the stack.
+fn longest_integer(value: &Value) -> Option<usize> {
+    let mut longest = None;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Number(n) => {
+                let text = n.to_string();
+                if !text.contains(['.', 'e', 'E']) {
+                    let digits = text.trim_start_matches('-').len();
+                    longest = longest.max(Some(digits));
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter()),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    longest
 }
 
 fn get_str_field(obj: &Map<String, Value>, key: &str) -> Result<Option<Vec<char>>, String> {

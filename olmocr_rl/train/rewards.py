@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.rewards import BenchReward, EosReward, FrontMatterReward, completion_text, rates
+from olmocr_rl.rewards import BenchReward, EosReward, FrontMatterReward, completion_texts, rates
 from olmocr_rl.suite import BenchSuite, PageScore
 from olmocr_rl.train.config import REWARD_NAMES, ConfigError
 
@@ -112,16 +112,12 @@ class TrainBenchReward(BenchReward):
         trainer_state: Any = None,
         **kwargs: Any,
     ) -> list[float | None]:
+        texts = completion_texts(completions)
         if test_ids is None:
             raise TypeError(f"{self.__name__}: the dataset needs a 'test_ids' column (one list of test ids per row)")
-        if len(test_ids) != len(completions):
-            raise ValueError(f"{self.__name__}: {len(completions)} completions but {len(test_ids)} test_ids")
-        texts = [completion_text(c) for c in completions]
-        idx = [i for i, (t, ids) in enumerate(zip(texts, test_ids)) if t is not None and ids]
-        scores: list[PageScore | None] = [None] * len(completions)
-        got = self.suite.score([texts[i] for i in idx], [list(test_ids[i] or ()) for i in idx], details=True, threads=self.threads)
-        for i, s in zip(idx, got):
-            scores[i] = s
+        if len(test_ids) != len(texts):
+            raise ValueError(f"{self.__name__}: {len(texts)} completions but {len(test_ids)} test_ids")
+        scores = self.score_texts(texts, test_ids, details=True)
         if self.log_metrics and log_metric is not None:
             # Pass rates of the whole batch, not of this rank's slice: trl averages a logged
             # metric over ranks, which is the batch's rate only if every rank logs that rate.

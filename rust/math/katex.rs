@@ -10,6 +10,12 @@
 //! operations; [`OP_BUDGET`] calls end the render), a wall-clock backstop, a heap limit and a
 //! JS stack limit far below the thread's real stack. A render that hits a bound reports
 //! [`Rendered::Limit`] and the thread's runtime is rebuilt.
+//!
+//! Whatever thread calls in, rendering runs where the stack is known to be large enough: on the
+//! calling thread when its real remaining stack (read from the OS by `stacker`) exceeds
+//! [`STACK_NEEDED`], else on one helper thread with a [`HELPER_STACK`] stack that owns its own
+//! runtime (a Python thread made with `threading.stack_size(1 << 20)`, or a main thread under
+//! `ulimit -s 1024`, would otherwise overflow its real stack before QuickJS's 1 MiB limit).
 
 use rquickjs::{Context, Function, Runtime};
 use std::cell::RefCell;
@@ -34,6 +40,12 @@ pub const MEMORY_LIMIT: usize = 512 << 20;
 /// JS stack: well below any thread's real stack (16 MiB in the scoring pool, 8 MiB for a main
 /// thread, 2 MiB for Rust's spawned threads), so deep nesting ends in a catchable RangeError.
 pub const STACK_LIMIT: usize = 1 << 20;
+
+/// Real stack a render needs on the calling thread: the JS stack limit plus room for QuickJS's
+/// and our native frames.
+pub const STACK_NEEDED: usize = STACK_LIMIT + (3 << 20);
+/// Stack of the helper thread that renders for callers with less.
+pub const HELPER_STACK: usize = 16 << 20;
 
 /// Our JS glue, evaluated after KaTeX: `__olmocr_mathml(eq)` and `__olmocr_layout(eq)`.
 const GLUE: &str = concat!(include_str!("font_widths.js"), include_str!("glue.js"));
@@ -178,6 +190,50 @@ pub fn render(func: &str, eq: &str) -> Rendered {
     if eq.chars().count() > MAX_EQUATION_CHARS {
         return Rendered::Limit(format!("equation longer than {MAX_EQUATION_CHARS} characters"));
     }
+    // Unknown (None) only on platforms stacker cannot read; treat as too small.
+    if stacker::remaining_stack().is_some_and(|left| left >= STACK_NEEDED) {
+        render_here(func, eq)
+    } else {
+        render_on_helper(func, eq)
+    }
+}
+
+type Job = (String, String, std::sync::mpsc::Sender<Rendered>);
+static HELPER: Mutex<Option<std::sync::mpsc::Sender<Job>>> = Mutex::new(None);
+
+/// Renders on the helper thread (started on first use, kept for the process's life).
+fn render_on_helper(func: &str, eq: &str) -> Rendered {
+    let (reply, answer) = std::sync::mpsc::channel();
+    let job: Job = (func.to_string(), eq.to_string(), reply);
+    let sent = {
+        let mut slot = HELPER.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            let (tx, rx) = std::sync::mpsc::channel::<Job>();
+            let spawned = std::thread::Builder::new()
+                .name("olmocr-rl-katex".into())
+                .stack_size(HELPER_STACK)
+                .spawn(move || {
+                    for (func, eq, reply) in rx {
+                        let _ = reply.send(render_here(&func, &eq));
+                    }
+                });
+            match spawned {
+                Ok(_) => *slot = Some(tx),
+                Err(e) => return Rendered::Unavailable(format!("cannot start the KaTeX thread: {e}")),
+            }
+        }
+        slot.as_ref().expect("just set").send(job).is_ok()
+    };
+    match (sent, answer.recv()) {
+        (true, Ok(r)) => r,
+        _ => {
+            *HELPER.lock().unwrap_or_else(|e| e.into_inner()) = None; // it died: start a new one next time
+            Rendered::Limit("the KaTeX thread stopped".to_string())
+        }
+    }
+}
+
+fn render_here(func: &str, eq: &str) -> Rendered {
     match with_engine(|e| e.call(func, eq)) {
         Ok(r) => {
             if matches!(r, Rendered::Limit(_)) {

@@ -1,0 +1,167 @@
+"""Hostile model output and hostile callers: no crash whatever thread calls in, clear errors for
+inputs a reward cannot score. (Each crash probe runs in a subprocess: a crash must fail the test,
+not the test run.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from olmocr_rl import BenchReward, BenchSuite, _core
+
+NESTED = "$" + "{" * 400 + "x" + "}" * 400 + "$"
+MATH = json.dumps({"pdf": "a.pdf", "page": 1, "id": "m", "type": "math", "math": "x"})
+TEXT = json.dumps({"pdf": "a.pdf", "page": 1, "id": "t", "type": "present", "text": "x"})
+
+needs_katex = pytest.mark.skipif(_core.katex_problem() is not None, reason="KaTeX not installed")
+
+
+def run_python(code: str, *, ulimit_stack_kib: int | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-c", textwrap.dedent(code)]
+    if ulimit_stack_kib is not None:
+        cmd = ["bash", "-c", f'ulimit -s {ulimit_stack_kib} && exec "$@"', "bash", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+@needs_katex
+def test_deep_nesting_on_a_1_mib_thread_does_not_crash():
+    code = f"""
+        import json, threading
+        from olmocr_rl import BenchSuite, BenchReward
+        suite = BenchSuite.from_jsonl({MATH!r})
+        out = {{}}
+        def run():
+            out["check"] = tuple(suite.check("m", {NESTED!r}))
+            out["batch"] = tuple(suite.check_batch([({NESTED!r}, ["m"])])[0][0])
+            out["reward"] = BenchReward(suite)(completions=[{NESTED!r}], test_ids=[["m"]])
+            out["ok"] = tuple(suite.check("m", "$x + 1$ and $x$"))
+        threading.stack_size(1 << 20)
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+        out["main"] = tuple(suite.check("m", {NESTED!r}))
+        print(json.dumps(out))
+    """
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["check"] == out["main"] == out["batch"]  # the same verdict whichever thread renders
+    assert out["reward"] == [float(out["check"][0])]
+    assert out["ok"][0] is True
+
+
+@needs_katex
+def test_deep_nesting_under_a_1_mib_main_stack_does_not_crash(tmp_path):
+    code = f"""
+        import json
+        from olmocr_rl import BenchSuite
+        suite = BenchSuite.from_jsonl({MATH!r})
+        print(json.dumps([tuple(suite.check("m", {NESTED!r})), tuple(suite.check("m", "$x$"))]))
+    """
+    proc = run_python(code, ulimit_stack_kib=1024)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    nested, plain = json.loads(proc.stdout)
+    assert plain[0] is True and nested[2] is False  # a verdict, not an error
+
+    (tmp_path / "t.jsonl").write_text(MATH + "\n")
+    (tmp_path / "page.md").write_text(NESTED)
+    cli = run_python(
+        f"import sys; from olmocr_rl.cli import main; sys.exit(main(['check', {str(tmp_path / 't.jsonl')!r}, "
+        f"{str(tmp_path / 'page.md')!r}, '-t', 'm']))",
+        ulimit_stack_kib=1024,
+    )
+    assert cli.returncode == 0 and "FAIL  m" in cli.stdout, cli.stderr[-2000:]
+
+
+# ---------------------------------------------------------------------------------------------
+# what a reward refuses instead of scoring wrongly
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def text_suite() -> BenchSuite:
+    return BenchSuite.from_jsonl(TEXT)
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"x", {"content": "x"}, [{"role": "assistant"}], [{"content": 5}], ["x"]])
+def test_a_completion_that_is_neither_text_nor_conversational_is_an_error(bad, text_suite):
+    reward = BenchReward(text_suite)
+    with pytest.raises(TypeError, match=r"completion 1 is a "):
+        reward(completions=["x", bad], test_ids=[["t"], ["t"]])
+
+
+def test_conversational_completions_are_read(text_suite):
+    reward = BenchReward(text_suite)
+    chat = [{"role": "assistant", "content": "x"}]
+    parts = [{"role": "assistant", "content": [{"type": "text", "text": "a x"}, {"type": "image"}]}]
+    assert reward(completions=["x", chat, parts, [], "y"], test_ids=[["t"]] * 5) == [1.0, 1.0, 1.0, 0.0, 0.0]
+
+
+def test_a_string_as_the_whole_batch_is_an_error(text_suite):
+    with pytest.raises(TypeError, match="completions must be a list"):
+        BenchReward(text_suite)(completions="xyz", test_ids=[["t"]] * 3)
+
+
+@pytest.mark.parametrize("threads", [-1, 0, 1.5, "2", True])
+def test_bad_thread_counts_are_errors(threads, text_suite):
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        BenchReward(text_suite, threads=threads)
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        text_suite.score(["x"], [["t"]], threads=threads)
+
+
+def test_a_bad_thread_variable_is_an_error(text_suite, monkeypatch):
+    monkeypatch.setenv("OLMOCR_RL_THREADS", "abc")
+    with pytest.raises(ValueError, match="OLMOCR_RL_THREADS='abc'"):
+        text_suite.score(["x"], [["t"]])
+    with pytest.raises(ValueError, match="OLMOCR_RL_THREADS"):
+        BenchReward(text_suite)
+    monkeypatch.setenv("OLMOCR_RL_THREADS", "2")
+    assert text_suite.score(["x"], [["t"]])[0].reward == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# test files: what the reference cannot load is rejected with file:line, nothing else is lost
+# ---------------------------------------------------------------------------------------------
+
+
+def test_an_integer_longer_than_pythons_limit_is_rejected_like_the_reference():
+    ok = json.dumps({"pdf": "a.pdf", "page": 1, "id": "ok", "type": "present", "text": "x", "max_diffs": 0})
+    at_limit = '{"pdf": "a.pdf", "page": 1, "id": "l", "type": "present", "text": "x", "max_diffs": 1' + "0" * 4299 + "}"
+    over = '{"pdf": "a.pdf", "page": 1, "id": "o", "type": "present", "text": "x", "max_diffs": 1' + "0" * 4300 + "}"
+    elsewhere = '{"pdf": "a.pdf", "page": 1, "id": "e", "type": "present", "text": "x", "extra": [-1' + "0" * 4300 + "]}"
+    # Python itself: 4300 digits load, 4301 do not.
+    json.loads(at_limit)
+    with pytest.raises(ValueError, match="4300"):
+        json.loads(over)
+    with pytest.warns(UserWarning):
+        suite = BenchSuite.from_jsonl("\n".join([ok, at_limit, over, elsewhere]), "t.jsonl", strict=False)
+    assert suite.ids == ["ok", "l"]
+    assert [e.split(": ", 1)[0] for e in suite.errors] == ["t.jsonl:3", "t.jsonl:4"]
+    assert all("4301 digits exceeds Python's limit of 4300" in e for e in suite.errors)
+
+
+def test_invalid_utf8_lines_are_named_and_the_rest_is_kept(tmp_path):
+    good = [json.dumps({"pdf": "a.pdf", "page": 1, "id": f"t{i}", "type": "present", "text": "x"}) for i in range(3)]
+    f = tmp_path / "t.jsonl"
+    f.write_bytes(good[0].encode() + b"\r\n" + b'{"pdf": "\xff"}' + b"\n" + good[1].encode() + b"\r" + good[2].encode() + b"\n")
+    with pytest.warns(UserWarning, match="skipped 1 invalid"):
+        suite = BenchSuite.load(f, strict=False)
+    assert suite.ids == ["t0", "t1", "t2"]
+    assert suite.errors == [f"{f}:2: not UTF-8 text (byte 0xff at character 10)"]
+    with pytest.raises(Exception, match=r"t\.jsonl:2: not UTF-8 text"):
+        BenchSuite.load(f)
+    import pickle
+
+    assert pickle.loads(pickle.dumps(suite)).errors == suite.errors
+
+
+def test_a_byte_order_mark_is_a_clear_error(tmp_path):
+    f = tmp_path / "t.jsonl"
+    f.write_text("\ufeff" + json.dumps({"pdf": "a.pdf", "page": 1, "id": "t", "type": "present", "text": "x"}) + "\n", encoding="utf-8")
+    with pytest.raises(Exception, match=r"t\.jsonl:1: invalid JSON: the line starts with a byte-order mark"):
+        BenchSuite.load(f)

@@ -165,3 +165,38 @@ def test_a_byte_order_mark_is_a_clear_error(tmp_path):
     f.write_text("\ufeff" + json.dumps({"pdf": "a.pdf", "page": 1, "id": "t", "type": "present", "text": "x"}) + "\n", encoding="utf-8")
     with pytest.raises(Exception, match=r"t\.jsonl:1: invalid JSON: the line starts with a byte-order mark"):
         BenchSuite.load(f)
+
+
+# ---------------------------------------------------------------------------------------------
+# bounded time on degenerate pages
+# ---------------------------------------------------------------------------------------------
+
+
+# The reference's verdicts (TableTest.run at f7cfe4c) on this page with 200 repeated rows: which
+# tests pass, and the failure explanation's start and length.
+REFERENCE_200 = [[False, "Found cells matching 'B' but relationships were not satisfied: Cell compared to 'None' doesn't match ", 15261],
+                 [True, "", 0], [True, "", 0], [True, "", 0]]  # fmt: skip
+TABLE_CODE = """
+    import json, sys
+    from olmocr_rl import BenchSuite
+    rec = {"pdf": "a.pdf", "page": 1, "type": "table", "cell": "B"}
+    suite = BenchSuite.from_jsonl("\\n".join(json.dumps({**rec, "id": i, **r}) for i, r in (
+        ("top_a", {"top_heading": "A"}), ("top_h", {"top_heading": "H"}), ("up", {"up": "B"}), ("left", {"left_heading": "A"}))))
+    page = "| A | H |\\n|---|---|\\n" + "| A | B |\\n" * int(sys.argv[1])
+    rows = suite.check_batch([(page, ["top_a", "top_h", "up", "left"])])[0]
+    print(json.dumps([[r.passed, r.explanation[:101], len(r.explanation)] for r in rows]))
+"""
+
+
+@pytest.mark.parametrize("rows", [200, 20_000])
+def test_a_table_of_repeated_rows_is_checked_exactly_within_a_ceiling(rows):
+    # Heading walks up a markdown column are chains, followed once per table: 20,000 rows took
+    # 25-30 s (quadratic) before, about 0.05 s now; the ceiling is generous, for slow machines.
+    cmd = [sys.executable, "-c", textwrap.dedent(TABLE_CODE), str(rows)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=15)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout)
+    if rows == 200:
+        assert got == REFERENCE_200
+    else:
+        assert [g[:2] for g in got] == [r[:2] for r in REFERENCE_200]

@@ -200,3 +200,51 @@ def test_a_table_of_repeated_rows_is_checked_exactly_within_a_ceiling(rows):
         assert got == REFERENCE_200
     else:
         assert [g[:2] for g in got] == [r[:2] for r in REFERENCE_200]
+
+
+def bomb(levels: int, body_len: int) -> str:
+    """A macro-expansion bomb: 4^(levels-1) copies of a body of `body_len` characters."""
+    eq = "\\def\\za{" + "x+" * (body_len // 2) + "y}"
+    names = ["za"]
+    for i in range(1, levels):
+        name = "z" + chr(ord("a") + i)
+        eq += "\\def\\" + name + "{" + ("\\" + names[-1]) * 4 + "}"
+        names.append(name)
+    return eq + "\\" + names[-1]
+
+
+@needs_katex
+def test_math_verdicts_do_not_depend_on_threads_or_load():
+    from concurrent.futures import ThreadPoolExecutor
+
+    suite = BenchSuite.from_jsonl(json.dumps({"pdf": "a.pdf", "page": 1, "id": "m", "type": "math", "math": "x + y = z"}))
+    pages = [f"${bomb(3 + i % 3, 100 * (i + 1))}$ then $x+y=z$ and ${bomb(4, 300)}$" for i in range(9)]
+    alone = [tuple(suite.check("m", p)) for p in pages]
+    with ThreadPoolExecutor(8) as pool:  # 8 threads on however many cores: the same verdicts
+        crowded = list(pool.map(lambda p: tuple(suite.check("m", p)), pages * 2))
+    batch = [tuple(r[0]) for r in suite.check_batch([(p, ["m"]) for p in pages])]
+    assert crowded == alone * 2 and batch == alone
+    assert all(v[0] for v in alone), alone  # each page's x+y=z is found despite the bombs
+    for v in alone:
+        assert "QuickJS" not in v[1] and "Exception" not in v[1]
+
+
+GREEK = json.dumps({"pdf": "a.pdf", "page": 1, "id": "m", "type": "math", "math": "\\alpha+\\beta=\\gamma"})
+
+
+@needs_katex
+def test_a_page_of_10000_equations_is_bounded_and_says_so():
+    suite = BenchSuite.from_jsonl(GREEK)
+    page = " text ".join(f"$x_{{{i}}}^{{{i % 7}}}$" for i in range(10_000))
+    code = f"""
+        import json, sys
+        from olmocr_rl import BenchSuite
+        suite = BenchSuite.from_jsonl({GREEK!r})
+        print(json.dumps(tuple(suite.check("m", sys.stdin.read()))))
+    """
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], input=page, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    passed, explanation, error = json.loads(proc.stdout)
+    assert (passed, error) == (False, True)
+    assert explanation.startswith("error: the page's equations exceed the math check's budget (it needs more than 4000 renders)")
+    assert tuple(suite.check("m", page)) == (passed, explanation, error)  # and again, warm caches

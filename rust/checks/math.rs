@@ -28,7 +28,13 @@
 //!   that exceeds our operation budget, heap or JS stack (macro bombs, 100 kB
 //!   or deeply nested equations; the reference would grind on or overflow V8's stack at a
 //!   different depth) counts as a render error for a hypothesis and makes the test an error
-//!   verdict for a reference. The layout search gives up ("not equal") beyond
+//!   verdict for a reference; a failure explanation says how many equations were not compared.
+//!   One check runs at most [`PAGE_RENDERS`] renders, [`PAGE_LIMITED`] of them cut by a bound: a
+//!   page that needs more is an error verdict saying so, where the reference would render on
+//!   (minutes for a page of macro bombs). Bounds count operations and renders, never time, so a
+//!   verdict does not depend on the machine's load (a render's operation count can differ by
+//!   one interrupt tick, 10,000 operations, with what its thread ran before).
+//!   The layout search gives up ("not equal") beyond
 //!   `glyphs::MAX_BOXES` boxes or `glyphs::MAX_STEPS` trials.
 //! * A hypothesis that KaTeX rejects compares by the XML declaration only (lxml recovers no
 //!   element from KaTeX's error messages in practice); the reference parses the message itself.
@@ -44,6 +50,42 @@ use crate::fuzz::ratio;
 use crate::math::{self, extract, Render};
 use crate::text::{chars, string};
 
+/// Renders one math check may run on its page (each distinct hypothesis's MathML, and the layout
+/// renders of the second stage), and how many of them may hit a bound of `katex` (each such
+/// render costs up to its whole operation budget). Counts, not time or operations: the verdict
+/// is the same whatever the cache holds, the thread, or the machine's load. Far above real
+/// pages (a page of 300 typical equations needs 300 MathML renders, 0.2 s).
+pub const PAGE_RENDERS: usize = 4_000;
+pub const PAGE_LIMITED: usize = 4;
+
+/// What one check has rendered so far.
+#[derive(Default)]
+struct Spent {
+    renders: usize,
+    limited: usize,
+}
+
+impl Spent {
+    fn charge(&mut self, render: &Render) {
+        self.renders += 1;
+        self.limited += usize::from(matches!(render, Render::Limit(_)));
+    }
+    fn over(&self) -> bool {
+        self.renders >= PAGE_RENDERS || self.limited >= PAGE_LIMITED
+    }
+}
+
+fn over_budget(spent: &Spent, compared: usize, total: usize) -> Verdict {
+    let why = if spent.limited >= PAGE_LIMITED {
+        format!("{} of its equations exceed the render limits", spent.limited)
+    } else {
+        format!("it needs more than {PAGE_RENDERS} renders")
+    };
+    Verdict::error(format!(
+        "the page's equations exceed the math check's budget ({why}); {compared} of its {total} distinct equations were compared"
+    ))
+}
+
 pub fn check(math_src: &str, ignore_dollar_delimited: bool, raw: &[char]) -> Verdict {
     let equations = extract::equations(raw, ignore_dollar_delimited);
     let fail = || Verdict::fail(format!("No match found for {math_src} anywhere in content"));
@@ -55,9 +97,10 @@ pub fn check(math_src: &str, ignore_dollar_delimited: bool, raw: &[char]) -> Ver
         return fail();
     }
     let reference = math::render(math_src);
+    let mut spent = Spent::default();
     match &*reference {
         Render::Unavailable(e) => return Verdict::error(e.clone()),
-        Render::Limit(e) => return Verdict::error(format!("the reference equation exceeds render limits ({e})")),
+        Render::Limit(e) => return Verdict::error(format!("the test's equation could not be rendered: {e}")),
         Render::Error(_) => return Verdict::pass(), // no spans: any hypothesis matches
         Render::Ok { .. } => {}
     }
@@ -66,12 +109,17 @@ pub fn check(math_src: &str, ignore_dollar_delimited: bool, raw: &[char]) -> Ver
     order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let mut seen = std::collections::HashSet::new();
     let mut rendered = Vec::new();
+    let distinct = equations.iter().collect::<std::collections::HashSet<_>>().len();
     for (_, i) in order {
         let hyp = string(&equations[i]);
         if !seen.insert(hyp.clone()) {
             continue; // the same equation twice gives the same answer
         }
+        if spent.over() {
+            return over_budget(&spent, seen.len() - 1, distinct);
+        }
         let r = math::render(&hyp);
+        spent.charge(&r);
         if let Render::Unavailable(e) = &*r {
             return Verdict::error(e.clone());
         }
@@ -82,8 +130,28 @@ pub fn check(math_src: &str, ignore_dollar_delimited: bool, raw: &[char]) -> Ver
         }
         rendered.push((hyp, r));
     }
-    if rendered.iter().any(|(hyp, r)| math::layout_match(math_src, &reference, hyp, r)) {
-        return Verdict::pass();
+    let mut limited_hypotheses = rendered.iter().filter(|(_, r)| matches!(**r, Render::Limit(_))).count();
+    for (i, (hyp, r)) in rendered.iter().enumerate() {
+        // The layout stage renders the reference once and each rendered hypothesis once.
+        if matches!(**r, Render::Ok { .. }) {
+            if spent.over() {
+                return over_budget(&spent, i, rendered.len());
+            }
+            spent.renders += 1 + usize::from(i == 0);
+        }
+        if math::layout_match(math_src, &reference, hyp, r) {
+            return Verdict::pass();
+        }
+        if r.layout_limited() {
+            spent.limited += 1;
+            limited_hypotheses += 1;
+        }
+    }
+    if limited_hypotheses > 0 {
+        // Said in plain words: the reference would have rendered these and might have matched.
+        return Verdict::fail(format!(
+            "No match found for {math_src} anywhere in content ({limited_hypotheses} equation(s) of the page exceed the render limits and were not compared)"
+        ));
     }
     fail()
 }

@@ -26,12 +26,15 @@ use std::time::{Duration, Instant};
 
 /// The KaTeX version the reference renders with.
 pub const KATEX_VERSION: &str = "0.16.21";
-/// Interrupt-handler calls (each ≈ 10,000 QuickJS operations) one render may use. A typical
-/// equation needs a handful; a 100 kB equation about 300.
-pub const OP_BUDGET: u64 = 3_000;
-/// Wall-clock backstop per render (the op budget normally ends a render first; time spent
-/// inside one native call, such as a long `Array.prototype.splice`, is not counted by it).
-pub const WALL_LIMIT: Duration = Duration::from_secs(5);
+/// Interrupt-handler calls (each ≈ 10,000 QuickJS operations) one render may use: ~0.2 s of
+/// one core. A typical equation needs less than one; a 5,000-character sum of 200 fractions
+/// (the longest equation rendered at all, see MAX_EQUATION_CHARS) renders within it. What
+/// exceeds it is mostly macro bombs, which KaTeX itself would grind through for seconds.
+pub const OP_BUDGET: u64 = 300;
+/// Wall-clock backstop per render, a last resort only: the op budget ends every render first
+/// (about 3 s of one core at most), so a verdict never depends on the machine's load. It is
+/// there for time spent inside one native call, which the op budget does not see.
+pub const WALL_LIMIT: Duration = Duration::from_secs(120);
 /// Longer equations are not rendered (a bound: KaTeX's own cost grows faster than linearly on
 /// long flat input, about 2.5 s for 10,000 symbols in QuickJS). Far above real equations.
 pub const MAX_EQUATION_CHARS: usize = 5_000;
@@ -141,10 +144,12 @@ impl Engine {
         Ok(Engine { path, _rt: rt, ctx, ticks, started })
     }
 
-    fn call(&self, func: &str, eq: &str) -> Rendered {
+    /// Runs `func(eq)`; also returns the interrupt ticks it used (its cost: about 10,000
+    /// QuickJS operations each, deterministic up to one tick).
+    fn call(&self, func: &str, eq: &str) -> (Rendered, u64) {
         self.ticks.store(0, Ordering::Relaxed);
         *self.started.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-        self.ctx.with(|c| {
+        let rendered = self.ctx.with(|c| {
             let f: Function = match c.globals().get(func) {
                 Ok(f) => f,
                 Err(e) => return Rendered::Unavailable(format!("glue function {func}: {e}")),
@@ -153,19 +158,28 @@ impl Engine {
                 Ok(s) => match s.split_at_checked(1) {
                     Some(("M", rest)) => Rendered::Ok(rest.to_string()),
                     Some(("E", rest)) => Rendered::Error(rest.to_string()),
-                    _ => Rendered::Limit(format!("unexpected glue output {:?}", s.chars().take(40).collect::<String>())),
+                    _ => Rendered::Limit("the render gave an unexpected result".to_string()),
                 },
                 Err(e) => {
-                    let detail = c.catch();
-                    let what = if self.ticks.load(Ordering::Relaxed) > OP_BUDGET {
-                        "operation budget exceeded".to_string()
-                    } else {
-                        format!("{e}: {detail:?}")
-                    };
-                    Rendered::Limit(what)
+                    let _ = c.catch(); // clear the pending exception (an engine dump, not for users)
+                    Rendered::Limit(self.limit_reason(&e.to_string()))
                 }
             }
-        })
+        });
+        (rendered, self.ticks.load(Ordering::Relaxed).min(OP_BUDGET + 1))
+    }
+
+    /// Why a render was stopped, in plain words.
+    fn limit_reason(&self, error: &str) -> String {
+        if self.ticks.load(Ordering::Relaxed) > OP_BUDGET {
+            format!("the equation needs more than the render budget ({} million operations)", OP_BUDGET / 100)
+        } else if error.contains("out of memory") {
+            format!("the equation needs more than the render heap ({} MB)", MEMORY_LIMIT >> 20)
+        } else if self.started.lock().map(|s| s.elapsed() > WALL_LIMIT).unwrap_or(false) {
+            format!("the render ran past the {} s backstop", WALL_LIMIT.as_secs())
+        } else {
+            "the render engine stopped the equation".to_string()
+        }
     }
 }
 
@@ -187,8 +201,14 @@ fn with_engine<T>(f: impl FnOnce(&Engine) -> T) -> Result<T, String> {
 
 /// Runs glue function `func` (`__olmocr_mathml` or `__olmocr_layout`) on `eq`.
 pub fn render(func: &str, eq: &str) -> Rendered {
+    render_costed(func, eq).0
+}
+
+/// [`render`], with the interrupt ticks the render used (0 when it did not run); the tests
+/// read it to show what the budget allows.
+fn render_costed(func: &str, eq: &str) -> (Rendered, u64) {
     if eq.chars().count() > MAX_EQUATION_CHARS {
-        return Rendered::Limit(format!("equation longer than {MAX_EQUATION_CHARS} characters"));
+        return (Rendered::Limit(format!("the equation is longer than {MAX_EQUATION_CHARS} characters")), 0);
     }
     // Unknown (None) only on platforms stacker cannot read; treat as too small.
     if stacker::remaining_stack().is_some_and(|left| left >= STACK_NEEDED) {
@@ -198,11 +218,11 @@ pub fn render(func: &str, eq: &str) -> Rendered {
     }
 }
 
-type Job = (String, String, std::sync::mpsc::Sender<Rendered>);
+type Job = (String, String, std::sync::mpsc::Sender<(Rendered, u64)>);
 static HELPER: Mutex<Option<std::sync::mpsc::Sender<Job>>> = Mutex::new(None);
 
 /// Renders on the helper thread (started on first use, kept for the process's life).
-fn render_on_helper(func: &str, eq: &str) -> Rendered {
+fn render_on_helper(func: &str, eq: &str) -> (Rendered, u64) {
     let (reply, answer) = std::sync::mpsc::channel();
     let job: Job = (func.to_string(), eq.to_string(), reply);
     let sent = {
@@ -219,7 +239,7 @@ fn render_on_helper(func: &str, eq: &str) -> Rendered {
                 });
             match spawned {
                 Ok(_) => *slot = Some(tx),
-                Err(e) => return Rendered::Unavailable(format!("cannot start the KaTeX thread: {e}")),
+                Err(e) => return (Rendered::Unavailable(format!("cannot start the KaTeX thread: {e}")), 0),
             }
         }
         slot.as_ref().expect("just set").send(job).is_ok()
@@ -228,21 +248,21 @@ fn render_on_helper(func: &str, eq: &str) -> Rendered {
         (true, Ok(r)) => r,
         _ => {
             *HELPER.lock().unwrap_or_else(|e| e.into_inner()) = None; // it died: start a new one next time
-            Rendered::Limit("the KaTeX thread stopped".to_string())
+            (Rendered::Limit("the render thread stopped".to_string()), 0)
         }
     }
 }
 
-fn render_here(func: &str, eq: &str) -> Rendered {
+fn render_here(func: &str, eq: &str) -> (Rendered, u64) {
     match with_engine(|e| e.call(func, eq)) {
         Ok(r) => {
-            if matches!(r, Rendered::Limit(_)) {
+            if matches!(r.0, Rendered::Limit(_)) {
                 // The runtime may be mid-way through anything: start afresh next time.
                 ENGINE.with(|cell| *cell.borrow_mut() = None);
             }
             r
         }
-        Err(e) => Rendered::Unavailable(e),
+        Err(e) => (Rendered::Unavailable(e), 0),
     }
 }
 
@@ -293,5 +313,27 @@ pub(crate) mod tests {
         // The engine still works afterwards.
         assert!(matches!(render("__olmocr_mathml", "y"), Rendered::Ok(_)));
         assert!(t.elapsed() < Duration::from_secs(120));
+    }
+
+    /// What the operation budget allows: the longest realistic equation renders within it (with
+    /// room to spare), a macro-expansion bomb does not, and the stop is said in plain words.
+    #[test]
+    fn the_budget_fits_real_equations_and_stops_bombs() {
+        if !katex_or_skip() {
+            return;
+        }
+        let sum = (1..=200).map(|i| format!("\\frac{{a_{{{i}}}}}{{b_{{{i}}}}}")).collect::<Vec<_>>().join(" + ");
+        assert!(sum.chars().count() <= MAX_EQUATION_CHARS);
+        let (r, cost) = render_costed("__olmocr_mathml", &sum);
+        assert!(matches!(r, Rendered::Ok(_)) && cost < OP_BUDGET / 2, "{cost}");
+        let body = "x+".repeat(250) + "y";
+        let mut bomb = format!("\\def\\za{{{body}}}");
+        for (prev, name) in ["za", "zb", "zc", "zd"].iter().zip(["zb", "zc", "zd", "ze"]) {
+            bomb += &format!("\\def\\{name}{{{}}}", format!("\\{prev}").repeat(4));
+        }
+        bomb += "\\ze";
+        let (r, cost) = render_costed("__olmocr_mathml", &bomb);
+        assert_eq!(r, Rendered::Limit("the equation needs more than the render budget (3 million operations)".into()));
+        assert_eq!(cost, OP_BUDGET + 1);
     }
 }

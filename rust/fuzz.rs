@@ -661,33 +661,45 @@ pub fn partial_ratio(a: &[char], b: &[char]) -> f64 {
 /// `PartialRatioNeedle::new(q).score(t) == partial_ratio(q, t)` for every `t` (bit for bit),
 /// including when `t` is shorter than `q` (the roles of needle and haystack then flip, as in
 /// RapidFuzz) and when both have the same length.
+///
+/// The compiled kernel is built on first use, so a suite loads in time and memory proportional
+/// to its text even with huge queries (a 50 MB `present` text: its kernel, ~40 bytes a
+/// character, is only built if a page longer than the query comes to be searched with it).
 #[derive(Clone, Debug)]
 pub struct PartialRatioNeedle {
     needle: Vec<char>,
-    kernel: AnyKernel,
+    direct_ascii: bool,
+    kernel: std::sync::OnceLock<AnyKernel>,
 }
 
 impl PartialRatioNeedle {
     /// Compiles `needle` (any length, possibly empty).
     pub fn new(needle: &[char]) -> Self {
-        let (alpha, idx) = Alphabet::new(needle);
-        let kernel = AnyKernel::new(alpha, &idx);
-        PartialRatioNeedle { needle: needle.to_vec(), kernel }
+        PartialRatioNeedle { needle: needle.to_vec(), direct_ascii: false, kernel: std::sync::OnceLock::new() }
     }
 
     /// [`new`](Self::new) for a needle kept to search many long texts: needles of up to 256
     /// characters also get a table of masks by ASCII code point (1–4 KiB), which makes each
     /// text character cost one lookup instead of two. The results are the same.
     pub fn reusable(needle: &[char]) -> Self {
-        let mut compiled = Self::new(needle);
-        compiled.kernel = match compiled.kernel {
-            AnyKernel::W1(k) => AnyKernel::W1(k.with_direct_ascii()),
-            AnyKernel::W2(k) => AnyKernel::W2(k.with_direct_ascii()),
-            AnyKernel::W3(k) => AnyKernel::W3(k.with_direct_ascii()),
-            AnyKernel::W4(k) => AnyKernel::W4(k.with_direct_ascii()),
-            wide @ AnyKernel::Wide(_) => wide,
-        };
-        compiled
+        PartialRatioNeedle { direct_ascii: true, ..Self::new(needle) }
+    }
+
+    fn kernel(&self) -> &AnyKernel {
+        self.kernel.get_or_init(|| {
+            let (alpha, idx) = Alphabet::new(&self.needle);
+            let kernel = AnyKernel::new(alpha, &idx);
+            if !self.direct_ascii {
+                return kernel;
+            }
+            match kernel {
+                AnyKernel::W1(k) => AnyKernel::W1(k.with_direct_ascii()),
+                AnyKernel::W2(k) => AnyKernel::W2(k.with_direct_ascii()),
+                AnyKernel::W3(k) => AnyKernel::W3(k.with_direct_ascii()),
+                AnyKernel::W4(k) => AnyKernel::W4(k.with_direct_ascii()),
+                wide @ AnyKernel::Wide(_) => wide,
+            }
+        })
     }
 
     /// The needle this was compiled from.
@@ -779,7 +791,7 @@ impl PartialRatioNeedle {
             // The shorter string is always the needle.
             return PartialRatioNeedle::new(text).eval(&self.needle, None, cutoff, early, exact_below);
         }
-        with_kernel!(&self.kernel, k => {
+        with_kernel!(self.kernel(), k => {
             if n == m {
                 // Equal lengths: the one window, the affixes of `text` against the needle,
                 // and (other direction) the affixes of the needle against `text`.
@@ -792,7 +804,7 @@ impl PartialRatioNeedle {
                     return mine;
                 }
                 let other = PartialRatioNeedle::new(text);
-                let theirs = with_kernel!(&other.kernel, k2 => best_affix(k2, m, &self.needle));
+                let theirs = with_kernel!(other.kernel(), k2 => best_affix(k2, m, &self.needle));
                 mine.max(theirs)
             } else {
                 score_longer(k, &self.needle, text, index, cutoff, early, exact_below)

@@ -23,8 +23,9 @@ fn guard<T>(f: impl FnOnce() -> T) -> PyResult<T> {
 }
 
 #[pyfunction]
-fn normalize_text(py: Python<'_>, s: &str) -> PyResult<String> {
-    py.detach(|| guard(|| text::normalize_text(s)))
+fn normalize_text(py: Python<'_>, s: &Bound<'_, PyString>) -> PyResult<PyText> {
+    let s = text_of(s)?;
+    py.detach(|| guard(|| PyText(text::normalize_text(&s))))
 }
 
 #[pyfunction]
@@ -111,10 +112,44 @@ fn katex_problem(py: Python<'_>) -> PyResult<Option<String>> {
     py.detach(|| guard(|| crate::math::katex::available().err()))
 }
 
-/// Model output may hold lone surrogates (Python can, Rust strings cannot): those become
-/// U+FFFD so that every string still gets a verdict.
-fn lossless_or_replaced(s: &Bound<'_, PyString>) -> String {
-    s.to_str().map_or_else(|_| s.to_string_lossy().into_owned(), str::to_owned)
+/// A Python string as Rust text: lone surrogates (Python strings may hold them, Rust strings
+/// cannot) become their stand-ins (`text::stand_in`), one character each, as in Python.
+fn text_of(s: &Bound<'_, PyString>) -> PyResult<String> {
+    if let Ok(t) = s.to_str() {
+        return Ok(t.to_owned());
+    }
+    let encoded = s.call_method1("encode", ("utf-16-le", "surrogatepass"))?;
+    let bytes: &[u8] = encoded.cast::<pyo3::types::PyBytes>()?.as_bytes();
+    let units = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
+    Ok(char::decode_utf16(units).map(|r| r.unwrap_or_else(|e| text::stand_in(e.unpaired_surrogate()))).collect())
+}
+
+/// Rust text back to Python: stand-ins become the lone surrogates they stand for.
+struct PyText(String);
+
+impl<'py> IntoPyObject<'py> for PyText {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        if !self.0.chars().any(|c| text::stood_in(c).is_some()) {
+            return Ok(PyString::new(py, &self.0).into_any());
+        }
+        let mut bytes = Vec::with_capacity(self.0.len() * 2);
+        for c in self.0.chars() {
+            match text::stood_in(c) {
+                Some(unit) => bytes.extend_from_slice(&unit.to_le_bytes()),
+                None => {
+                    let mut buf = [0u16; 2];
+                    for unit in c.encode_utf16(&mut buf) {
+                        bytes.extend_from_slice(&unit.to_le_bytes());
+                    }
+                }
+            }
+        }
+        pyo3::types::PyBytes::new(py, &bytes).call_method1("decode", ("utf-16-le", "surrogatepass"))
+    }
 }
 
 /// (source, line, id, message) of each rejected record.
@@ -124,10 +159,10 @@ fn error_row(e: &SpecError) -> ErrorRow {
     (e.source.clone(), e.line, e.id.clone(), e.message.clone())
 }
 
-type VerdictRow = (bool, String, bool);
+type VerdictRow = (bool, PyText, bool);
 
 fn verdict_row(v: Verdict) -> VerdictRow {
-    (v.passed, v.explanation, v.error)
+    (v.passed, PyText(v.explanation), v.error)
 }
 
 /// The compiled tests of one or more JSONL sources.
@@ -192,7 +227,7 @@ impl Suite {
 
     /// Runs one test on one page: (passed, explanation, error).
     fn check(&self, py: Python<'_>, test_id: &str, text: &Bound<'_, PyString>) -> PyResult<VerdictRow> {
-        let text = lossless_or_replaced(text);
+        let text = text_of(text)?;
         let out = py.detach(|| {
             guard(|| {
                 let raw = text::chars(&text);
@@ -210,7 +245,7 @@ impl Suite {
         pages: Vec<(Bound<'_, PyString>, Vec<String>)>,
     ) -> PyResult<Vec<Vec<VerdictRow>>> {
         let pages: Vec<(String, Vec<String>)> =
-            pages.into_iter().map(|(t, ids)| (lossless_or_replaced(&t), ids)).collect();
+            pages.into_iter().map(|(t, ids)| Ok((text_of(&t)?, ids))).collect::<PyResult<_>>()?;
         let out = py.detach(|| {
             guard(|| {
                 let one = |(text_, ids): &(String, Vec<String>)| {
@@ -271,7 +306,7 @@ impl Suite {
         details: bool,
     ) -> PyResult<Vec<ScoreRow>> {
         let pages: Vec<(String, Vec<String>)> =
-            pages.into_iter().map(|(t, ids)| (lossless_or_replaced(&t), ids)).collect();
+            pages.into_iter().map(|(t, ids)| Ok((text_of(&t)?, ids))).collect::<PyResult<_>>()?;
         let scored = py.detach(|| guard(|| score::score_pages(&self.inner, &pages, threads)))?;
         scored
             .into_iter()
@@ -286,7 +321,7 @@ impl Suite {
                         .iter()
                         .map(|(i, v)| {
                             let t = &self.inner.tests[*i];
-                            (t.id.clone(), t.kind.name(), v.passed, v.explanation.clone(), v.error)
+                            (t.id.clone(), t.kind.name(), v.passed, PyText(v.explanation.clone()), v.error)
                         })
                         .collect()
                 } else {
@@ -305,7 +340,7 @@ type ScoreRow = (
     Option<f64>,
     Option<f64>,
     Option<f64>,
-    Vec<(String, &'static str, bool, String, bool)>,
+    Vec<(String, &'static str, bool, PyText, bool)>,
 );
 
 #[pymodule]

@@ -8,8 +8,9 @@
 //! the reference raises.
 //!
 //! Differences from upstream (documented, deliberate):
-//! * JSON: Python's `json` accepts `NaN`/`Infinity` literals and lone surrogate escapes; these
-//!   lines are rejected here with a clear error.
+//! * JSON: Python's `json` accepts `NaN`/`Infinity` literals; these lines are rejected here with
+//!   a clear error. Lone surrogate escapes (`"\ud800"`) load as the reference loads them, as
+//!   stand-ins (`text::stand_in`).
 //! * Non-string ids are accepted as the reference does and keyed by their JSON text (`5` → "5").
 //! * Integers beyond 2^127 in `max_diffs` saturate (thresholds are far below 0 either way, but
 //!   the threshold printed in an explanation would differ). An integer literal of more than
@@ -320,8 +321,8 @@ pub fn parse_record(line: &str, source: &str, line_no: usize) -> Result<Test, Sp
                 .to_string(),
         ));
     }
-    let value: Value =
-        serde_json::from_str(line).map_err(|e| err(None, format!("invalid JSON: {e}")))?;
+    let value: Value = serde_json::from_str(&crate::text::json_stand_ins(line))
+        .map_err(|e| err(None, format!("invalid JSON: {e}")))?;
     if let Some(digits) = longest_integer(&value).filter(|&d| d > PY_INT_MAX_STR_DIGITS) {
         return Err(err(
             None,

@@ -188,6 +188,80 @@ pub fn py_strip(s: &[char]) -> &[char] {
     &s[start..end]
 }
 
+/// Lone UTF-16 surrogates (U+D800..U+DFFF), which Python strings may hold (model output, and
+/// the reference's test records through `json`'s `"\ud800"` escapes) but Rust strings cannot,
+/// are carried as stand-ins: the last 2,048 code points, U+10F800 + (surrogate - U+D800).
+/// There they behave as Python's surrogates do for everything the checks ask (not alphanumeric,
+/// not space, not printable, one character, unchanged by `lower()` and NFC), and they go back
+/// to Python as surrogates. (A real U+10F800..U+10FFFF in the same text, private-use and
+/// noncharacter code points no model writes, would be taken for a surrogate.)
+pub const STAND_IN_BASE: u32 = 0x10F800;
+
+/// The stand-in of a lone surrogate code unit.
+pub fn stand_in(unit: u16) -> char {
+    char::from_u32(STAND_IN_BASE + (u32::from(unit) - 0xD800)).expect("U+10F800..U+10FFFF are scalar values")
+}
+
+/// The surrogate a stand-in stands for, if `c` is one.
+pub fn stood_in(c: char) -> Option<u16> {
+    let c = u32::from(c);
+    (c >= STAND_IN_BASE).then(|| (0xD800 + (c - STAND_IN_BASE)) as u16)
+}
+
+/// JSON text with every escape of a lone surrogate (`"\ud800"` not followed by its low half)
+/// replaced by the escaped pair of its stand-in, so a JSON parser that rejects lone surrogates
+/// reads what Python's `json` reads; the text itself when it has none.
+pub fn json_stand_ins(json: &str) -> std::borrow::Cow<'_, str> {
+    if !json.contains("\\u") {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let b = json.as_bytes();
+    let hex4 = |at: usize| -> Option<u16> {
+        let h = b.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+    };
+    let mut out = String::with_capacity(json.len());
+    let (mut i, mut last, mut in_string, mut changed) = (0, 0, false, false);
+    while i < b.len() {
+        match b[i] {
+            b'"' => in_string = !in_string,
+            b'\\' if in_string => {
+                if b.get(i + 1) == Some(&b'u') {
+                    if let Some(unit) = hex4(i + 2) {
+                        let paired = (0xD800..0xDC00).contains(&unit)
+                            && b.get(i + 6) == Some(&b'\\')
+                            && b.get(i + 7) == Some(&b'u')
+                            && hex4(i + 8).is_some_and(|low| (0xDC00..0xE000).contains(&low));
+                        if paired {
+                            i += 12;
+                            continue;
+                        }
+                        if (0xD800..0xE000).contains(&unit) {
+                            let mut pair = [0u16; 2];
+                            stand_in(unit).encode_utf16(&mut pair);
+                            out.push_str(&json[last..i]);
+                            out.push_str(&format!("\\u{:04x}\\u{:04x}", pair[0], pair[1]));
+                            i += 6;
+                            last = i;
+                            changed = true;
+                            continue;
+                        }
+                    }
+                }
+                i += 2; // any other escape: skip the escaped character
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if !changed {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    out.push_str(&json[last..]);
+    std::borrow::Cow::Owned(out)
+}
+
 /// The code points of `s`.
 pub fn chars(s: &str) -> Vec<char> {
     // Runs of ASCII are found eight bytes at a time and widened in one go; the other
@@ -581,6 +655,18 @@ pub fn py_str_repr(s: &[char]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn json_lone_surrogate_escapes_become_stand_ins() {
+        let parse = |j: &str| -> String { serde_json::from_str(&json_stand_ins(j)).unwrap() };
+        assert_eq!(parse(r#""a\ud800b""#).chars().collect::<Vec<_>>(), vec!['a', stand_in(0xD800), 'b']);
+        assert_eq!(parse(r#""\udfff\ud800""#), format!("{}{}", stand_in(0xDFFF), stand_in(0xD800)));
+        assert_eq!(parse(r#""\ud83d\ude00""#), "\u{1F600}"); // a pair stays a pair
+        assert_eq!(parse(r#""\\ud800""#), "\\ud800"); // an escaped backslash, then text
+        assert!(matches!(json_stand_ins(r#"{"a": "\u00e9"}"#), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(stood_in(stand_in(0xDABC)), Some(0xDABC));
+        assert_eq!(stood_in('x'), None);
+    }
+
     use super::*;
 
     // The step-by-step copying implementation `normalize` replaced (each step allocates its

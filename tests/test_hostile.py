@@ -248,3 +248,53 @@ def test_a_page_of_10000_equations_is_bounded_and_says_so():
     assert (passed, error) == (False, True)
     assert explanation.startswith("error: the page's equations exceed the math check's budget (it needs more than 4000 renders)")
     assert tuple(suite.check("m", page)) == (passed, explanation, error)  # and again, warm caches
+
+
+# ---------------------------------------------------------------------------------------------
+# lone surrogates, in completions and in test records, as the reference handles them
+# ---------------------------------------------------------------------------------------------
+
+SURROGATE_CASES = [
+    ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a?b", "max_diffs": 1}', "a\ud800b"),
+    ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a\\ud800b"}', "xx a\ud800b yy"),
+    ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a\\ud800b"}', "xx a?b yy"),
+    ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a\\udc00\\ud800b\\ud83d\\ude00"}', "a\udc00\ud800b\U0001F600"),
+    ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "absent", "text": "zz\\ud800"}', "zz\ud800"),
+    ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "q\\ud800q"}', "nothing"),
+    ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "order", "before": "x\\ud800", "after": "y"}', "y x\ud800"),
+    ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "baseline"}', "\ud800" * 40),
+]
+# The reference's (passed, explanation) for each case, then its normalize_text("a\ud800b  c"):
+# load_single_test(record).run(text) at f7cfe4c.
+SURROGATE_REFERENCE = json.loads(r'''[[true, ""], [true, ""], [false, "Expected 'a\ud800b...' with threshold 1.0 but best match ratio was 0.667"], [true, ""], [false, "Expected absence of 'zz\ud800...' with threshold 1.0 but best match ratio was 1.000"], [false, "Expected 'q\ud800q...' with threshold 1.0 but best match ratio was 0.000"], [false, "Could not find a location where 'x\ud800...' appears before 'y...'."], [false, "The text contains no alpha numeric characters"], "a\ud800b c"]''')
+
+
+def test_lone_surrogates_are_one_character_as_in_the_reference():
+    from olmocr_rl import normalize_text
+
+    got = [list(BenchSuite.from_jsonl(rec).check("p", text)[:2]) for rec, text in SURROGATE_CASES]
+    assert got == SURROGATE_REFERENCE[:-1]
+    assert normalize_text("a\ud800b  c") == SURROGATE_REFERENCE[-1]
+    scored = BenchSuite.from_jsonl(SURROGATE_CASES[5][0]).score(["q\ud800q", "q\ud801q"], [["p"], ["p"]], details=True)
+    assert [s.passed for s in scored] == [1, 0]
+    assert scored[1].results[0].explanation.startswith("Expected 'q\ud800q...'")
+
+
+def test_a_huge_test_line_loads_in_memory_proportional_to_it():
+    # A 10 MB `present` text: its search kernel (~40 bytes a character) is built only when a page
+    # longer than it is searched, so loading holds a few copies of the text (was ~400 MB).
+    code = """
+        import json, resource
+        from olmocr_rl import BenchSuite
+        text = ("lorem ipsum dolor sit amet " * 400000)[:10_000_000]
+        line = json.dumps({"pdf": "a.pdf", "page": 1, "id": "big", "type": "present", "text": text})
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        suite = BenchSuite.from_jsonl(line)
+        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        print(json.dumps([len(suite), grown // 1024, suite.check("big", "lorem ipsum")[0]]))
+    """
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    n, grown_mb, passed = json.loads(proc.stdout)
+    assert n == 1 and passed is True  # partial_ratio aligns the shorter string: the page, here
+    assert grown_mb < 250, f"loading a 10 MB line grew the process by {grown_mb} MB"

@@ -149,4 +149,102 @@ mod tests {
         assert_eq!(py_true_div((1u128 << 63) + 1, 7), 1317624576693539401.0);
         assert_eq!(threshold(0, 0), 1.0);
     }
+
+    /// A fixed-seed fuzz run over the whole core: random test records of every type (random
+    /// field values, also of the wrong JSON type) are loaded, and every loaded test runs on
+    /// random completions built from markup fragments (tables, equations, markdown, repeats,
+    /// stray surrogate stand-ins, control characters). Nothing may panic, and each (test,
+    /// completion) pair must take less than a generous ceiling (deterministic budgets bound the
+    /// real cost far below it).
+    #[test]
+    fn fuzz_records_and_completions() {
+        use crate::suite::TestSuite;
+        use crate::text::chars;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        const FRAGMENTS: &[&str] = &[
+            "Hello world", " ", "\n", "\n\n", "| a | b |\n", "|---|---|\n", "| 1 | 2 |\n", "<table>", "</table>",
+            "<tr>", "<td rowspan=3>", "<th colspan=2>", "</td>", "$x^2$", "$$\\frac{a}{b}$$", "\\(\\alpha\\)",
+            "\\[", "\\]", "{", "}", "\\def\\a{\\a\\a}\\a", "**bold**", "_it_", "# Heading\n", "[^1]", "¹",
+            "é", "ﬁ", "\u{200b}", "\u{10f800}", "\u{0}", "\r", "\t", "<![CDATA[", "&amp;", "&#99999999;", "ab", "...",
+        ];
+        const TYPES: &[&str] = &["present", "absent", "order", "table", "math", "baseline", "format", "footnote"];
+        const KEYS: &[&str] = &[
+            "text", "before", "after", "cell", "up", "down", "left", "right", "top_heading", "left_heading",
+            "math", "format", "marker", "max_diffs", "case_sensitive", "first_n", "last_n", "max_repeats",
+            "max_length", "check_disallowed_characters", "ignore_markdown_tables", "ignore_dollar_delimited",
+        ];
+        let value = |next: &mut dyn FnMut(usize) -> usize| -> String {
+            match next(8) {
+                0 => next(5).to_string(),
+                1 => "true".into(),
+                2 => "null".into(),
+                3 => "-1".into(),
+                4 => "[\"x\"]".into(),
+                _ => {
+                    let s: String = (0..1 + next(4)).map(|_| FRAGMENTS[next(FRAGMENTS.len())]).collect();
+                    serde_json::to_string(&s).unwrap()
+                }
+            }
+        };
+        let mut lines = Vec::new();
+        for i in 0..600 {
+            let kind = TYPES[next(TYPES.len())];
+            let mut fields = vec![format!("\"id\": \"t{i}\""), format!("\"type\": \"{kind}\""), "\"pdf\": \"a.pdf\"".into(), "\"page\": 1".into()];
+            let text = |next: &mut dyn FnMut(usize) -> usize| -> String {
+                let s: String = (0..1 + next(3)).map(|_| FRAGMENTS[next(FRAGMENTS.len())]).collect();
+                serde_json::to_string(&s).unwrap()
+            };
+            let required: &[&str] = match kind {
+                "present" | "absent" => &["text"],
+                "order" => &["before", "after"],
+                "table" => &["cell"],
+                "math" => &["math"],
+                "format" => &["text"],
+                "footnote" => &["marker"],
+                _ => &[],
+            };
+            for key in required {
+                fields.push(format!("\"{key}\": {}", text(&mut next)));
+            }
+            if kind == "format" {
+                fields.push(format!("\"format\": \"{}\"", ["bold", "italic", "heading", "underline"][next(4)]));
+            }
+            if kind == "table" {
+                let rel = ["up", "down", "left", "right", "top_heading", "left_heading"][next(6)];
+                fields.push(format!("\"{rel}\": {}", text(&mut next)));
+            }
+            for _ in 0..next(3) {
+                let key = KEYS[next(KEYS.len())];
+                if !fields.iter().any(|f| f.starts_with(&format!("\"{key}\""))) {
+                    fields.push(format!("\"{key}\": {}", value(&mut next)));
+                }
+            }
+            lines.push(format!("{{{}}}", fields.join(", ")));
+        }
+        let jsonl = lines.join("\n");
+        let suite = TestSuite::from_sources([("fuzz.jsonl", jsonl.as_str())]);
+        assert!(suite.tests.len() > 100, "{} tests loaded", suite.tests.len());
+        for round in 0..500 {
+            let mut text = String::new();
+            for _ in 0..next(60) {
+                let f = FRAGMENTS[next(FRAGMENTS.len())];
+                text.push_str(&f.repeat(1 + next(3) * usize::from(next(5) == 0) * 20));
+            }
+            let raw = chars(&text);
+            let page = Page::new(&raw);
+            for k in 0..8 {
+                let test = &suite.tests[(round * 8 + k) % suite.tests.len()];
+                let start = std::time::Instant::now();
+                let _ = run(test, &page);
+                let took = start.elapsed();
+                assert!(took < std::time::Duration::from_secs(20), "{} on {:?}: {took:?}", test.id, text);
+            }
+        }
+    }
 }

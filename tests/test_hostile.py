@@ -246,7 +246,7 @@ def test_a_page_of_10000_equations_is_bounded_and_says_so():
     assert proc.returncode == 0, proc.stderr[-2000:]
     passed, explanation, error = json.loads(proc.stdout)
     assert (passed, error) == (False, True)
-    assert explanation.startswith("error: the page's equations exceed the math check's budget (it needs more than 4000 renders)")
+    assert explanation.startswith("error: the page's equations exceed the math check's budget (it needs more than 600 renders)")
     assert tuple(suite.check("m", page)) == (passed, explanation, error)  # and again, warm caches
 
 

@@ -53,10 +53,12 @@ use crate::text::{chars, string};
 /// Renders one math check may run on its page (each distinct hypothesis's MathML, and the layout
 /// renders of the second stage), and how many of them may hit a bound of `katex` (each such
 /// render costs up to its whole operation budget). Counts, not time or operations: the verdict
-/// is the same whatever the cache holds, the thread, or the machine's load. Far above real
-/// pages (a page of 300 typical equations needs 300 MathML renders, 0.2 s).
-pub const PAGE_RENDERS: usize = 4_000;
-pub const PAGE_LIMITED: usize = 4;
+/// is the same whatever the cache holds, the thread, or the machine's load. A failing test on
+/// a page of N distinct equations needs 2N + 1 renders (MathML, then layout), so pages of up to
+/// ~300 equations are checked in full; the worst page costs ~0.1 s of one core
+/// (benchmarks/bench_worst_case.py).
+pub const PAGE_RENDERS: usize = 600;
+pub const PAGE_LIMITED: usize = 1;
 
 /// What one check has rendered so far.
 #[derive(Default)]

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from olmocr_rl import _core
-from olmocr_rl.suite import BenchSuite, CheckResult, SuiteError, TestInfo
+from olmocr_rl.suite import BenchSuite, CheckResult, SuiteError, TestInfo, check_threads
 
 BASELINE_GROUP = "baseline"
 _AUTO_SOURCE = "<auto baseline>"
@@ -335,17 +335,19 @@ def _read_page(path: Path) -> str:
         return f.read()
 
 
-def _run_checks(suite: BenchSuite, pages: list[tuple[str, list[str]]]) -> list[list[CheckResult]]:
+def _run_checks(
+    suite: BenchSuite, pages: list[tuple[str, list[str]]], threads: int | None = None
+) -> list[list[CheckResult]]:
     """All checks in one batch; if the core fails on the batch (an internal error), retry page by
     page and test by test so that only the offending checks become errors."""
     try:
-        return suite.check_batch(pages)
+        return suite.check_batch(pages, threads=threads)
     except (RuntimeError, NotImplementedError):
         pass
     out = []
     for text, ids in pages:
         try:
-            out.extend(suite.check_batch([(text, ids)]))
+            out.extend(suite.check_batch([(text, ids)], threads=threads))
             continue
         except (RuntimeError, NotImplementedError):
             pass
@@ -364,7 +366,12 @@ _PROGRESS_CHUNK = 4096
 
 
 def _check_files(
-    suite: BenchSuite, folder: Path, ids: dict[str, list[str]], name: str = "", progress: Progress | None = None
+    suite: BenchSuite,
+    folder: Path,
+    ids: dict[str, list[str]],
+    name: str = "",
+    progress: Progress | None = None,
+    threads: int | None = None,
 ) -> list[tuple[str, Any]]:
     """(md file, its rows (passed, explanation, error) for the test ids `ids[f]`, or the message
     of why it cannot be read). Files are read and checked in Rust, in parallel; a file Rust
@@ -388,7 +395,7 @@ def _check_files(
         if progress:
             progress(f"{name}: checking {total} (test, page file) pairs", done, total)
         try:
-            rows.extend(suite._core.check_files(chunk))
+            rows.extend(suite._core.check_files(chunk, threads))
         except (RuntimeError, NotImplementedError):  # an internal error: retry per page and test
             rows.extend([None] * len(chunk))
         done += sum(len(item[1]) for item in chunk)
@@ -402,13 +409,13 @@ def _check_files(
             except (OSError, UnicodeDecodeError) as e:
                 out.append((f, f"cannot read {path}: {e}"))
                 continue
-            r = [tuple(c) for c in _run_checks(suite, [(text, test_ids)])[0]]
+            r = [tuple(c) for c in _run_checks(suite, [(text, test_ids)], threads)[0]]
         out.append((f, r))
     return out
 
 
 def evaluate_candidate(
-    bench: Bench, folder: Path, *, progress: Progress | None = None, details: bool = True
+    bench: Bench, folder: Path, *, progress: Progress | None = None, details: bool = True, threads: int | None = None
 ) -> tuple[CandidateResult, list[dict]]:
     """Scores one candidate folder. Returns the result and the details rows, one per
     (test, md file), plus one per test without page files (none when `details` is False)."""
@@ -463,7 +470,7 @@ def evaluate_candidate(
 
     read_errors: dict[str, str] = {}
     ids = {f: [outcomes[j].id for j, _ in served] for f, served in by_file.items()}
-    for f, rows_ in _check_files(bench.suite, folder, ids, name, progress):
+    for f, rows_ in _check_files(bench.suite, folder, ids, name, progress, threads):
         if isinstance(rows_, str):
             read_errors[f] = rows_
             errors.append(rows_)
@@ -591,15 +598,14 @@ def run_bench(
     progress: Progress | None = None,
 ) -> BenchSummary:
     """Runs the benchmark on a bench folder; see the module docstring."""
-    if threads is not None and threads > 0:
-        os.environ["OLMOCR_RL_THREADS"] = str(threads)  # read by the Rust pool on each batch
+    threads = check_threads(threads)
     bench = load_bench(path, skip_baseline=skip_baseline, force=force)
     folders = find_candidates(bench, candidates)
     out = []
     sink = open(details, "w", encoding="utf-8") if details else None  # noqa: SIM115
     try:
         for folder in folders:
-            result, rows = evaluate_candidate(bench, folder, progress=progress, details=sink is not None)
+            result, rows = evaluate_candidate(bench, folder, progress=progress, details=sink is not None, threads=threads)
             groups: dict[str, list[float]] = {}
             for o in result.outcomes:
                 groups.setdefault(o.group, []).append(1.0 if o.passed else 0.0)

@@ -203,10 +203,13 @@ class BenchSuite:
         """Runs one test on one page of model output (`text` is used as given)."""
         return CheckResult(*self._core.check(test_id, text))
 
-    def check_batch(self, pages: Sequence[tuple[str, Sequence[str]]]) -> list[list[CheckResult]]:
-        """Runs each (text, test ids) page's tests; pages are checked in parallel in Rust."""
-        check_threads(None)  # the pool's size comes from OLMOCR_RL_THREADS: refuse a bad one
-        rows = self._core.check_batch([(t, list(ids)) for t, ids in pages])
+    def check_batch(
+        self, pages: Sequence[tuple[str, Sequence[str]]], *, threads: int | None = None
+    ) -> list[list[CheckResult]]:
+        """Runs each (text, test ids) page's tests; pages are checked in parallel in Rust
+        (`threads` as in `score`)."""
+        threads = check_threads(threads)
+        rows = self._core.check_batch([(t, list(ids)) for t, ids in pages], threads)
         return [[CheckResult(*r) for r in page] for page in rows]
 
     def score(

@@ -237,12 +237,15 @@ impl Suite {
         Ok(out?)
     }
 
-    /// Runs each page's tests, pages in parallel: one list of (passed, explanation, error) per
-    /// page. The GIL is released for the whole batch.
+    /// Runs each page's tests, pages in parallel (`threads`: the pool's size, default as in
+    /// `score`): one list of (passed, explanation, error) per page. The GIL is released for the
+    /// whole batch.
+    #[pyo3(signature = (pages, threads=None))]
     fn check_batch(
         &self,
         py: Python<'_>,
         pages: Vec<(Bound<'_, PyString>, Vec<String>)>,
+        threads: Option<usize>,
     ) -> PyResult<Vec<Vec<VerdictRow>>> {
         let pages: Vec<(String, Vec<String>)> =
             pages.into_iter().map(|(t, ids)| Ok((text_of(&t)?, ids))).collect::<PyResult<_>>()?;
@@ -259,7 +262,7 @@ impl Suite {
                     // Handing one page to the pool costs more than it saves.
                     pages.iter().map(one).collect::<Result<Vec<_>, _>>()
                 } else {
-                    score::pool(None).install(|| pages.par_iter().map(one).collect())
+                    score::pool(threads).install(|| pages.par_iter().map(one).collect())
                 }
             })
         })?;

@@ -289,13 +289,25 @@ def test_unsupported_types_are_reported_and_left_out(tmp_path, kind):
     assert "not supported by this version" in out.output
 
 
-def test_workers_option_sets_the_pool_size(tmp_path, monkeypatch):
-    monkeypatch.delenv("OLMOCR_RL_THREADS", raising=False)
-    root = make_bench(tmp_path / "bench", [baseline("b")], files={"m/a_pg1_repeat1.md": SHORT})
-    run_bench(root, threads=3)
+def test_workers_option_sets_the_pool_size_without_touching_the_environment(tmp_path, monkeypatch):
     import os
 
-    assert os.environ["OLMOCR_RL_THREADS"] == "3"
+    import olmocr_rl.bench as bench_module
+
+    monkeypatch.delenv("OLMOCR_RL_THREADS", raising=False)
+    seen = []
+    original = bench_module._check_files
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003
+        seen.append(args[5] if len(args) > 5 else kwargs.get("threads"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(bench_module, "_check_files", spy)
+    root = make_bench(tmp_path / "bench", [baseline("b")], files={"m/a_pg1_repeat1.md": SHORT})
+    run_bench(root, threads=3)
+    assert seen == [3] and "OLMOCR_RL_THREADS" not in os.environ
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        run_bench(root, threads=0)
 
 
 # ----------------------------------------------------------------------------------------------

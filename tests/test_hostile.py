@@ -8,10 +8,14 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from olmocr_rl import BenchReward, BenchSuite, _core
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from bench_worst_case import bomb  # noqa: E402  (macro-expansion bombs, shared with the benchmark)
 
 NESTED = "$" + "{" * 400 + "x" + "}" * 400 + "$"
 MATH = json.dumps({"pdf": "a.pdf", "page": 1, "id": "m", "type": "math", "math": "x"})
@@ -200,17 +204,6 @@ def test_a_table_of_repeated_rows_is_checked_exactly_within_a_ceiling(rows):
         assert got == REFERENCE_200
     else:
         assert [g[:2] for g in got] == [r[:2] for r in REFERENCE_200]
-
-
-def bomb(levels: int, body_len: int) -> str:
-    """A macro-expansion bomb: 4^(levels-1) copies of a body of `body_len` characters."""
-    eq = "\\def\\za{" + "x+" * (body_len // 2) + "y}"
-    names = ["za"]
-    for i in range(1, levels):
-        name = "z" + chr(ord("a") + i)
-        eq += "\\def\\" + name + "{" + ("\\" + names[-1]) * 4 + "}"
-        names.append(name)
-    return eq + "\\" + names[-1]
 
 
 @needs_katex

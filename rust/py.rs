@@ -24,8 +24,8 @@ fn guard<T>(f: impl FnOnce() -> T) -> PyResult<T> {
 
 #[pyfunction]
 fn normalize_text(py: Python<'_>, s: &Bound<'_, PyString>) -> PyResult<PyText> {
-    let s = text_of(s)?;
-    py.detach(|| guard(|| PyText(text::normalize_text(&s))))
+    let (s, surrogates) = text_of(s)?;
+    py.detach(|| guard(|| PyText(text::normalize_text(&s), surrogates)))
 }
 
 #[pyfunction]
@@ -113,19 +113,22 @@ fn katex_problem(py: Python<'_>) -> PyResult<Option<String>> {
 }
 
 /// A Python string as Rust text: lone surrogates (Python strings may hold them, Rust strings
-/// cannot) become their stand-ins (`text::stand_in`), one character each, as in Python.
-fn text_of(s: &Bound<'_, PyString>) -> PyResult<String> {
+/// cannot) become their stand-ins (`text::stand_in`), one character each, as in Python. Also
+/// says whether there were any.
+fn text_of(s: &Bound<'_, PyString>) -> PyResult<(String, bool)> {
     if let Ok(t) = s.to_str() {
-        return Ok(t.to_owned());
+        return Ok((t.to_owned(), false));
     }
     let encoded = s.call_method1("encode", ("utf-16-le", "surrogatepass"))?;
     let bytes: &[u8] = encoded.cast::<pyo3::types::PyBytes>()?.as_bytes();
     let units = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
-    Ok(char::decode_utf16(units).map(|r| r.unwrap_or_else(|e| text::stand_in(e.unpaired_surrogate()))).collect())
+    let text = char::decode_utf16(units).map(|r| r.unwrap_or_else(|e| text::stand_in(e.unpaired_surrogate()))).collect();
+    Ok((text, true))
 }
 
-/// Rust text back to Python: stand-ins become the lone surrogates they stand for.
-struct PyText(String);
+/// Rust text back to Python; with `.1` set (the inputs held lone surrogates), stand-ins become
+/// the surrogates they stand for. Without it they stay what they are: real U+10F800..U+10FFFF.
+struct PyText(String, bool);
 
 impl<'py> IntoPyObject<'py> for PyText {
     type Target = PyAny;
@@ -133,7 +136,7 @@ impl<'py> IntoPyObject<'py> for PyText {
     type Error = PyErr;
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if !self.0.chars().any(|c| text::stood_in(c).is_some()) {
+        if !self.1 || !self.0.chars().any(|c| text::stood_in(c).is_some()) {
             return Ok(PyString::new(py, &self.0).into_any());
         }
         let mut bytes = Vec::with_capacity(self.0.len() * 2);
@@ -161,8 +164,9 @@ fn error_row(e: &SpecError) -> ErrorRow {
 
 type VerdictRow = (bool, PyText, bool);
 
-fn verdict_row(v: Verdict) -> VerdictRow {
-    (v.passed, PyText(v.explanation), v.error)
+/// A verdict for Python; `surrogates`: whether the page or the tests held lone surrogates.
+fn verdict_row(v: Verdict, surrogates: bool) -> VerdictRow {
+    (v.passed, PyText(v.explanation, surrogates), v.error)
 }
 
 /// The compiled tests of one or more JSONL sources.
@@ -227,11 +231,12 @@ impl Suite {
 
     /// Runs one test on one page: (passed, explanation, error).
     fn check(&self, py: Python<'_>, test_id: &str, text: &Bound<'_, PyString>) -> PyResult<VerdictRow> {
-        let text = text_of(text)?;
+        let (text, surrogates) = text_of(text)?;
+        let surrogates = surrogates || self.inner.has_stand_ins;
         let out = py.detach(|| {
             guard(|| {
                 let raw = text::chars(&text);
-                self.run_one(test_id, &Page::new(&raw)).map(verdict_row)
+                self.run_one(test_id, &Page::new(&raw)).map(|v| verdict_row(v, surrogates))
             })
         })?;
         Ok(out?)
@@ -247,15 +252,16 @@ impl Suite {
         pages: Vec<(Bound<'_, PyString>, Vec<String>)>,
         threads: Option<usize>,
     ) -> PyResult<Vec<Vec<VerdictRow>>> {
-        let pages: Vec<(String, Vec<String>)> =
+        let pages: Vec<((String, bool), Vec<String>)> =
             pages.into_iter().map(|(t, ids)| Ok((text_of(&t)?, ids))).collect::<PyResult<_>>()?;
         let out = py.detach(|| {
             guard(|| {
-                let one = |(text_, ids): &(String, Vec<String>)| {
+                let one = |((text_, surrogates), ids): &((String, bool), Vec<String>)| {
                     let raw = text::chars(text_);
                     let page = Page::new(&raw);
+                    let surrogates = *surrogates || self.inner.has_stand_ins;
                     ids.iter()
-                        .map(|id| self.run_one(id, &page).map(verdict_row))
+                        .map(|id| self.run_one(id, &page).map(|v| verdict_row(v, surrogates)))
                         .collect::<Result<Vec<_>, _>>()
                 };
                 if pages.len() <= 1 {
@@ -287,7 +293,7 @@ impl Suite {
                     let raw = text::chars(&text);
                     let page = Page::new(&raw);
                     ids.iter()
-                        .map(|id| self.run_one(id, &page).map(verdict_row))
+                        .map(|id| self.run_one(id, &page).map(|v| verdict_row(v, self.inner.has_stand_ins)))
                         .collect::<Result<Vec<_>, _>>()
                         .map(Some)
                 };
@@ -308,12 +314,20 @@ impl Suite {
         threads: Option<usize>,
         details: bool,
     ) -> PyResult<Vec<ScoreRow>> {
-        let pages: Vec<(String, Vec<String>)> =
-            pages.into_iter().map(|(t, ids)| Ok((text_of(&t)?, ids))).collect::<PyResult<_>>()?;
+        let mut surrogates = Vec::with_capacity(pages.len());
+        let pages: Vec<(String, Vec<String>)> = pages
+            .into_iter()
+            .map(|(t, ids)| {
+                let (text, had) = text_of(&t)?;
+                surrogates.push(had || self.inner.has_stand_ins);
+                Ok((text, ids))
+            })
+            .collect::<PyResult<_>>()?;
         let scored = py.detach(|| guard(|| score::score_pages(&self.inner, &pages, threads)))?;
         scored
             .into_iter()
-            .map(|r| {
+            .zip(surrogates)
+            .map(|(r, surrogates)| {
                 let s = r.map_err(|e| match e {
                     score::ScoreError::UnknownId(id) => CheckError::UnknownId(id),
                     score::ScoreError::Unsupported(k) => CheckError::Unsupported(k.name()),
@@ -324,7 +338,7 @@ impl Suite {
                         .iter()
                         .map(|(i, v)| {
                             let t = &self.inner.tests[*i];
-                            (t.id.clone(), t.kind.name(), v.passed, PyText(v.explanation.clone()), v.error)
+                            (t.id.clone(), t.kind.name(), v.passed, PyText(v.explanation.clone(), surrogates), v.error)
                         })
                         .collect()
                 } else {

@@ -613,6 +613,8 @@ pub fn load_jsonl(text: &str, source: &str, out: &mut Loaded) {
 pub struct TestSuite {
     pub tests: Vec<Test>,
     pub errors: Vec<SpecError>,
+    /// Whether some record holds a lone surrogate escape (so texts hold stand-ins for them).
+    pub has_stand_ins: bool,
     index: std::collections::HashMap<String, usize>,
 }
 
@@ -621,10 +623,13 @@ impl TestSuite {
     /// later record (the first one is kept).
     pub fn from_sources<'a>(sources: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         let mut loaded = Loaded::default();
+        let mut has_stand_ins = false;
         for (name, text) in sources {
             load_jsonl(text, name, &mut loaded);
+            has_stand_ins |= text.contains("\\u")
+                && jsonl_lines(text).any(|(_, line)| matches!(crate::text::json_stand_ins(line), std::borrow::Cow::Owned(_)));
         }
-        let mut suite = TestSuite { errors: loaded.errors, ..Default::default() };
+        let mut suite = TestSuite { errors: loaded.errors, has_stand_ins, ..Default::default() };
         for test in loaded.tests {
             if let Some(&first) = suite.index.get(&test.id) {
                 let prev = &suite.tests[first];

@@ -193,8 +193,9 @@ pub fn py_strip(s: &[char]) -> &[char] {
 /// are carried as stand-ins: the last 2,048 code points, U+10F800 + (surrogate - U+D800).
 /// There they behave as Python's surrogates do for everything the checks ask (not alphanumeric,
 /// not space, not printable, one character, unchanged by `lower()` and NFC), and they go back
-/// to Python as surrogates. (A real U+10F800..U+10FFFF in the same text, private-use and
-/// noncharacter code points no model writes, would be taken for a surrogate.)
+/// to Python as surrogates when the call's inputs held any (a real U+10F800..U+10FFFF beside a
+/// lone surrogate in the same call, private-use and noncharacter code points no model writes,
+/// would come back as a surrogate too; without surrogates it comes back as itself).
 pub const STAND_IN_BASE: u32 = 0x10F800;
 
 /// The stand-in of a lone surrogate code unit.

@@ -50,7 +50,7 @@ def refused(cfg: TrainConfig, error: BaseException) -> ConfigError:
     import re
 
     message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    named = set(re.findall(r"`?\b([a-z][a-z0-9_]+)\b`?", str(error)))
+    named = set(re.findall(r"\b[a-z][a-z0-9_]+\b", str(error)))
     keys = [f"trl.{k}" for k in cfg.trl if k in named] or [f"trl.{k}" for k in cfg.trl]
     fix = f"; check {', '.join(keys)}" if keys else ""
     return ConfigError(f"trl refused the configuration while building the trainer: {message}{fix}")
@@ -213,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run(cfg)
     except ConfigError as e:
-        if os.environ.get("OLMOCR_RL_DEBUG", "").lower() in ("1", "true", "yes"):
+        from olmocr_rl.cli import debug_enabled
+
+        if debug_enabled():
             import traceback
 
             traceback.print_exc()

@@ -24,36 +24,58 @@ from typing import Any
 __version__: str
 UNICODE_VERSION: str
 
-def normalize_text(s: str) -> str: ...
-def ratio(a: str, b: str) -> float: ...
-def partial_ratio(a: str, b: str) -> float: ...
-def find_near_matches(sub: str, seq: str, max_l_dist: int) -> list[tuple[int, int, int]]: ...
+def normalize_text(s: str) -> str:
+    """olmOCR-bench's `normalize_text` (whitespace, quotes, dashes, markdown emphasis, NFC), exact;
+    lone surrogates are kept as one character each."""
+def ratio(a: str, b: str) -> float:
+    """RapidFuzz `fuzz.ratio(a, b)` (0-100), bit for bit."""
+def partial_ratio(a: str, b: str) -> float:
+    """RapidFuzz `fuzz.partial_ratio(a, b)` (0-100), bit for bit; the shorter string is aligned
+    inside the longer one."""
+def find_near_matches(sub: str, seq: str, max_l_dist: int) -> list[tuple[int, int, int]]:
+    """fuzzysearch `find_near_matches(sub, seq, max_l_dist=...)` as (start, end, distance) triples."""
 
-def _py_compat(s: str) -> tuple[str, list[bool], list[bool], list[bool], str]: ...
+def _py_compat(s: str) -> tuple[str, list[bool], list[bool], list[bool], str]:
+    """Test hook: (str.lower, isalnum, isspace and isprintable per code point, NFC) of `s`."""
 
-def _fmt_float(x: float) -> tuple[str, str, str]: ...
+def _fmt_float(x: float) -> tuple[str, str, str]:
+    """Test hook: Python's `repr(x)`, `f"{x:.3f}"` and `f"{x:.2f}"`, as the explanations print them."""
 
-def _parse_tables(text: str, markdown: bool) -> list[dict[str, Any]]: ...
+def _parse_tables(text: str, markdown: bool) -> list[dict[str, Any]]:
+    """Test hook: the markdown (or HTML) tables of `text` as the reference's parser builds them."""
 
-def pdf_page_counts(paths: list[str | os.PathLike[str]], threads: int | None = None) -> list[int | None]: ...
-def set_katex_path(path: str | None) -> None: ...
-def katex_problem() -> str | None: ...
+def pdf_page_counts(paths: list[str | os.PathLike[str]], threads: int | None = None) -> list[int | None]:
+    """pypdf's page count of each PDF, or None where the core's reader declines (pypdf then counts)."""
+def set_katex_path(path: str | None) -> None:
+    """Where math checks read KaTeX 0.16.21's katex.min.js (None: `OLMOCR_RL_KATEX_JS`)."""
+def katex_problem() -> str | None:
+    """Why math checks cannot run here (KaTeX missing or another version), naming the fix; None
+    when they can."""
 
 @final
 class Suite:
+    """Compiled olmOCR-bench tests; the checks run in Rust with the GIL released."""
+
     @staticmethod
-    def from_sources(sources: list[tuple[str, str]]) -> Suite: ...
+    def from_sources(sources: list[tuple[str, str]]) -> Suite:
+        """Loads (source name, JSONL text) pairs; invalid records go to `errors`."""
     def __len__(self) -> int: ...
     @property
-    def errors(self) -> list[tuple[str, int, str | None, str]]: ...
-    def records(self) -> list[tuple[str, str, str, str, str, int]]: ...
-    def check(self, test_id: str, text: str) -> tuple[bool, str, bool]: ...
+    def errors(self) -> list[tuple[str, int, str | None, str]]:
+        """Rejected records as (source, line, test id or None, message)."""
+    def records(self) -> list[tuple[str, str, str, str, str, int]]:
+        """(id, type, pdf, page as JSON text, source, line) of every loaded test, in load order."""
+    def check(self, test_id: str, text: str) -> tuple[bool, str, bool]:
+        """One test on one page: (passed, explanation, error)."""
     def check_batch(
         self, pages: list[tuple[str, list[str]]], threads: int | None = None
-    ) -> list[list[tuple[bool, str, bool]]]: ...
+    ) -> list[list[tuple[bool, str, bool]]]:
+        """Each (text, test ids) page's verdicts; pages in parallel on `threads` threads."""
     def check_files(
         self, items: list[tuple[str | os.PathLike[str], list[str]]], threads: int | None = None
-    ) -> list[list[tuple[bool, str, bool]] | None]: ...
+    ) -> list[list[tuple[bool, str, bool]] | None]:
+        """`check_batch` on page files read as the reference reads them; None for a file that
+        cannot be read or is not UTF-8."""
     def score(
         self, pages: list[tuple[str, list[str]]], threads: int | None = None, details: bool = False
     ) -> list[
@@ -66,4 +88,6 @@ class Suite:
             float | None,
             list[tuple[str, str, bool, str, bool]],
         ]
-    ]: ...
+    ]:
+        """Per page: (passed, total, [(type, passed, total)], micro, macro, graded, [(id, type,
+        passed, explanation, error)] when `details`)."""

@@ -1312,23 +1312,7 @@ mod tests {
         best
     }
 
-    struct XorShift(u64);
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn string(&mut self, alphabet: &[char], len: usize) -> Vec<char> {
-            (0..len).map(|_| alphabet[self.below(alphabet.len())]).collect()
-        }
-    }
+    use crate::test_rng::XorShift;
 
     #[test]
     fn spec_examples() {

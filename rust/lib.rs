@@ -17,6 +17,8 @@ pub mod search;
 pub mod suite;
 pub mod table;
 pub mod text;
+#[cfg(test)]
+mod test_rng;
 #[doc(hidden)]
 pub mod unicode_tables;
 

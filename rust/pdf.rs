@@ -688,15 +688,13 @@ mod tests {
     #[test]
     fn arbitrary_bytes_never_panic() {
         let base = tree("3 0 R 4 0 R", 2, &[(3, page(2)), (4, page(2))]);
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut rng = crate::test_rng::XorShift(0x2545_F491_4F6C_DD1Du64);
         for _ in 0..3000 {
             let mut data = base.clone();
-            for _ in 0..(seed % 6) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let i = (seed as usize) % data.len();
-                data[i] = (seed >> 32) as u8;
+            for _ in 0..(rng.0 % 6) {
+                let x = rng.next();
+                let i = (x as usize) % data.len();
+                data[i] = (x >> 32) as u8;
             }
             let _ = page_count(&data);
         }

@@ -203,13 +203,8 @@ mod tests {
 
     #[test]
     fn lazy_scanners_match_tables_on_random_text() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % m) as usize
-        };
+        let mut rng = crate::test_rng::XorShift(0x2545_F491_4F6C_DD1Du64);
+        let mut next = |m: u64| rng.below(m as usize);
         let alpha: Vec<char> = "<>/bB*_a \n".chars().collect();
         for _ in 0..20_000 {
             let n = next(40);

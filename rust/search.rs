@@ -1169,13 +1169,8 @@ fn expand_long(p: &[char], t: &[char], kk: usize, scores: &mut Vec<usize>) -> Ex
 mod tests {
     #[test]
     fn exact_occurrences_match_a_naive_scan_including_the_kmp_fallback() {
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % m) as usize
-        };
+        let mut rng = crate::test_rng::XorShift(0x9E37_79B9_7F4A_7C15u64);
+        let mut next = |m: u64| rng.below(m as usize);
         for round in 0..3000 {
             let alpha: Vec<char> = if round % 3 == 0 { vec!['a'] } else { "ab e".chars().collect() };
             let n = next(300) + 1;

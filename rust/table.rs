@@ -954,13 +954,8 @@ mod tests {
     /// tables with spans, th/td mixes and ragged rows, and on markdown tables.
     #[test]
     fn chain_walks_equal_the_replay() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut rng = crate::test_rng::XorShift(0x2545_f491_4f6c_dd1du64);
+        let mut next = |n: u64| rng.below(n as usize) as u64;
         let mut chained = 0;
         for round in 0..3000 {
             let rows = 1 + next(7);

@@ -822,13 +822,8 @@ mod tests {
     /// `normalize` equals the copying implementation on texts dense in its trigger characters.
     #[test]
     fn normalize_equals_copying_steps() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |m: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % m as u64) as usize
-        };
+        let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = |m: usize| rng.below(m);
         let tokens = [
             "*", "**", "_", "__", "<br>", "<br/>", "<b>", "</b>", "<i>", "</i>", "<", "b", "i", ">",
             "/", "a", "é", "e\u{301}", " ", "  ", "\n", "\t", "\u{a0}", "\u{2019}", "\u{2014}",
@@ -884,13 +879,8 @@ mod tests {
 
     #[test]
     fn fast_passes_match_simple_loops() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % m) as usize
-        };
+        let mut rng = crate::test_rng::XorShift(0x2545_F491_4F6C_DD1Du64);
+        let mut next = |m: u64| rng.below(m as usize);
         let alpha: Vec<char> = "aB \t\n\r\u{1c}\u{1f}\u{85}\u{a0}\u{3000}\u{3a3}\u{130}é!".chars().collect();
         for _ in 0..20_000 {
             let s: Vec<char> = (0..next(50)).map(|_| alpha[next(alpha.len() as u64)]).collect();

@@ -194,13 +194,8 @@ mod tests {
 
     #[test]
     fn tail_shortcut_matches_the_full_count() {
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % m) as usize
-        };
+        let mut rng = crate::test_rng::XorShift(0x9E37_79B9_7F4A_7C15u64);
+        let mut next = |m: u64| rng.below(m as usize);
         let alpha: Vec<char> = "ab \n\t\u{a0}".chars().collect();
         for _ in 0..20_000 {
             let unit: Vec<char> = (0..next(6) + 1).map(|_| alpha[next(alpha.len() as u64)]).collect();

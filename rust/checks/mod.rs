@@ -160,13 +160,8 @@ mod tests {
     fn fuzz_records_and_completions() {
         use crate::suite::TestSuite;
         use crate::text::chars;
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: usize| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n as u64) as usize
-        };
+        let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = |n: usize| rng.below(n);
         const FRAGMENTS: &[&str] = &[
             "Hello world", " ", "\n", "\n\n", "| a | b |\n", "|---|---|\n", "| 1 | 2 |\n", "<table>", "</table>",
             "<tr>", "<td rowspan=3>", "<th colspan=2>", "</td>", "$x^2$", "$$\\frac{a}{b}$$", "\\(\\alpha\\)",

@@ -128,15 +128,8 @@ mod tests {
     /// The compiled-once query and the page's character index give the plain verdicts.
     #[test]
     fn compiled_and_indexed_verdicts_equal_plain_ones() {
-        let state = std::cell::Cell::new(0x5eed_cafe_u64);
-        let below = |n: usize| {
-            let mut x = state.get();
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            state.set(x);
-            (x % n as u64) as usize
-        };
+        let rng = std::cell::RefCell::new(crate::test_rng::XorShift(0x5eed_cafe_u64));
+        let below = |n: usize| rng.borrow_mut().below(n);
         let alphabets = ["ab ", "abcAB d", "the Quick brown FOX, jumps", "aéΣσς€ ", "x**y_ <b>z</b>"];
         let mut passed = [0usize; 2];
         for it in 0..400 {

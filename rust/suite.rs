@@ -307,6 +307,11 @@ fn id_text(v: &Value) -> String {
 
 /// Parses and validates one JSONL record (already stripped of surrounding whitespace).
 pub fn parse_record(line: &str, source: &str, line_no: usize) -> Result<Test, SpecError> {
+    parse_prepared(line, &crate::text::json_stand_ins(line), source, line_no)
+}
+
+/// [`parse_record`] of `line`, whose lone surrogate escapes `json` already replaced.
+fn parse_prepared(line: &str, json: &str, source: &str, line_no: usize) -> Result<Test, SpecError> {
     let err = |id: Option<String>, message: String| SpecError {
         source: source.to_string(),
         line: line_no,
@@ -321,8 +326,7 @@ pub fn parse_record(line: &str, source: &str, line_no: usize) -> Result<Test, Sp
                 .to_string(),
         ));
     }
-    let value: Value = serde_json::from_str(&crate::text::json_stand_ins(line))
-        .map_err(|e| err(None, format!("invalid JSON: {e}")))?;
+    let value: Value = serde_json::from_str(json).map_err(|e| err(None, format!("invalid JSON: {e}")))?;
     if let Some(digits) = longest_integer(&value).filter(|&d| d > PY_INT_MAX_STR_DIGITS) {
         return Err(err(
             None,
@@ -596,12 +600,16 @@ pub fn jsonl_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
 pub struct Loaded {
     pub tests: Vec<Test>,
     pub errors: Vec<SpecError>,
+    /// Whether some line held a lone surrogate escape.
+    pub stand_ins: bool,
 }
 
 /// Loads every record of one JSONL text; bad records become errors, good ones are kept.
 pub fn load_jsonl(text: &str, source: &str, out: &mut Loaded) {
     for (line_no, line) in jsonl_lines(text) {
-        match parse_record(line, source, line_no) {
+        let json = crate::text::json_stand_ins(line);
+        out.stand_ins |= matches!(json, std::borrow::Cow::Owned(_));
+        match parse_prepared(line, &json, source, line_no) {
             Ok(t) => out.tests.push(t),
             Err(e) => out.errors.push(e),
         }
@@ -623,13 +631,10 @@ impl TestSuite {
     /// later record (the first one is kept).
     pub fn from_sources<'a>(sources: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         let mut loaded = Loaded::default();
-        let mut has_stand_ins = false;
         for (name, text) in sources {
             load_jsonl(text, name, &mut loaded);
-            has_stand_ins |= text.contains("\\u")
-                && jsonl_lines(text).any(|(_, line)| matches!(crate::text::json_stand_ins(line), std::borrow::Cow::Owned(_)));
         }
-        let mut suite = TestSuite { errors: loaded.errors, has_stand_ins, ..Default::default() };
+        let mut suite = TestSuite { errors: loaded.errors, has_stand_ins: loaded.stand_ins, ..Default::default() };
         for test in loaded.tests {
             if let Some(&first) = suite.index.get(&test.id) {
                 let prev = &suite.tests[first];

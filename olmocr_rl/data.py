@@ -376,13 +376,11 @@ def prepare(
 
     tests = _load_tests(folders, report)
     pages = _group_pages(tests, folders, opts, report)
-    math_tests = sum(1 for ts in pages.tests.values() for t in ts if getattr(t, "type", None) == "math")
-    if math_tests:
-        from olmocr_rl import _core
+    from olmocr_rl.suite import math_environment_problem
 
-        problem = _core.katex_problem()
-        if problem:  # training on these pages would score every math test as an error
-            report.environment.append({"reason": f"{math_tests} math test(s) cannot be checked: {problem}"})
+    problem = math_environment_problem(sum(1 for ts in pages.tests.values() for t in ts if t.type == "math"))
+    if problem:  # training on these pages would score every math test as an error
+        report.environment.append({"reason": problem})
     candidates: list[_Page] = []
     for fi in range(len(folders)):
         mine = sorted(k for k in pages.tests if k[0] == fi)

@@ -27,6 +27,12 @@ class SuiteError(ValueError):
         super().__init__(f"{len(errors)} invalid test record(s):\n  {shown}{more}")
 
 
+def math_environment_problem(math_tests: int) -> str | None:
+    """Why `math_tests` math tests cannot be checked here (no usable KaTeX 0.16.21), or None."""
+    problem = _core.katex_problem() if math_tests else None
+    return f"{math_tests} math test(s) cannot be checked: {problem}" if problem else None
+
+
 class EnvironmentProblem(RuntimeError):
     """This environment cannot check some of the suite's tests as the reference does (math
     tests without KaTeX 0.16.21): every such check would be an error verdict, so a reward built
@@ -189,9 +195,7 @@ class BenchSuite:
     def environment_problem(self) -> str | None:
         """Why this environment would turn some of these tests into error verdicts across the
         board (math tests without KaTeX 0.16.21), or None when it can check them all."""
-        n = self.type_counts().get("math", 0)
-        problem = _core.katex_problem() if n else None
-        return f"{n} math test(s) cannot be checked: {problem}" if problem else None
+        return math_environment_problem(self.type_counts().get("math", 0))
 
     def require_environment(self) -> None:
         """Raises EnvironmentProblem when `environment_problem()` finds one."""

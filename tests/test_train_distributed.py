@@ -68,6 +68,38 @@ def test_zero2_two_ranks_train_save_and_resume(prepared, tiny_model, tmp_path):
     assert [h["step"] for h in history if "loss" in h] == [1, 2, 3]  # steps 1-2 from the first run
 
 
+def test_deepspeed_launcher_zero2_trains_saves_and_resumes(prepared, tiny_model, tmp_path):
+    """`--launcher deepspeed`: the `deepspeed` launcher starts the ranks (each gets --local_rank)
+    and the ZeRO-2 JSON preset configures the engine; then a user's own `deepspeed -m
+    olmocr_rl.train ...` resumes the run, and its rank 0 writes the outputs."""
+    from olmocr_rl.train.launch import deepspeed_config_file
+
+    out = tmp_path / "ds"
+    train(prepared, tiny_model, out, "--zero", "2", "--launcher", "deepspeed")
+    state = ds_state(out / "checkpoint-2")
+    assert (state["step"], state["world"], state["stage"]) == ("global_step2", 2, 2)
+    saved = torch.load(next((out / "checkpoint-2" / "global_step2").glob("*model_states.pt")), map_location="cpu", weights_only=False)
+    preset = json.loads(deepspeed_config_file(2).read_text())
+    assert saved["ds_config"]["zero_optimization"] == preset["zero_optimization"]  # the JSON, not accelerate's defaults
+    assert "bench/present/pass_rate" in bench_metrics(out / "checkpoint-2")
+
+    cmd = [sys.executable, "-m", "deepspeed.launcher.runner", "--num_gpus", "2", "--master_port", str(_free_port()), "--module",
+           "olmocr_rl.train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE), "--zero", "2",
+           "--resume", "auto", "max_steps=3", "save_steps=1", "progress=false", "final_outputs=eval"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
+    assert ds_state(out / "checkpoint-3")["step"] == "global_step3"
+    history = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())["log_history"]
+    assert [h["step"] for h in history if "loss" in h] == [1, 2, 3]
+    assert f"outputs: {out / 'outputs'}" in proc.stdout and any((out / "outputs").glob("*_repeat1.md"))
+
+
+def _free_port() -> int:
+    from olmocr_rl.train.launch import free_port
+
+    return free_port()
+
+
 def test_zero3_two_ranks_train_and_save(prepared, tiny_model, tmp_path):
     out = tmp_path / "z3"
     train(prepared, tiny_model, out, "--zero", "3")

@@ -111,3 +111,62 @@ def test_rank_entry_point_runs_the_worker():
     proc = subprocess.run([sys.executable, "-m", WORKER_MODULE], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "usage: python -m olmocr_rl.train.worker RESOLVED_CONFIG.json" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# the deepspeed launcher (#13)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_deepspeed_json_presets_match_the_accelerate_presets(zero):
+    from olmocr_rl.train.launch import deepspeed_config_file
+
+    ds = json.loads(deepspeed_config_file(zero).read_text())
+    acc = yaml.safe_load(config_file(zero).read_text())["deepspeed_config"]
+    zo = ds["zero_optimization"]
+    assert zo["stage"] == acc["zero_stage"] == zero
+    assert zo["offload_optimizer"]["device"] == acc["offload_optimizer_device"]
+    assert zo["offload_param"]["device"] == acc["offload_param_device"]
+    assert zo.get("stage3_gather_16bit_weights_on_model_save", False) == acc["zero3_save_16bit_model"]
+    # Filled by the trainer from the training config: nothing to keep in agreement by hand.
+    for key in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "gradient_clipping"):
+        assert ds[key] == "auto"
+    assert ds["bf16"] == {"enabled": "auto"}
+
+
+def test_deepspeed_argv(tmp_path):
+    from olmocr_rl.train.launch import build_deepspeed_argv, launcher_argv
+
+    cfg = tmp_path / "train_config.json"
+    argv = build_deepspeed_argv(cfg, num_processes=4, zero=2, main_process_port=29611)
+    assert argv[:3] == [sys.executable, "-m", "deepspeed.launcher.runner"]
+    assert _flag(argv, "--num_gpus") == "4" and _flag(argv, "--master_port") == "29611"
+    assert argv[argv.index("--module") + 1 :] == [WORKER_MODULE, str(cfg.resolve()), "--zero", "2"]
+    # Chosen GPUs (the training share of a --vllm-gpus split): --include, not --num_gpus.
+    argv = build_deepspeed_argv(cfg, num_processes=3, zero=3, gpus=["0", "1", "2"])
+    assert _flag(argv, "--include") == "localhost:0,1,2" and "--num_gpus" not in argv
+    assert int(_flag(argv, "--master_port")) > 0  # a free port, not 0: the launcher needs a real one
+    # Several machines: the hostfile names them; the launcher starts every node.
+    argv = build_deepspeed_argv(cfg, num_processes=16, zero=2, num_machines=2, hostfile="hosts", main_process_ip="10.0.0.1")
+    assert (_flag(argv, "--hostfile"), _flag(argv, "--num_nodes"), _flag(argv, "--num_gpus")) == ("hosts", "2", "8")
+    assert _flag(argv, "--master_addr") == "10.0.0.1" and _flag(argv, "--master_port") == "29500"
+    with pytest.raises(ValueError, match="needs --hostfile"):
+        build_deepspeed_argv(cfg, num_processes=16, zero=2, num_machines=2)
+    with pytest.raises(ValueError, match="give --zero 1, 2 or 3"):
+        build_deepspeed_argv(cfg, num_processes=2, zero=None)
+    with pytest.raises(ValueError, match="--hostfile is for --launcher deepspeed"):
+        launcher_argv(cfg, "accelerate", num_processes=2, zero=2, hostfile="hosts")
+    with pytest.raises(ValueError, match="--launcher must be accelerate or deepspeed"):
+        launcher_argv(cfg, "torchrun", num_processes=2, zero=2)
+
+
+def test_rank_arguments_from_the_deepspeed_launcher(monkeypatch):
+    from olmocr_rl.train.launch import rank_args, use_deepspeed_preset
+
+    assert rank_args(["--local_rank=1", "/x/train_config.json", "--zero", "3"]) == (["/x/train_config.json"], 3)
+    assert rank_args(["--local_rank", "0", "/x/c.json"]) == (["/x/c.json"], None)
+    assert rank_args(["/x/c.json", "--zero=2", "--outputs-only"]) == (["/x/c.json", "--outputs-only"], 2)
+    env = use_deepspeed_preset(2, "bf16", env={})
+    assert env["ACCELERATE_USE_DEEPSPEED"] == "true" and env["ACCELERATE_MIXED_PRECISION"] == "bf16"
+    assert env["ACCELERATE_DEEPSPEED_CONFIG_FILE"].endswith("ds_zero2.json")

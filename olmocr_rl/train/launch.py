@@ -1,8 +1,15 @@
 """Multi-process launching for `olmocr-rl train`: builds an `accelerate launch` command around the
-packaged DeepSpeed presets (olmocr_rl/configs/zero{1,2,3}.yaml, ddp.yaml) and runs the training
-worker (`olmocr_rl.train.worker`) once per rank through this module's `rank_main`, which also shuts
-the process group down cleanly: left to interpreter exit, gloo's threads can abort a finished
-rank ("terminate called without an active exception", exit -6) and fail the whole run.
+packaged DeepSpeed presets (olmocr_rl/configs/zero{1,2,3}.yaml, ddp.yaml), or a `deepspeed`
+launcher command (`--launcher deepspeed`; presets olmocr_rl/configs/ds_zero{1,2,3}.json), and runs
+the training worker (`olmocr_rl.train.worker`) once per rank through this module's `rank_main`,
+which also shuts the process group down cleanly: left to interpreter exit, gloo's threads can abort
+a finished rank ("terminate called without an active exception", exit -6) and fail the whole run.
+
+Under the `deepspeed` launcher a rank gets `--local_rank=N` and the ZeRO stage's JSON preset, which
+it hands to the trainer the way `accelerate launch` would (ACCELERATE_USE_DEEPSPEED and
+ACCELERATE_DEEPSPEED_CONFIG_FILE), so both launchers build the same DeepSpeed engine from the same
+trainer code. (Passing the JSON as `GRPOConfig(deepspeed=...)` instead makes transformers create a
+backend-less accelerate state on machines without CUDA, which then counts one process.)
 
 Users never edit an accelerate YAML: process counts, machine rank/address and mixed precision are
 command-line flags; batch size, gradient accumulation and clipping are "auto" in the presets and
@@ -33,6 +40,21 @@ def config_file(zero: int | None) -> Path:
         raise ValueError(f"--zero must be 1, 2 or 3, got {zero}")
     name = "ddp.yaml" if zero is None else f"zero{zero}.yaml"
     return Path(str(resources.files("olmocr_rl.configs").joinpath(name)))
+
+
+def deepspeed_config_file(zero: int) -> Path:
+    """The packaged DeepSpeed JSON for a ZeRO stage (the `deepspeed` launcher's preset)."""
+    if zero not in ZERO_STAGES:
+        raise ValueError(f"--zero must be 1, 2 or 3, got {zero}")
+    return Path(str(resources.files("olmocr_rl.configs").joinpath(f"ds_zero{zero}.json")))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def torch_extensions_dir() -> Path:
@@ -115,6 +137,61 @@ def build_launch_argv(
     return argv
 
 
+def build_deepspeed_argv(
+    config_path: str | Path,
+    *,
+    num_processes: int,
+    zero: int | None,
+    num_machines: int = 1,
+    main_process_ip: str | None = None,
+    main_process_port: int | None = None,
+    hostfile: str | Path | None = None,
+    gpus: list[str] | None = None,
+    program: list[str] | None = None,
+) -> list[str]:
+    """The `deepspeed` launcher command (as an argv list, starting with this Python) that runs the
+    training worker on `num_processes` ranks. One node: `--num_gpus` (or `--include localhost:IDS`
+    when `gpus` picks the devices); several: a DeepSpeed hostfile, from which the launcher starts
+    every node itself (pdsh/ssh), `num_processes / num_machines` ranks on each."""
+    if zero is None:
+        raise ValueError("--launcher deepspeed runs DeepSpeed: give --zero 1, 2 or 3 (plain data parallelism: --launcher accelerate)")
+    deepspeed_config_file(zero)  # validates the stage
+    if num_processes < 1:
+        raise ValueError(f"--num-processes must be at least 1, got {num_processes}")
+    if num_processes % num_machines:
+        raise ValueError(f"--num-processes ({num_processes}) is the total over all machines and must be divisible by --num-machines ({num_machines})")
+    argv = [sys.executable, "-m", "deepspeed.launcher.runner"]
+    per_node = num_processes // num_machines
+    if num_machines > 1:
+        if not hostfile:
+            raise ValueError("--launcher deepspeed on several machines needs --hostfile (one `host slots=N` line per machine)")
+        argv += ["--hostfile", str(hostfile), "--num_nodes", str(num_machines), "--num_gpus", str(per_node)]
+        if main_process_ip:
+            argv += ["--master_addr", main_process_ip]
+    elif gpus is not None:
+        if len(gpus) < per_node:
+            raise ValueError(f"--num-processes {per_node} needs {per_node} GPUs for training, only {len(gpus)} are left")
+        argv += ["--include", "localhost:" + ",".join(gpus[:per_node])]
+    else:
+        if hostfile:
+            argv += ["--hostfile", str(hostfile)]
+        argv += ["--num_gpus", str(per_node)]
+    port = main_process_port if main_process_port is not None else (29500 if num_machines > 1 else free_port())
+    argv += ["--master_port", str(port)]
+    argv += ["--module"] + (program if program is not None else [WORKER_MODULE, str(Path(config_path).resolve()), "--zero", str(zero)])
+    return argv
+
+
+def use_deepspeed_preset(zero: int, mixed_precision: str = "no", env: dict[str, str] | None = None) -> dict[str, str]:
+    """What `accelerate launch` exports for DeepSpeed, for a rank the `deepspeed` launcher started:
+    the trainer then builds its DeepSpeedPlugin from the stage's JSON preset."""
+    env = os.environ if env is None else env  # type: ignore[assignment]
+    env["ACCELERATE_USE_DEEPSPEED"] = "true"
+    env["ACCELERATE_DEEPSPEED_CONFIG_FILE"] = str(deepspeed_config_file(zero))
+    env["ACCELERATE_MIXED_PRECISION"] = mixed_precision
+    return env  # type: ignore[return-value]
+
+
 def launch_env(local_ranks: int = 1, base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for the launched ranks: the current one, a stable DeepSpeed op cache and
     (unless the user set it) OMP_NUM_THREADS = cores / local ranks (torchrun would force 1), and
@@ -129,35 +206,32 @@ def launch_env(local_ranks: int = 1, base: dict[str, str] | None = None) -> dict
     return env
 
 
-def format_plan(argv: list[str], env: dict[str, str] | None = None) -> str:
-    """The launch as one copy-pasteable shell line (for --dry-run)."""
-    prefix = ""
-    if env is not None:
-        prefix = f"TORCH_EXTENSIONS_DIR={shlex.quote(env['TORCH_EXTENSIONS_DIR'])} "
-    return prefix + shlex.join(argv)
+def format_plan(argv: list[str], env: dict[str, str] | None = None, shown: dict[str, str] | None = None) -> str:
+    """A command as one copy-pasteable shell line (for --dry-run), with the variables it needs."""
+    words = []
+    if env is not None and "TORCH_EXTENSIONS_DIR" in env:
+        words.append(f"TORCH_EXTENSIONS_DIR={shlex.quote(env['TORCH_EXTENSIONS_DIR'])}")
+    words += [f"{k}={shlex.quote(v)}" for k, v in (shown or {}).items()]
+    return " ".join(words + [shlex.join(argv)])
 
 
-def launch(
-    config_path: str | Path,
-    *,
-    num_processes: int,
-    zero: int | None,
-    num_machines: int = 1,
-    machine_rank: int = 0,
-    main_process_ip: str | None = None,
-    main_process_port: int | None = None,
-) -> int:
-    """Run the training worker under `accelerate launch` and return its exit code."""
-    argv = build_launch_argv(
-        config_path,
-        num_processes=num_processes,
-        zero=zero,
-        num_machines=num_machines,
-        machine_rank=machine_rank,
-        main_process_ip=main_process_ip,
-        main_process_port=main_process_port,
-    )
-    env = launch_env(num_processes // num_machines)
+def launcher_argv(config_path: str | Path, launcher: str = "accelerate", **kw) -> list[str]:  # noqa: ANN003
+    """The launch command for `launcher` ("accelerate" or "deepspeed"); `kw` as `olmocr-rl train`'s
+    flags (num_processes, zero, num_machines, machine_rank, main_process_ip, main_process_port,
+    hostfile, gpus)."""
+    if launcher == "deepspeed":
+        kw.pop("machine_rank", None)  # the launcher starts every node from the hostfile
+        return build_deepspeed_argv(config_path, **kw)
+    if launcher != "accelerate":
+        raise ValueError(f"--launcher must be accelerate or deepspeed, got {launcher!r}")
+    if kw.pop("hostfile", None):
+        raise ValueError("--hostfile is for --launcher deepspeed (accelerate: --num-machines, --machine-rank, --main-process-ip)")
+    kw.pop("gpus", None)  # accelerate sees the devices through CUDA_VISIBLE_DEVICES
+    return build_launch_argv(config_path, **kw)
+
+
+def launch(argv: list[str], env: dict[str, str]) -> int:
+    """Run a launcher command and return its exit code (Ctrl-C is passed on, then escalated)."""
     Path(env["TORCH_EXTENSIONS_DIR"]).mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(argv, env=env)
     try:
@@ -180,11 +254,33 @@ def shutdown_process_group() -> None:
         dist.destroy_process_group()
 
 
+def rank_args(argv: list[str]) -> tuple[list[str], int | None]:
+    """Splits the `deepspeed` launcher's `--local_rank=N` (its LOCAL_RANK is in the environment
+    too) and our `--zero N` off a rank's arguments."""
+    rest: list[str] = []
+    zero = None
+    it = iter(argv)
+    for a in it:
+        if a.startswith("--local_rank") or a.startswith("--local-rank"):
+            if "=" not in a:
+                next(it, None)
+        elif a == "--zero":
+            zero = int(next(it))
+        elif a.startswith("--zero="):
+            zero = int(a.split("=", 1)[1])
+        else:
+            rest.append(a)
+    return rest, zero
+
+
 def rank_main(argv: list[str] | None = None) -> int:
     """One launched rank: `olmocr_rl.train.worker`'s main, then a clean process-group shutdown."""
     from olmocr_rl.train.worker import main as worker_main
 
-    code = worker_main(argv)
+    rest, zero = rank_args(list(sys.argv[1:] if argv is None else argv))
+    if zero is not None:  # started by the deepspeed launcher
+        use_deepspeed_preset(zero, _mixed_precision(Path(rest[0])) if rest else "no")
+    code = worker_main(rest)
     if code == 0:
         shutdown_process_group()
     return code

@@ -37,9 +37,13 @@ COMMANDS = {
     },
     "train": {
         "prepared_dir": None, "overrides": None, ("--model",): "", ("--output-dir", "-o"): None, ("--config", "-c"): None,
-        ("--set",): None, ("--resume",): None, ("--num-processes",): 1, ("--zero",): None, ("--num-machines",): 1,
+        ("--set",): None, ("--resume",): None, ("--num-machines",): 1,
         ("--machine-rank",): 0, ("--main-process-ip",): None, ("--main-process-port",): None, ("--dry-run",): False,
         ("--debug",): False,  # new: the traceback of a refused configuration
+        # #13: None = 1, or every training GPU with --vllm-gpus; launcher choice, vLLM server GPUs,
+        # DeepSpeed hostfile, and the --local_rank the deepspeed launcher passes each rank.
+        ("--num-processes",): None, ("--zero",): None, ("--launcher",): "accelerate", ("--vllm-gpus",): None,
+        ("--hostfile",): None, ("--local_rank", "--local-rank"): None,
     },
     "soup": {"checkpoints": None, ("--output", "-o"): None, ("--overwrite",): False},
     "install-katex": {("--from-wheel",): None, ("--dir",): None},

@@ -21,17 +21,22 @@ def train_command(
     overrides: Annotated[Optional[list[str]], typer.Argument(metavar="[KEY=VALUE]...", help="Config overrides (rewards.eos=0.1, trl.top_k=50).", show_default=False)] = None,
     model: Annotated[str, typer.Option("--model", help="Model path or hub id (an image-text-to-text VLM).")] = "",
     output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Checkpoints, logs, outputs.")] = None,
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="A recipe: YAML or TOML.")] = None,
+    config: Annotated[Optional[str], typer.Option("--config", "-c", help="A recipe: a YAML/TOML file, or a packaged one by name (olmocr2).")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Config override (repeatable).")] = None,
     resume: Annotated[Optional[str], typer.Option("--resume", help="'auto' (latest checkpoint in --output-dir) or a checkpoint folder.")] = None,
-    num_processes: Annotated[int, typer.Option("--num-processes", min=1, help="Training processes in total (all machines).")] = 1,
+    num_processes: Annotated[Optional[int], typer.Option("--num-processes", min=1, help="Training processes in total (all machines). Default 1, or every training GPU with --vllm-gpus.", show_default=False)] = None,
     zero: Annotated[Optional[int], typer.Option("--zero", min=1, max=3, help="DeepSpeed ZeRO stage (1, 2 or 3).")] = None,
+    launcher: Annotated[str, typer.Option("--launcher", help="What starts the ranks: accelerate or deepspeed.")] = "accelerate",
+    vllm_gpus: Annotated[Optional[int], typer.Option("--vllm-gpus", min=1, help="Serve generation with vLLM on this node's last K GPUs; train on the others.")] = None,
     num_machines: Annotated[int, typer.Option("--num-machines", min=1, help="Machines (nodes) in the run.")] = 1,
     machine_rank: Annotated[int, typer.Option("--machine-rank", min=0, help="This machine's rank, 0 to --num-machines - 1.")] = 0,
     main_process_ip: Annotated[Optional[str], typer.Option("--main-process-ip", help="Address of the rank-0 machine (several machines).")] = None,
     main_process_port: Annotated[Optional[int], typer.Option("--main-process-port", help="Its port (default: a free one; 29500 for several machines).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (config, batch arithmetic, command) and exit.")] = False,
+    hostfile: Annotated[Optional[Path], typer.Option("--hostfile", help="DeepSpeed hostfile (--launcher deepspeed on several machines).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (config, batch arithmetic, GPU split, commands) and exit.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show the traceback when the training stack refuses the configuration.")] = False,
+    # What the `deepspeed` launcher passes each rank it starts (`deepspeed -m olmocr_rl.train ...`).
+    local_rank: Annotated[Optional[int], typer.Option("--local_rank", "--local-rank", hidden=True)] = None,
 ) -> int:
     if debug:
         os.environ["OLMOCR_RL_DEBUG"] = "1"  # also for the launched ranks
@@ -40,44 +45,48 @@ def train_command(
     return run(args)
 
 
+def launched_rank(args: Namespace) -> bool:
+    """True in a process a launcher started as one rank (`deepspeed -m olmocr_rl.train ...`, torchrun)."""
+    return args.local_rank is not None or ("LOCAL_RANK" in os.environ and "WORLD_SIZE" in os.environ)
+
+
 def run(args: Namespace) -> int:
     from olmocr_rl.train.config import ConfigError, cuda_available, grpo_kwargs, load_config
     from olmocr_rl.train.preflight import errors, generation_batch, preflight
 
+    rank_mode = launched_rank(args)
     try:
         cfg = load_config(args.config, [*(args.set_ or []), *args.overrides], prepared_dir=str(args.prepared_dir),
                           model=args.model or None, output_dir=str(args.output_dir) if args.output_dir else None, resume=args.resume)
         cuda = cuda_available()
         if cfg.bf16 is None:
             cfg.bf16 = cuda  # resolved here so every rank (and accelerate's mixed precision) agrees
-        kwargs = grpo_kwargs(cfg, cuda=cuda, world_size=args.num_processes, deepspeed=args.zero is not None)
-    except ConfigError as e:
+        plan = None if rank_mode else plan_launch(args, cfg)
+        world = int(os.environ.get("WORLD_SIZE", "1")) if plan is None else plan.num_processes
+        kwargs = grpo_kwargs(cfg, cuda=cuda, world_size=world, deepspeed=args.zero is not None)
+    except (ConfigError, ValueError) as e:
         fail(str(e))
-    problems = preflight(cfg, args.num_processes, cfg.prepared_dir)
-    for p in problems:
+    problems = preflight(cfg, world, cfg.prepared_dir, cuda=cuda)
+    quiet = rank_mode and int(os.environ.get("RANK", "0")) != 0
+    for p in problems if not quiet else []:
         echo(str(p), err=True)
-    distributed = args.num_processes > 1 or args.zero is not None or args.num_machines > 1
     config_path = Path(cfg.output_dir) / "train_config.json"
-    launch_kw = {k: getattr(args, k) for k in ("num_processes", "zero", "num_machines", "machine_rank", "main_process_ip", "main_process_port")}
-    if args.dry_run:
-        _print_plan(cfg, kwargs, args.num_processes, generation_batch(cfg, args.num_processes), config_path, distributed, launch_kw)
+    if args.dry_run and plan is not None:
+        _print_plan(cfg, kwargs, world, generation_batch(cfg, world), config_path, plan)
         return 1 if errors(problems) else 0
     if errors(problems):
         fail(f"{len(errors(problems))} pre-flight problem(s); nothing was launched")
+    if rank_mode:
+        return run_rank(cfg, args.zero, config_path)
     cfg.to_json(config_path)
     from olmocr_rl.train.worker import run as run_worker
     from olmocr_rl.train.worker import write_final_outputs
 
     try:
-        if not distributed:
+        if not plan.distributed:
             outputs = run_worker(cfg).get("outputs")
         else:
-            try:
-                from olmocr_rl.train.launch import launch  # the accelerate launcher
-
-                code = launch(config_path, **launch_kw)
-            except (ImportError, ValueError) as e:  # no launcher; flag combinations it refuses
-                fail(str(e))
+            code = _launch(plan, config_path, cfg)
             if code != 0:
                 fail(f"training exited with status {code}", code)
             # Ranks do not generate: one process writes the outputs from the saved model.
@@ -93,7 +102,100 @@ def run(args: Namespace) -> int:
     return 0
 
 
-def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path, distributed: bool, launch_kw: dict) -> None:  # noqa: ANN001
+def plan_launch(args: Namespace, cfg) -> Namespace:  # noqa: ANN001
+    """How the ranks start: the launcher command and environment, and with --vllm-gpus the GPU
+    split and the server command (the resolved config then points at the server)."""
+    from olmocr_rl.train.launch import launch_env, launcher_argv
+
+    split = server = None
+    num_processes = args.num_processes or 1
+    gpus = None
+    if args.vllm_gpus:
+        from olmocr_rl.train.vllm_server import client_host, server_argv, split_gpus, visible_gpus
+
+        split = split_gpus(visible_gpus(), args.vllm_gpus, cfg.vllm_data_parallel_size)
+        per_node = len(split.train) if args.num_processes is None else args.num_processes // args.num_machines
+        if per_node > len(split.train):
+            raise ValueError(f"--num-processes {args.num_processes} needs {per_node} training GPUs per machine; "
+                             f"--vllm-gpus {args.vllm_gpus} leaves {len(split.train)} ({','.join(split.train)})")
+        num_processes = per_node * args.num_machines
+        gpus = list(split.train)
+        cfg.use_vllm, cfg.vllm_mode, cfg.vllm_server_base_url = True, "server", None
+        cfg.vllm_server_host = client_host(args.num_machines, args.main_process_ip)
+        if args.machine_rank == 0:
+            bind = "0.0.0.0" if args.num_machines > 1 else "127.0.0.1"
+            server = server_argv(cfg, split, host=bind, port=cfg.vllm_server_port)
+    elif args.launcher == "deepspeed" and os.environ.get("CUDA_VISIBLE_DEVICES"):
+        from olmocr_rl.train.vllm_server import visible_gpus
+
+        gpus = visible_gpus()  # the deepspeed launcher ignores CUDA_VISIBLE_DEVICES once told a count
+    distributed = num_processes > 1 or args.zero is not None or args.num_machines > 1 or split is not None or args.launcher == "deepspeed"
+    config_path = Path(cfg.output_dir) / "train_config.json"
+    argv = env = None
+    if distributed:
+        argv = launcher_argv(config_path, args.launcher, num_processes=num_processes, zero=args.zero, num_machines=args.num_machines,
+                             machine_rank=args.machine_rank, main_process_ip=args.main_process_ip,
+                             main_process_port=args.main_process_port, hostfile=args.hostfile, gpus=gpus)
+        env = launch_env(num_processes // args.num_machines)
+        if split is not None and args.launcher == "accelerate":
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(split.train)
+        elif gpus is not None:
+            env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher's --include names them
+    return Namespace(num_processes=num_processes, distributed=distributed, argv=argv, env=env, split=split, server=server,
+                     machine_rank=args.machine_rank)
+
+
+def _launch(plan: Namespace, config_path: Path, cfg) -> int:  # noqa: ANN001
+    from olmocr_rl.train.launch import launch
+
+    if plan.split is None:
+        return launch(plan.argv, plan.env)
+    from olmocr_rl.train.vllm_server import Interrupted, ServerError, VLLMServer, port_free, serve_and_train, server_env
+
+    server = None
+    if plan.server is not None:
+        if not port_free(cfg.vllm_server_port):
+            fail(f"port {cfg.vllm_server_port} is in use (another vLLM server?); set vllm_server_port to a free port")
+        url = f"http://127.0.0.1:{cfg.vllm_server_port}"
+        server = VLLMServer(plan.server, server_env(plan.split), Path(cfg.output_dir) / "logs" / "vllm.log", url)
+    echo(plan.split.describe())
+    try:
+        return serve_and_train(server, plan.argv, plan.env, timeout=cfg.vllm_server_timeout, echo=echo)
+    except ServerError as e:
+        fail(str(e))
+    except Interrupted as e:
+        fail(f"interrupted ({e}); the vLLM server and the training ranks were stopped", 130)
+
+
+def run_rank(cfg, zero: Optional[int], config_path: Path) -> int:  # noqa: ANN001
+    """This process is one rank of a launcher's job: train here, then rank 0 writes the outputs."""
+    from olmocr_rl.train.config import ConfigError
+    from olmocr_rl.train.launch import shutdown_process_group, use_deepspeed_preset
+    from olmocr_rl.train.worker import run as run_worker
+    from olmocr_rl.train.worker import write_final_outputs
+
+    from olmocr_rl.train.launch import launch_env
+
+    rank = int(os.environ.get("RANK", "0"))
+    # What `olmocr-rl train` gives the ranks it launches: ninja on PATH, the stable op cache.
+    env = launch_env(base=dict(os.environ))
+    os.environ["PATH"], os.environ["TORCH_EXTENSIONS_DIR"] = env["PATH"], env["TORCH_EXTENSIONS_DIR"]
+    if rank == 0:
+        cfg.to_json(config_path)
+    if zero is not None:
+        use_deepspeed_preset(zero, "bf16" if cfg.bf16 else "no")
+    try:
+        run_worker(cfg, final_outputs=False)
+        shutdown_process_group()
+        if rank == 0 and cfg.final_outputs != "none":
+            outputs = write_final_outputs(cfg)
+            echo(f"outputs: {outputs['candidate']}  (score them: {outputs['bench_command']})")
+    except ConfigError as e:
+        fail(str(e))
+    return 0
+
+
+def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path, plan: Namespace) -> None:  # noqa: ANN001
     echo("resolved config:")
     echo(json.dumps(cfg.to_dict(), indent=2))
     echo(f"world size: {world}")
@@ -101,13 +203,20 @@ def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path
     echo(f"generation batch: {cfg.per_device_train_batch_size} per device x {world} processes x {steps} steps = {gen_batch} "
          f"completions = {gen_batch / cfg.num_generations:g} pages x {cfg.num_generations} generations")
     echo("trl.GRPOConfig: " + json.dumps({k: v for k, v in kwargs.items() if k != "output_dir"}, default=str))
-    if distributed:
-        try:
-            from olmocr_rl.train.launch import build_launch_argv, format_plan, launch_env
+    if plan.split is not None:
+        from olmocr_rl.train.launch import format_plan
+        from olmocr_rl.train.vllm_server import server_env
 
-            argv = build_launch_argv(config_path, **launch_kw)
-        except (ImportError, ValueError) as e:
-            fail(str(e))
-        echo("command: " + format_plan(argv, launch_env(world // launch_kw["num_machines"])))
+        echo(plan.split.describe())
+        if plan.server is not None:
+            echo("server: " + format_plan(plan.server, None, server_env(plan.split, base={})))
+        else:
+            echo(f"server: none on this machine (machine rank {plan.machine_rank}); the trainer connects to {cfg.vllm_server_host}:{cfg.vllm_server_port}")
+    if plan.distributed:
+        from olmocr_rl.train.launch import format_plan
+
+        shown = {"CUDA_VISIBLE_DEVICES": plan.env["CUDA_VISIBLE_DEVICES"]} if plan.split is not None and "CUDA_VISIBLE_DEVICES" in plan.env else {}
+        echo("command: " + format_plan(plan.argv, plan.env, shown))
     else:
         echo(f"command: python -m olmocr_rl.train.worker {config_path}  (in this process)")
+

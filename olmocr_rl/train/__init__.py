@@ -9,6 +9,9 @@
     callbacks.py  metrics.jsonl, rich progress on rank 0
     outputs.py    bench-style candidate files after training
     worker.py     `python -m olmocr_rl.train.worker CONFIG.json` (in-process or under accelerate)
+    launch.py     the accelerate / deepspeed launch commands, one rank's entry point
+    vllm_server.py  `--vllm-gpus K`: GPU split, the vLLM server's life, health wait, teardown
+    __main__.py   `deepspeed -m olmocr_rl.train ...` = `olmocr-rl train ...` on each rank
 
 Nothing here imports torch/trl at module level except callbacks.py and worker's run().
 """

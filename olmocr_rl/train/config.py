@@ -94,6 +94,13 @@ class TrainConfig:
     vllm_server_host: str = "0.0.0.0"
     vllm_server_port: int = 8000
     vllm_enable_sleep_mode: bool = False
+    vllm_max_model_length: Optional[int] = None  # None = max_prompt_tokens + max_completion_length
+    # The server `olmocr-rl train --vllm-gpus K` starts on the last K GPUs (trl's `vllm serve` command):
+    vllm_data_parallel_size: int = 1  # tensor parallel = K / this
+    vllm_server_gpu_memory_utilization: float = 0.9  # the server has its GPUs to itself
+    vllm_server_timeout: float = 900.0  # seconds to wait for its health endpoint (a 7B model loads in 1-3 min)
+    vllm_server_args: list = field(default_factory=list)  # extra `vllm serve` arguments, as is
+    vllm_server_command: Optional[str] = None  # replaces `vllm serve` (e.g. a container wrapper); args appended
     vllm_importance_sampling_correction: bool = True
     vllm_importance_sampling_mode: str = "sequence_mask"
     vllm_importance_sampling_cap: float = 3.0  # trl >= 1.6: vllm_importance_sampling_clip_max
@@ -219,10 +226,28 @@ def apply_mapping(cfg: TrainConfig, data: dict, *, source: str) -> None:
         setattr(cfg, name, _coerce(name, types[name], value, source))
 
 
+def recipe_path(name: str) -> Path | None:
+    """A packaged recipe (olmocr_rl/recipes/NAME.yaml) by name, e.g. `--config olmocr2`."""
+    from importlib import resources
+
+    if not name or any(c in name for c in "/\\."):
+        return None
+    p = Path(str(resources.files("olmocr_rl.recipes").joinpath(f"{name}.yaml")))
+    return p if p.is_file() else None
+
+
+def recipe_names() -> list[str]:
+    from importlib import resources
+
+    return sorted(Path(str(f)).stem for f in resources.files("olmocr_rl.recipes").iterdir() if str(f).endswith(".yaml"))
+
+
 def load_config_file(path: str | os.PathLike[str]) -> dict:
     p = Path(path)
+    if not p.is_file() and (packaged := recipe_path(str(path))) is not None:
+        p = packaged
     if not p.is_file():
-        raise ConfigError(f"{p}: no such config file")
+        raise ConfigError(f"{p}: no such config file (packaged recipes: {', '.join(recipe_names())})")
     text = p.read_text(encoding="utf-8")
     suffix = p.suffix.lower()
     if suffix == ".toml":
@@ -323,6 +348,10 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"resume: {cfg.resume} does not exist (use 'auto' or a checkpoint-N folder)")
     if cfg.dtype not in ("auto", "float32", "bfloat16", "float16"):
         raise ConfigError(f"dtype must be auto, float32, bfloat16 or float16, not {cfg.dtype!r}")
+    if cfg.vllm_data_parallel_size < 1 or cfg.vllm_tensor_parallel_size < 1:
+        raise ConfigError("vllm_data_parallel_size and vllm_tensor_parallel_size must be >= 1")
+    if cfg.vllm_server_timeout <= 0:
+        raise ConfigError(f"vllm_server_timeout must be positive, got {cfg.vllm_server_timeout}")
     if cfg.final_output_repeats < 1 or cfg.final_batch_size < 1:
         raise ConfigError("final_output_repeats and final_batch_size must be >= 1")
 
@@ -344,12 +373,17 @@ _DIRECT = (
 _VLLM = (
     "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_server_base_url",
     "vllm_server_host", "vllm_server_port", "vllm_enable_sleep_mode", "vllm_importance_sampling_correction",
-    "vllm_importance_sampling_mode",
+    "vllm_importance_sampling_mode", "vllm_server_timeout",
 )
 # Renames across trl versions: ours -> candidates, newest first.
 _RENAMES = {
     "vllm_importance_sampling_cap": ("vllm_importance_sampling_clip_max", "vllm_importance_sampling_cap"),
 }
+
+
+def max_model_length(cfg: TrainConfig) -> int:
+    """vLLM's context length: prompt (text + image tokens) plus completion, unless set."""
+    return cfg.vllm_max_model_length or cfg.max_prompt_tokens + cfg.max_completion_length
 
 
 def cuda_available() -> bool:
@@ -386,7 +420,7 @@ def grpo_kwargs(
         for name in _VLLM:
             put(name, getattr(cfg, name), required=True)
         put("vllm_importance_sampling_cap", cfg.vllm_importance_sampling_cap)
-        put("vllm_max_model_length", cfg.max_prompt_tokens + cfg.max_completion_length)
+        put("vllm_max_model_length", max_model_length(cfg))
     else:
         put("vllm_mode", cfg.vllm_mode)  # trl's default changed across versions: always explicit
 

@@ -59,9 +59,11 @@ def _batch_fix(cfg: TrainConfig, world_size: int) -> str:
     return "set " + ", or ".join(options)
 
 
-def preflight(cfg: TrainConfig, world_size: int, prepared_dir: str | os.PathLike[str] | None = None) -> list[Problem]:
+def preflight(
+    cfg: TrainConfig, world_size: int, prepared_dir: str | os.PathLike[str] | None = None, *, cuda: bool | None = None
+) -> list[Problem]:
     """Everything that can be checked without loading the model. `world_size` is the total
-    number of training processes (all machines)."""
+    number of training processes (all machines); `cuda`: whether CUDA is available (None: ask torch)."""
     out: list[Problem] = []
     add = out.append
     prepared = Path(prepared_dir if prepared_dir is not None else cfg.prepared_dir)
@@ -148,8 +150,12 @@ def preflight(cfg: TrainConfig, world_size: int, prepared_dir: str | os.PathLike
 
     # --- generation backend --------------------------------------------------------------
     if cfg.use_vllm:
-        if importlib.util.find_spec("vllm") is None:
-            add(Problem("use_vllm", "vLLM is not installed", "pip install 'olmocr-rl[vllm]', or set use_vllm=false"))
+        if cuda is None:
+            from olmocr_rl.train.config import cuda_available
+
+            cuda = cuda_available()
+        for p in vllm_problems(cuda):
+            add(p)
         tp = cfg.vllm_tensor_parallel_size
         if cfg.vllm_mode == "colocate" and (tp < 1 or world_size % tp):
             add(Problem("vllm_tensor_parallel_size", f"colocated vLLM with tensor parallel {tp} does not divide the {world_size} training processes",
@@ -173,6 +179,73 @@ def preflight(cfg: TrainConfig, world_size: int, prepared_dir: str | os.PathLike
     # --- resume ----------------------------------------------------------------------------
     if cfg.resume == "auto" and not any(Path(cfg.output_dir).glob("checkpoint-*")):
         add(Problem("resume", f"resume=auto: no checkpoint in {cfg.output_dir}, starting from scratch", "nothing to do", "warning"))
+    return out
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _dist_requires(name: str) -> list[str]:
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        return list(requires(name) or [])
+    except PackageNotFoundError:
+        return []
+
+
+def _requirement_of(dist: str, package: str, extra: str | None = None):  # noqa: ANN202
+    """`dist`'s requirement on `package` (in `extra`, if given), as a packaging Requirement."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for line in _dist_requires(dist):
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.name.lower() != package:
+            continue
+        in_extra = req.marker is not None and "extra" in str(req.marker)
+        if extra is None and not in_extra:
+            return req
+        if extra is not None and in_extra and req.marker.evaluate({"extra": extra}):
+            return req
+    return None
+
+
+def vllm_problems(cuda: bool) -> list[Problem]:
+    """vLLM generation needs vLLM installed at a version the installed trl accepts, built for the
+    installed torch and transformers (vLLM pins torch exactly; its CUDA kernels do not load against
+    another), and CUDA."""
+    from packaging.version import Version
+
+    fix = "pip install 'olmocr-rl[vllm]' (pip then picks the torch and transformers vLLM was built for), or set use_vllm=false"
+    out: list[Problem] = []
+    vllm = _dist_version("vllm")
+    if vllm is None or importlib.util.find_spec("vllm") is None:
+        out.append(Problem("use_vllm", "vLLM is not installed", fix))
+    else:
+        base = Version(Version(vllm).base_version)
+        trl = _dist_version("trl")
+        window = _requirement_of("trl", "vllm", extra="vllm")
+        if window is not None and window.specifier and not window.specifier.contains(base, prereleases=True):
+            out.append(Problem("use_vllm", f"vLLM {vllm} is outside what trl {trl} supports ({window.specifier})", fix))
+        for package in ("torch", "transformers"):
+            need = _requirement_of("vllm", package)
+            have = _dist_version(package)
+            if need is None or not need.specifier or have is None:
+                continue
+            if not need.specifier.contains(Version(Version(have).base_version), prereleases=True):
+                out.append(Problem("use_vllm", f"vLLM {vllm} needs {package}{need.specifier}, but {package} {have} is installed", fix))
+    if not cuda:
+        out.append(Problem("use_vllm", "vLLM generation needs CUDA GPUs, and torch sees none here",
+                           "run on a GPU machine (check nvidia-smi and CUDA_VISIBLE_DEVICES), or set use_vllm=false"))
     return out
 
 

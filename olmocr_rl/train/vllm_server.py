@@ -1,0 +1,252 @@
+"""`olmocr-rl train --vllm-gpus K`: a vLLM generation server on the last K GPUs of this node, the
+training ranks on the others, and nothing left running afterwards.
+
+The server command is the one the installed trl builds (`trl.scripts.vllm_serve.build_command`:
+stock `vllm serve` plus the weight-transfer, logprobs and scale-out flags trl's client needs, with
+`VLLM_SERVER_DEV_MODE=1`), so it follows trl as trl follows vLLM (huggingface/trl#6765). Its output
+goes to OUTPUT_DIR/logs/vllm.log. We wait for its /health endpoint (the process dying or the
+timeout ends the wait, with the log's last lines), then run the training launcher with
+`vllm_mode=server` and the server's address in the resolved config, and watch both: a server that
+dies mid-run stops the training, and the server is stopped (its whole process group, SIGTERM then
+SIGKILL) when training ends, fails or is interrupted (SIGINT or SIGTERM to this process).
+
+Several nodes: the server runs on machine rank 0 and listens on every interface; every node's
+config names the rank-0 address (--main-process-ip), which is where trl's client (global rank 0,
+on machine 0) and its NCCL weight-update group connect. Each node trains on its first N - K GPUs.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from olmocr_rl.train.config import ConfigError, TrainConfig, max_model_length
+
+STOP_GRACE_S = 30.0  # SIGTERM -> SIGKILL
+LOG_TAIL_LINES = 40
+
+
+class ServerError(RuntimeError):
+    """The generation server did not start, or stopped during training (message ends with its log tail)."""
+
+
+@dataclass(frozen=True)
+class GpuSplit:
+    train: tuple[str, ...]  # CUDA device ids of the training ranks (first N - K)
+    server: tuple[str, ...]  # of the vLLM server (last K)
+    tensor_parallel: int
+    data_parallel: int
+
+    def describe(self) -> str:
+        return (f"GPUs: training on {','.join(self.train)} ({len(self.train)} ranks per node); vLLM server on "
+                f"{','.join(self.server)} (tensor parallel {self.tensor_parallel} x data parallel {self.data_parallel})")  # fmt: skip
+
+
+def visible_gpus(env: dict[str, str] | None = None) -> list[str]:
+    """This node's GPUs: CUDA_VISIBLE_DEVICES when set, else torch's device count."""
+    env = os.environ if env is None else env
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d.strip() for d in visible.split(",") if d.strip() and d.strip() != "-1"]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def split_gpus(gpus: list[str], vllm_gpus: int, data_parallel: int = 1) -> GpuSplit:
+    """The last `vllm_gpus` GPUs serve (tensor parallel = vllm_gpus / data_parallel), the rest train."""
+    if vllm_gpus < 1:
+        raise ConfigError(f"--vllm-gpus must be at least 1, got {vllm_gpus}")
+    if vllm_gpus >= len(gpus):
+        raise ConfigError(
+            f"--vllm-gpus {vllm_gpus} leaves no GPU for training: this node has {len(gpus)} "
+            f"({'CUDA_VISIBLE_DEVICES=' + ','.join(gpus) if gpus else 'none visible'})"
+        )
+    if vllm_gpus % data_parallel:
+        raise ConfigError(f"--vllm-gpus {vllm_gpus} is not a multiple of vllm_data_parallel_size={data_parallel}")
+    split = len(gpus) - vllm_gpus
+    return GpuSplit(tuple(gpus[:split]), tuple(gpus[split:]), vllm_gpus // data_parallel, data_parallel)
+
+
+def server_argv(cfg: TrainConfig, split: GpuSplit, *, host: str, port: int) -> list[str]:
+    """The server command trl documents for the installed trl and vLLM (see the module docstring)."""
+    from trl.scripts.vllm_serve import ScriptArguments, build_command
+
+    args = ScriptArguments(
+        model=cfg.model, host=host, port=port, tensor_parallel_size=split.tensor_parallel,
+        data_parallel_size=split.data_parallel, gpu_memory_utilization=cfg.vllm_server_gpu_memory_utilization,
+        max_model_len=max_model_length(cfg), trust_remote_code=cfg.trust_remote_code,
+        dtype="bfloat16" if cfg.bf16 else "auto",
+    )  # fmt: skip
+    argv = build_command(args, [str(a) for a in cfg.vllm_server_args])
+    if cfg.vllm_server_command:
+        argv = shlex.split(cfg.vllm_server_command) + argv[argv.index("serve") + 1 :]
+    return argv
+
+
+def server_env(split: GpuSplit, base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(split.server)
+    env["VLLM_SERVER_DEV_MODE"] = "1"  # trl's weight-transfer and cache endpoints live behind it
+    return env
+
+
+def port_free(port: int, host: str = "0.0.0.0") -> bool:
+    """Nothing listens on `port`: a server could bind it now (SO_REUSEADDR, as uvicorn binds, so
+    the TIME_WAIT connections a stopped server leaves behind do not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(deque(f, maxlen=lines)).rstrip()
+    except OSError:
+        return "(no log)"
+
+
+def healthy(url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=timeout) as r:
+            return r.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM reached the orchestrating process."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _stop_group(proc: subprocess.Popen, first: int = signal.SIGTERM, grace: float = STOP_GRACE_S) -> int:
+    """Signal the process group `proc` leads, escalate to SIGKILL after `grace` seconds, reap it."""
+    if proc.poll() is None:
+        for sig, wait in ((first, grace), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the leader is gone; its workers may not be
+    except (ProcessLookupError, PermissionError):
+        pass
+    return proc.wait()
+
+
+class VLLMServer:
+    """One server process (group); a context manager that always stops it."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, url: str, *, grace: float = STOP_GRACE_S) -> None:
+        self.argv, self.env, self.log_path, self.url, self.grace = argv, env, Path(log_path), url, grace
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "VLLMServer":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            log.write(f"$ {shlex.join(self.argv)}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        return self
+
+    def failure(self, what: str) -> ServerError:
+        return ServerError(f"{what}; last lines of {self.log_path}:\n{log_tail(self.log_path)}")
+
+    def wait_healthy(self, timeout: float, poll: float = 1.0) -> float:
+        """Seconds until /health answered 200; ServerError if the process exits or time runs out."""
+        assert self.proc is not None
+        start = time.monotonic()
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                raise self.failure(f"the vLLM server exited with status {code} before it was ready")
+            if healthy(self.url):
+                return time.monotonic() - start
+            if time.monotonic() - start > timeout:
+                raise self.failure(f"the vLLM server at {self.url} was not healthy after {timeout:g} s (vllm_server_timeout)")
+            time.sleep(poll)
+
+    def stop(self) -> int | None:
+        return None if self.proc is None else _stop_group(self.proc, grace=self.grace)
+
+    def __enter__(self) -> "VLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def client_host(num_machines: int, main_process_ip: str | None) -> str:
+    """Where the trainer reaches the server: this node, or the rank-0 node's address."""
+    return main_process_ip if num_machines > 1 and main_process_ip else "127.0.0.1"
+
+
+def serve_and_train(
+    server: VLLMServer | None,
+    train_argv: list[str],
+    train_env: dict[str, str],
+    *,
+    timeout: float,
+    poll: float = 0.5,
+    echo: Callable[[str], None] = print,
+) -> int:
+    """Start `server` (None on nodes other than rank 0) and wait until it is healthy, run the
+    training command, and stop everything on the way out. Returns the training exit code; raises
+    ServerError when the server fails (before or during training) and Interrupted on SIGINT/SIGTERM."""
+
+    def on_signal(signum: int, frame: Any) -> None:
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    trainer: subprocess.Popen | None = None
+    try:
+        if server is not None:
+            server.start()
+            echo(f"vLLM server starting (log: {server.log_path}) ...")
+            waited = server.wait_healthy(timeout)
+            echo(f"vLLM server healthy at {server.url} after {waited:.0f} s")
+        trainer = subprocess.Popen(train_argv, env=train_env, start_new_session=True)
+        while True:
+            code = trainer.poll()
+            if code is not None:
+                return code
+            if server is not None and server.proc is not None and server.proc.poll() is not None:
+                status = server.proc.returncode
+                _stop_group(trainer, signal.SIGTERM)
+                raise server.failure(f"the vLLM server exited with status {status} during training; training was stopped")
+            time.sleep(poll)
+    except Interrupted as e:
+        if trainer is not None:
+            _stop_group(trainer, signal.SIGINT if e.signum == signal.SIGINT else signal.SIGTERM)
+        raise
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if trainer is not None and trainer.poll() is None:
+            _stop_group(trainer)
+        if server is not None:
+            server.stop()

@@ -1,0 +1,335 @@
+"""`olmocr-rl train --vllm-gpus K`: the GPU split, the server command trl builds, and the
+orchestration around it, with stand-ins for `vllm serve` (tests/standin_vllm.py: answers /health,
+records its arguments and environment, starts a worker child as vLLM does; variants never become
+healthy, crash at start, or die mid-run) and for the training launcher (tests/standin_trainer.py).
+Every test ends by checking that no process it started is left and the port is free again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from olmocr_rl.train.config import ConfigError, TrainConfig
+from olmocr_rl.train.launch import free_port
+from olmocr_rl.train.vllm_server import (
+    GpuSplit,
+    ServerError,
+    VLLMServer,
+    port_free,
+    serve_and_train,
+    server_argv,
+    server_env,
+    split_gpus,
+    visible_gpus,
+)
+
+HERE = Path(__file__).resolve().parent
+STANDIN = [sys.executable, str(HERE / "standin_vllm.py")]
+TRAINER = [sys.executable, str(HERE / "standin_trainer.py")]
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie nobody reaped yet counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def gone(*pids: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while any(alive(p) for p in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# the split and the command
+# ---------------------------------------------------------------------------------------------
+
+
+def test_split_serves_on_the_last_gpus():
+    gpus = [str(i) for i in range(8)]
+    assert split_gpus(gpus, 1) == GpuSplit(tuple("0123456"), ("7",), 1, 1)
+    assert split_gpus(gpus, 2) == GpuSplit(tuple("012345"), ("6", "7"), 2, 1)  # tensor parallel by default
+    assert split_gpus(gpus, 2, data_parallel=2) == GpuSplit(tuple("012345"), ("6", "7"), 1, 2)
+    assert split_gpus(["4", "5", "6"], 1).train == ("4", "5")  # the ids CUDA_VISIBLE_DEVICES names
+    with pytest.raises(ConfigError, match="--vllm-gpus 8 leaves no GPU for training: this node has 8"):
+        split_gpus(gpus, 8)
+    with pytest.raises(ConfigError, match="not a multiple of vllm_data_parallel_size=2"):
+        split_gpus(gpus, 3, data_parallel=2)
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2, 3,"}) == ["2", "3"]
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": ""}) == []
+
+
+def test_server_command_is_the_one_trl_builds():
+    pytest.importorskip("trl")
+    from trl.scripts.vllm_serve import ScriptArguments, build_command
+
+    cfg = TrainConfig(model="org/model", max_prompt_tokens=3000, max_completion_length=8000, bf16=True,
+                      vllm_server_gpu_memory_utilization=0.5, vllm_server_args=["--enable-prefix-caching"])  # fmt: skip
+    split = split_gpus(["0", "1", "2", "3"], 2)
+    argv = server_argv(cfg, split, host="127.0.0.1", port=8123)
+    expected = build_command(ScriptArguments(model="org/model", host="127.0.0.1", port=8123, tensor_parallel_size=2,
+                                             gpu_memory_utilization=0.5, max_model_len=11000, dtype="bfloat16"),
+                             ["--enable-prefix-caching"])  # fmt: skip
+    assert argv == expected
+    assert argv[argv.index("serve") + 1] == "org/model" and "--weight-transfer-config" in argv
+    env = server_env(split, base={"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "2,3", "VLLM_SERVER_DEV_MODE": "1"}
+    # A wrapper replaces the program, keeps the arguments.
+    cfg.vllm_server_command = "apptainer exec img.sif vllm serve"
+    wrapped = server_argv(cfg, split, host="127.0.0.1", port=8123)
+    assert wrapped[:5] == ["apptainer", "exec", "img.sif", "vllm", "serve"]
+    assert wrapped[5:] == expected[expected.index("serve") + 1 :]
+
+
+# ---------------------------------------------------------------------------------------------
+# the orchestration
+# ---------------------------------------------------------------------------------------------
+
+
+def _server(tmp_path: Path, mode: str, port: int, **env: str) -> VLLMServer:
+    base = {**os.environ, "STANDIN_MODE": mode, "STANDIN_RECORD": str(tmp_path / "server.json"), **env}
+    split = GpuSplit(("0", "1"), ("2",), 1, 1)
+    argv = [*STANDIN, "model-x", "--host", "127.0.0.1", "--port", str(port)]
+    return VLLMServer(argv, server_env(split, base), tmp_path / "logs" / "vllm.log", f"http://127.0.0.1:{port}", grace=5)
+
+
+def _trainer(tmp_path: Path, mode: str, port: int) -> tuple[list[str], dict[str, str]]:
+    env = {**os.environ, "TRAINER_MODE": mode, "TRAINER_RECORD": str(tmp_path / "trainer.json"), "CUDA_VISIBLE_DEVICES": "0,1"}
+    return [*TRAINER, f"http://127.0.0.1:{port}"], env
+
+
+def _records(tmp_path: Path) -> tuple[dict, dict | None]:
+    server = json.loads((tmp_path / "server.json").read_text())
+    trainer = tmp_path / "trainer.json"
+    return server, json.loads(trainer.read_text()) if trainer.exists() else None
+
+
+def test_healthy_server_training_succeeds_then_everything_stops(tmp_path):
+    port = free_port()
+    server = _server(tmp_path, "ok", port)
+    argv, env = _trainer(tmp_path, "ok", port)
+    lines: list[str] = []
+    assert serve_and_train(server, argv, env, timeout=30, echo=lines.append) == 0
+    srv, trainer = _records(tmp_path)
+    assert srv["env"] == {"CUDA_VISIBLE_DEVICES": "2", "VLLM_SERVER_DEV_MODE": "1"}  # the server's GPUs
+    assert trainer["health"] == 200 and trainer["env"]["CUDA_VISIBLE_DEVICES"] == "0,1"  # started after health
+    assert any("healthy at" in line for line in lines)
+    assert gone(srv["pid"], srv["child_pid"]) and port_free(port, "127.0.0.1")
+    log = (tmp_path / "logs" / "vllm.log").read_text()
+    assert log.startswith("$ ") and "Application startup complete" in log
+
+
+def test_training_failure_stops_the_server(tmp_path):
+    port = free_port()
+    argv, env = _trainer(tmp_path, "fail", port)
+    assert serve_and_train(_server(tmp_path, "ok", port), argv, env, timeout=30, echo=lambda s: None) == 5
+    srv, _ = _records(tmp_path)
+    assert gone(srv["pid"], srv["child_pid"]) and port_free(port, "127.0.0.1")
+
+
+def test_never_healthy_times_out_with_the_log_tail(tmp_path):
+    port = free_port()
+    argv, env = _trainer(tmp_path, "ok", port)
+    start = time.monotonic()
+    with pytest.raises(ServerError) as err:
+        serve_and_train(_server(tmp_path, "never", port), argv, env, timeout=3, echo=lambda s: None)
+    assert 3 <= time.monotonic() - start < 20
+    message = str(err.value)
+    assert f"was not healthy after 3 s (vllm_server_timeout); last lines of {tmp_path / 'logs' / 'vllm.log'}" in message
+    assert "Application startup complete" in message  # the tail
+    srv, trainer = _records(tmp_path)
+    assert trainer is None  # training never started
+    assert gone(srv["pid"], srv["child_pid"]) and port_free(port, "127.0.0.1")
+
+
+def test_server_crash_at_start_is_reported_at_once(tmp_path):
+    port = free_port()
+    argv, env = _trainer(tmp_path, "ok", port)
+    start = time.monotonic()
+    with pytest.raises(ServerError, match=r"exited with status 2 before it was ready(.|\n)*no kernel image"):
+        serve_and_train(_server(tmp_path, "crash", port), argv, env, timeout=60, echo=lambda s: None)
+    assert time.monotonic() - start < 15  # not the timeout
+    assert not (tmp_path / "trainer.json").exists()
+
+
+def test_server_dying_mid_run_stops_training(tmp_path):
+    port = free_port()
+    argv, env = _trainer(tmp_path, "hang", port)
+    with pytest.raises(ServerError, match=r"exited with status 3 during training; training was stopped(.|\n)*engine core died"):
+        serve_and_train(_server(tmp_path, "die", port, STANDIN_DIE_AFTER="2"), argv, env, timeout=30, echo=lambda s: None)
+    srv, trainer = _records(tmp_path)
+    assert trainer is not None  # it was running
+    assert gone(srv["pid"], srv["child_pid"], trainer["pid"]) and port_free(port, "127.0.0.1")
+
+
+DRIVER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {here!r})
+    from pathlib import Path
+    from olmocr_rl.train.vllm_server import Interrupted, serve_and_train
+    from test_vllm_server import _server, _trainer
+    tmp, port = Path(sys.argv[1]), int(sys.argv[2])
+    argv, env = _trainer(tmp, "hang", port)
+    try:
+        serve_and_train(_server(tmp, "ok", port), argv, env, timeout=30, echo=print)
+    except Interrupted as e:
+        print("interrupted:", e, flush=True)
+        sys.exit(130)
+""")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_stops_server_and_training(tmp_path, signum):
+    port = free_port()
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER.format(here=str(HERE)), str(tmp_path), str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "trainer.json").exists():
+        assert driver.poll() is None and time.monotonic() < deadline, driver.stdout.read() if driver.stdout else ""
+        time.sleep(0.1)
+    driver.send_signal(signum)
+    out, _ = driver.communicate(timeout=60)
+    assert driver.returncode == 130, out
+    assert f"interrupted: {signal.Signals(signum).name}" in out
+    srv, trainer = _records(tmp_path)
+    assert gone(srv["pid"], srv["child_pid"], trainer["pid"]) and port_free(port, "127.0.0.1")
+
+
+# ---------------------------------------------------------------------------------------------
+# pre-flight: vLLM installed, at a version the installed trl takes, built for this torch
+# ---------------------------------------------------------------------------------------------
+
+TRL_REQUIRES = ["accelerate>=1.10.1", 'vllm<=0.31.0,>=0.22.0; extra == "vllm"', 'requests; extra == "vllm"']
+VLLM_REQUIRES = ["transformers<5.18.0,>=5.10.4", "torch==2.13.0", "torchvision==0.28.0", 'pytest; extra == "test"']
+
+
+def _fake_environment(monkeypatch, versions: dict[str, str | None]):
+    import importlib
+    import importlib.util
+
+    preflight = importlib.import_module("olmocr_rl.train.preflight")
+    requires = {"trl": TRL_REQUIRES, "vllm": VLLM_REQUIRES}
+    monkeypatch.setattr(preflight, "_dist_version", lambda name: versions.get(name))
+    monkeypatch.setattr(preflight, "_dist_requires", lambda name: requires.get(name, []))
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (object() if versions.get("vllm") else None) if name == "vllm" else real(name, *a))
+    return preflight
+
+
+@pytest.mark.parametrize(
+    "versions, cuda, problems",
+    [
+        ({"vllm": None, "trl": "1.16.0"}, True, ["vLLM is not installed"]),
+        ({"vllm": "0.31.0+cu129", "trl": "1.16.0", "torch": "2.13.0+cu129", "transformers": "5.17.0"}, True, []),
+        ({"vllm": "0.33.0", "trl": "1.16.0", "torch": "2.13.0", "transformers": "5.17.0"}, True,
+         ["vLLM 0.33.0 is outside what trl 1.16.0 supports (<=0.31.0,>=0.22.0)"]),
+        ({"vllm": "0.31.0", "trl": "1.16.0", "torch": "2.14.1", "transformers": "5.23.0"}, True,
+         ["vLLM 0.31.0 needs torch==2.13.0, but torch 2.14.1 is installed",
+          "vLLM 0.31.0 needs transformers<5.18.0,>=5.10.4, but transformers 5.23.0 is installed"]),
+        ({"vllm": "0.31.0", "trl": "1.16.0", "torch": "2.13.0", "transformers": "5.17.0"}, False,
+         ["vLLM generation needs CUDA GPUs, and torch sees none here"]),
+    ],
+)  # fmt: skip
+def test_vllm_preflight(monkeypatch, versions, cuda, problems):
+    preflight = _fake_environment(monkeypatch, versions)
+    found = preflight.vllm_problems(cuda)
+    assert [p.message for p in found] == problems
+    assert all(p.severity == "error" and "use_vllm=false" in p.fix for p in found)
+    if any("needs torch" in m or "not installed" in m for m in problems):
+        assert "pip install 'olmocr-rl[vllm]'" in found[0].fix
+
+
+def test_vllm_preflight_runs_in_train_preflight(monkeypatch, tmp_path):
+    preflight = _fake_environment(monkeypatch, {"vllm": None})
+    cfg = TrainConfig(prepared_dir=str(tmp_path), model="m", output_dir=str(tmp_path / "o"), use_vllm=True)
+    assert "vLLM is not installed" in [p.message for p in preflight.preflight(cfg, 1, cuda=True)]
+    cfg.use_vllm = False
+    assert "vLLM is not installed" not in [p.message for p in preflight.preflight(cfg, 1, cuda=False)]
+
+
+# ---------------------------------------------------------------------------------------------
+# through the command line
+# ---------------------------------------------------------------------------------------------
+
+pytest.importorskip("trl")
+sys.path.insert(0, str(HERE))
+from clirun import invoke  # noqa: E402
+from test_train import RECIPE, prepared, tiny_model  # noqa: E402,F401  (session fixtures)
+
+
+def _cli(prepared: Path, model: Path, out: Path, port: int, *extra: str) -> list[str]:
+    return ["train", str(prepared), "--model", str(model), "-o", str(out), "--config", str(RECIPE), "--vllm-gpus", "1",
+            f"vllm_server_port={port}", f"vllm_server_command={sys.executable} {HERE / 'standin_vllm.py'}",
+            "vllm_server_timeout=30", "final_outputs=none", *extra]  # fmt: skip
+
+
+def test_dry_run_prints_the_split_and_both_commands(prepared, tiny_model, tmp_path):
+    res = invoke([*_cli(prepared, tiny_model, tmp_path / "run", 8123), "--dry-run"], env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"})
+    assert "GPUs: training on 0,1,2 (3 ranks per node); vLLM server on 3 (tensor parallel 1 x data parallel 1)" in res.stdout
+    server = next(line for line in res.stdout.splitlines() if line.startswith("server: "))
+    assert "CUDA_VISIBLE_DEVICES=3 VLLM_SERVER_DEV_MODE=1 " in server and "standin_vllm.py" in server
+    assert "--port 8123" in server and "--host 127.0.0.1" in server
+    command = next(line for line in res.stdout.splitlines() if line.startswith("command: "))
+    assert "CUDA_VISIBLE_DEVICES=0,1,2 " in command and "--num_processes 3" in command
+    assert "world size: 3" in res.stdout
+    assert '"vllm_mode": "server"' in res.stdout and '"vllm_server_host": "127.0.0.1"' in res.stdout
+    # Another machine of a multi-node run: no server there, the rank-0 address in the config.
+    res = invoke([*_cli(prepared, tiny_model, tmp_path / "run", 8123), "--dry-run", "--num-machines", "2", "--machine-rank", "1",
+                  "--main-process-ip", "10.1.2.3"], env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"})  # fmt: skip
+    assert "server: none on this machine (machine rank 1); the trainer connects to 10.1.2.3:8123" in res.stdout
+    assert "--num_processes 6" in res.stdout  # 3 per node x 2
+
+
+def test_cli_runs_server_then_training_and_cleans_up(prepared, tiny_model, tmp_path, monkeypatch):
+    """The command's own wiring: pre-flight (vLLM/CUDA checks stubbed: neither exists here), the
+    port check, the server's log path, the launcher environment, the resolved config."""
+    import importlib
+
+    launch = importlib.import_module("olmocr_rl.train.launch")
+    preflight = importlib.import_module("olmocr_rl.train.preflight")  # the package exports a function of that name
+
+    port = free_port()
+    monkeypatch.setattr(preflight, "vllm_problems", lambda cuda: [])
+    monkeypatch.setenv("STANDIN_RECORD", str(tmp_path / "server.json"))
+    monkeypatch.setenv("TRAINER_RECORD", str(tmp_path / "trainer.json"))
+    seen = {}
+
+    def launcher_argv(config_path, launcher="accelerate", **kw):
+        seen.update(kw, config_path=Path(config_path))  # written once the plan stands
+        return [*TRAINER, f"http://127.0.0.1:{port}"]
+
+    monkeypatch.setattr(launch, "launcher_argv", launcher_argv)
+    out = tmp_path / "run"
+    res = invoke(_cli(prepared, tiny_model, out, port), env={"CUDA_VISIBLE_DEVICES": "0,1,2"})
+    assert res.exit_code == 0, res.output
+    assert seen["num_processes"] == 2 and seen["gpus"] == ["0", "1"]
+    seen["config"] = json.loads(seen["config_path"].read_text())
+    assert (seen["config"]["vllm_mode"], seen["config"]["vllm_server_host"], seen["config"]["vllm_server_port"]) == ("server", "127.0.0.1", port)
+    srv, trainer = _records(tmp_path)
+    assert srv["env"]["CUDA_VISIBLE_DEVICES"] == "2" and trainer["env"]["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert (out / "logs" / "vllm.log").is_file()
+    assert gone(srv["pid"], srv["child_pid"]) and port_free(port, "127.0.0.1")
+
+    # The port taken: one error line, nothing started.
+    import socket
+
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", port))
+        s.listen()
+        res = invoke(_cli(prepared, tiny_model, out, port), env={"CUDA_VISIBLE_DEVICES": "0,1,2"})
+    assert res.exit_code == 1 and f"error: port {port} is in use" in res.stderr

@@ -1,9 +1,10 @@
-"""What trl sends to a vLLM server for our prepared pages, captured at trl's client boundary.
+"""What trl sends to vLLM for our prepared pages, captured at trl's vLLM boundary.
 
-trl's server-mode generation (`trl.generation.vllm_generation.VLLMGeneration`) talks to the
-server only through `VLLMClient`. Here a recording client replaces it (and vLLM's import check is
-answered yes; neither vLLM nor CUDA exists on CI machines), and one real GRPO step of our worker
-runs with `use_vllm=true vllm_mode=server` on the tiny model: the images and token ids it sends
+trl's vLLM generation (`trl.generation.vllm_generation.VLLMGeneration`) talks to a server only
+through `VLLMClient`, and to a colocated engine only through `vllm.LLM` / `SamplingParams`. Here
+recording stand-ins replace them (and vLLM's import check is answered yes; neither vLLM nor CUDA
+exists on CI machines), and one real GRPO step of our worker runs with `use_vllm=true` in each
+mode on the tiny model: the images and token ids it sends
 must be our prepared page images and the tokens our processor makes of our prompt (the ones
 `model.generate` sees: the processor-expanded image placeholders, then the instruction), with our
 sampling settings; the completions the client returns are the ones the bench reward scores."""
@@ -61,7 +62,59 @@ class RecordingClient:
                 "logprob_token_ids": [[[t] for t in c] for c in completions]}  # fmt: skip
 
 
-def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_path, monkeypatch):
+class _Obj:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class RecordingLLM:
+    """Stands in for vllm.LLM in colocate mode (each rank's own engine)."""
+
+    calls: list[tuple[str, dict]] = []
+    tokenizer = None
+
+    def __init__(self, **kwargs):
+        self.calls.append(("init", kwargs))
+        model = _Obj(load_weights=lambda weights: self.calls.append(("load_weights", {"names": [n for n, _ in weights]})))
+        self.llm_engine = _Obj(model_executor=_Obj(driver_worker=_Obj(model_runner=_Obj(model=model))),
+                               model_config=_Obj(max_model_len=kwargs["max_model_len"]))  # fmt: skip
+
+    def reset_prefix_cache(self):
+        pass
+
+    def generate(self, prompts, sampling_params=None, use_tqdm=False):
+        self.calls.append(("generate", {"prompts": prompts, "sampling": sampling_params.kwargs}))
+        ids = self.tokenizer(COMPLETION, add_special_tokens=False)["input_ids"] + [self.tokenizer.convert_tokens_to_ids("<|im_end|>")]
+        logprobs = [{t: _Obj(rank=1, logprob=-0.5)} for t in ids]
+        return [_Obj(prompt_token_ids=p["prompt_token_ids"], outputs=[_Obj(token_ids=list(ids), logprobs=logprobs)]) for p in prompts]
+
+
+class RecordingSamplingParams:
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+
+def _sent(mode: str) -> tuple[list, list, dict]:
+    """(images per prompt, token ids per prompt, sampling settings) of the one generation call."""
+    if mode == "server":
+        calls = RecordingClient.calls
+        images = [c["images"] for name, c in calls if name == "image_features"]
+        generate = [c for name, c in calls if name == "generate"]
+        assert len(images) == len(generate) == 1
+        pushed = next(c for name, c in calls if name == "update_named_params")
+        assert pushed["names"] and len(pushed["names"]) == len(pushed["metadata"])  # the training weights go to the server
+        sampling = {k: v for k, v in generate[0].items() if k not in ("prompts", "features")}
+        return images[0], generate[0]["prompts"], sampling
+    calls = RecordingLLM.calls
+    generate = [c for name, c in calls if name == "generate"]
+    assert len(generate) == 1 and any(name == "load_weights" for name, _ in calls)
+    prompts = generate[0]["prompts"]
+    images = [[p["multi_modal_data"]["image"]] for p in prompts]
+    return images, [p["prompt_token_ids"] for p in prompts], generate[0]["sampling"]
+
+
+@pytest.mark.parametrize("mode", ["server", "colocate"])
+def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_path, monkeypatch, mode):
     import trl.generation.vllm_generation as vllm_generation
     from PIL import Image
 
@@ -73,32 +126,43 @@ def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_pa
     monkeypatch.setattr(preflight, "vllm_problems", lambda cuda: [])  # no vLLM, no CUDA here
     monkeypatch.setattr(vllm_generation, "is_vllm_available", lambda *a, **k: True)
     monkeypatch.setattr(vllm_generation, "VLLMClient", RecordingClient)
+    monkeypatch.setattr(vllm_generation, "LLM", RecordingLLM, raising=False)
+    monkeypatch.setattr(vllm_generation, "SamplingParams", RecordingSamplingParams, raising=False)
+    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(var, raising=False)  # colocate mode sets them for vLLM; restored after
     processor = load_processor(str(tiny_model))
     RecordingClient.calls, RecordingClient.tokenizer = [], processor.tokenizer
+    RecordingLLM.calls, RecordingLLM.tokenizer = [], processor.tokenizer
 
     out = tmp_path / "run"
-    cfg = cfg_for(prepared, tiny_model, out, "use_vllm=true", "vllm_mode=server", "vllm_server_host=10.0.0.7",
+    cfg = cfg_for(prepared, tiny_model, out, "use_vllm=true", f"vllm_mode={mode}", "vllm_server_host=10.0.0.7",
                   "vllm_server_port=8123", "max_steps=1", "save_steps=0", "eval_split=none", "final_outputs=none")  # fmt: skip
     summary = run(cfg, final_outputs=False)
     assert summary["global_step"] == 1
 
-    calls = RecordingClient.calls
-    assert calls[0][1]["base_url"] == "http://10.0.0.7:8123" and calls[0][1]["timeout"] == cfg.vllm_server_timeout
-    pushed = next(c for name, c in calls if name == "update_named_params")
-    assert pushed["names"] and len(pushed["names"]) == len(pushed["metadata"])  # the training weights go to the server
-    images = [c["images"] for name, c in calls if name == "image_features"]
-    generate = [c for name, c in calls if name == "generate"]
-    assert len(images) == len(generate) == 1
-    sent_images, sent = images[0], generate[0]
-    assert sent["n"] == cfg.num_generations and sent["temperature"] == cfg.temperature
-    assert sent["max_tokens"] == cfg.max_completion_length and sent["top_p"] == cfg.top_p
-    assert sent["logprobs"] == 0  # the sampled token's logprob: importance sampling correction
+    if mode == "server":
+        init = RecordingClient.calls[0][1]
+        assert init["base_url"] == "http://10.0.0.7:8123" and init["timeout"] == cfg.vllm_server_timeout
+    else:
+        init = RecordingLLM.calls[0][1]
+        assert init["model"] == str(tiny_model) and init["gpu_memory_utilization"] == cfg.vllm_gpu_memory_utilization
+        assert init["max_model_len"] == cfg.max_prompt_tokens + cfg.max_completion_length
+        assert init["enable_sleep_mode"] is False and init["logprobs_mode"] == "processed_logprobs"
+    sent_images, sent_prompts, sampling = _sent(mode)
+    completions = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps  # one generation round
+    if mode == "server":
+        assert sampling["n"] == cfg.num_generations  # one request per page, 28 samples each
+    else:
+        assert sampling["n"] == 1 and len(sent_prompts) == completions  # each rank: one request per completion
+    assert sampling["temperature"] == cfg.temperature and sampling["top_p"] == cfg.top_p
+    assert sampling["max_tokens"] == cfg.max_completion_length
+    assert sampling["logprobs"] == 0  # the sampled token's logprob: importance sampling correction
 
     rows = read_split(prepared, "train")
     pages = {row["image"]: Image.open(prepared / row["image"]).convert("RGB") for row in rows}
-    per_step_pages = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps // cfg.num_generations
-    assert len(sent_images) == len(sent["prompts"]) == per_step_pages
-    for imgs, prompt_ids in zip(sent_images, sent["prompts"]):
+    if mode == "server":
+        assert len(sent_images) == len(sent_prompts) == completions // cfg.num_generations
+    for imgs, prompt_ids in zip(sent_images, sent_prompts):
         assert len(imgs) == 1
         # The image is one of our prepared pages, pixel for pixel ...
         match = [rel for rel, page in pages.items() if page.size == imgs[0].size and page.tobytes() == imgs[0].convert("RGB").tobytes()]

@@ -3,6 +3,8 @@
 Public API:
     BenchSuite, CheckResult, PageScore, SuiteError -- load olmOCR-bench test JSONL, run checks
     BenchReward -- the pass rate as a trl GRPOTrainer reward function
+    EosReward, FrontMatterReward, MedoidReward, EditDistanceReward, ElementCountReward,
+    RectTablesReward -- olmOCR's other GRPO rewards
     normalize_text, ratio, partial_ratio, find_near_matches -- the reference's primitives
 """
 
@@ -13,13 +15,25 @@ from olmocr_rl._core import (
     partial_ratio,
     ratio,
 )
-from olmocr_rl.rewards import BenchReward, EosReward, FrontMatterReward
+from olmocr_rl.rewards import (
+    BenchReward,
+    EditDistanceReward,
+    ElementCountReward,
+    EosReward,
+    FrontMatterReward,
+    MedoidReward,
+    RectTablesReward,
+)
 from olmocr_rl.suite import BenchSuite, CheckResult, EnvironmentProblem, PageScore, SuiteError, TestInfo, TestResult
 
 __all__ = [
     "BenchReward",
     "BenchSuite",
+    "EditDistanceReward",
+    "ElementCountReward",
     "EosReward",
+    "MedoidReward",
+    "RectTablesReward",
     "FrontMatterReward",
     "CheckResult",
     "EnvironmentProblem",

@@ -10,6 +10,12 @@ __all__ = [
     "ratio",
     "partial_ratio",
     "find_near_matches",
+    "levenshtein",
+    "medoid_rewards",
+    "edit_similarities",
+    "element_counts",
+    "element_count_rewards",
+    "rect_table_shares",
     "_py_compat",
     "_fmt_float",
     "_parse_tables",
@@ -34,6 +40,20 @@ def partial_ratio(a: str, b: str) -> float:
     inside the longer one."""
 def find_near_matches(sub: str, seq: str, max_l_dist: int) -> list[tuple[int, int, int]]:
     """fuzzysearch `find_near_matches(sub, seq, max_l_dist=...)` as (start, end, distance) triples."""
+def levenshtein(a: str, b: str) -> int:
+    """RapidFuzz `distance.Levenshtein.distance(a, b)`: unit-cost edits over code points."""
+def medoid_rewards(texts: list[str], groups: list[int] | None = None, threads: int | None = None) -> list[float]:
+    """olmOCR's medoid reward of each text within its group (`groups[i]`, any labels; None: one
+    group), pairwise distances in parallel with the GIL released."""
+def edit_similarities(texts: list[str], references: list[str | None], threads: int | None = None) -> list[float]:
+    """`fuzz.ratio(text, reference) / 100` per pair, 0.0 where the reference is None."""
+def element_counts(text: str) -> tuple[int, int]:
+    """(HTML tables, math spans) of `text` as olmOCR's element-count reward counts them."""
+def element_count_rewards(texts: list[str], references: list[str | None], threads: int | None = None) -> list[float]:
+    """olmOCR's element-count reward per pair: 0.5 per matching count, 0.0 without a reference."""
+def rect_table_shares(texts: list[str], threads: int | None = None) -> list[float | None]:
+    """The share of each text's HTML tables that are rectangular (1.0 without tables); None
+    where the reference's table parser would raise."""
 
 def _py_compat(s: str) -> tuple[str, list[bool], list[bool], list[bool], str]:
     """Test hook: (str.lower, isalnum, isspace and isprintable per code point, NFC) of `s`."""

@@ -205,3 +205,136 @@ class EosReward:
         if completion_ids is None:
             raise TypeError("EosReward needs completion_ids (trl passes them to reward functions)")
         return [1.0 if ids and ids[-1] in self.eos else 0.0 for ids in completion_ids]
+
+
+# ---------------------------------------------------------------------------------------------
+# The rest of olmOCR's GRPO rewards (allenai/olmocr f7cfe4c, olmocr/train/grpo_train.py),
+# computed in Rust (rust/rewards/). Each takes the reference output, where it needs one, from the
+# `claude_original` column (upstream's name; `olmocr-rl prepare` fills it from a bench folder's
+# claude_original/ files).
+# ---------------------------------------------------------------------------------------------
+
+
+def _references(kwargs: dict[str, Any], column: str, n: int) -> list[str | None]:
+    refs = kwargs.get(column)
+    if refs is None:
+        return [None] * n
+    if len(refs) != n:
+        raise ValueError(f"{n} completions but {len(refs)} {column!r} references")
+    return [r if isinstance(r, str) else None for r in refs]
+
+
+def single_process(local: list) -> list[list]:
+    """The gather of one process: its own list, as rank 0 of 1."""
+    return [local]
+
+
+class MedoidReward:
+    """upstream's `medoid_reward`: each completion's Levenshtein distance d to the medoid of its
+    group (the completion with the least mean distance to the others, the first on ties) gives
+    `max(0, 1 - d / largest pairwise distance)`; the medoid gets 1.0, a lone completion 1.0.
+
+    `group="page"` (default): the medoid of each page's completions (rows with the same `pdf`
+    and `page` columns, or else the same prompt), gathered from every training rank when trl
+    split a page's group across them (`gather`: a function from this rank's list to every
+    rank's lists, in rank order, and `rank`), so a page's rewards do not depend on the world size.
+    `group="batch"`: upstream's mode, one medoid over whatever list trl hands this rank (pages
+    mixed); bit for bit upstream's values."""
+
+    __name__ = "medoid"
+
+    def __init__(
+        self,
+        group: Literal["page", "batch"] = "page",
+        *,
+        threads: int | None = None,
+        gather: Callable[[list], list[list]] = single_process,
+        rank: int = 0,
+    ):
+        if group not in ("page", "batch"):
+            raise ValueError(f"group must be 'page' or 'batch', not {group!r}")
+        self.group = group
+        self.threads = check_threads(threads)
+        self.gather = gather
+        self.rank = rank
+        self.__name__ = "medoid" if group == "page" else "medoid_batch"
+
+    def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
+        from olmocr_rl import _core
+
+        texts = completion_texts(completions)
+        if self.group == "batch":
+            return list(_core.medoid_rewards(texts, None, self.threads))
+        keys = page_keys(len(texts), prompts, kwargs)
+        parts = self.gather(list(zip(keys, texts)))
+        offset = sum(len(p) for p in parts[: self.rank])
+        flat = [item for part in parts for item in part]
+        mine = set(keys)
+        # Only the groups this rank has members of; labels are the order of first appearance.
+        wanted = [i for i, (k, _) in enumerate(flat) if k in mine]
+        labels: dict[Any, int] = {}
+        group_of = [labels.setdefault(flat[i][0], len(labels)) for i in wanted]
+        rewards = _core.medoid_rewards([flat[i][1] for i in wanted], group_of, self.threads)
+        at = {i: r for i, r in zip(wanted, rewards)}
+        return [at[offset + j] for j in range(len(texts))]
+
+
+def page_keys(n: int, prompts: Any, kwargs: dict[str, Any]) -> list[Any]:
+    """What identifies a row's page: its (pdf, page) columns, else its prompt."""
+    pdf, page = kwargs.get("pdf"), kwargs.get("page")
+    if pdf is not None and page is not None:
+        return [(str(pdf[i]), int(page[i])) for i in range(n)]
+    if prompts is not None and len(prompts) == n:
+        return [repr(p) for p in prompts]
+    raise TypeError("the medoid reward groups completions by page: give the dataset 'pdf' and 'page' columns (or the prompts)")
+
+
+class EditDistanceReward:
+    """upstream's `bench_edit_distance_reward`: RapidFuzz `fuzz.ratio(completion, reference) /
+    100` (the Indel similarity over code points), 0.0 without a reference."""
+
+    __name__ = "edit_distance"
+
+    def __init__(self, reference_column: str = "claude_original", *, threads: int | None = None):
+        self.reference_column = reference_column
+        self.threads = check_threads(threads)
+
+    def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
+        from olmocr_rl import _core
+
+        texts = completion_texts(completions)
+        return list(_core.edit_similarities(texts, _references(kwargs, self.reference_column, len(texts)), self.threads))
+
+
+class ElementCountReward:
+    """upstream's `reward_element_count`: 0.5 for each of (HTML tables, math spans) whose count in
+    the completion equals the reference's (tables `<table...>...</table>`, math `$$..$$`,
+    `\\(..\\)`, `\\[..\\]`), 0.0 without a reference."""
+
+    __name__ = "element_count"
+
+    def __init__(self, reference_column: str = "claude_original", *, threads: int | None = None):
+        self.reference_column = reference_column
+        self.threads = check_threads(threads)
+
+    def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
+        from olmocr_rl import _core
+
+        texts = completion_texts(completions)
+        return list(_core.element_count_rewards(texts, _references(kwargs, self.reference_column, len(texts)), self.threads))
+
+
+class RectTablesReward:
+    """upstream's `reward_rect_tables`: the share of the completion's HTML tables that are
+    rectangular (every grid position filled, spans counted), 1.0 without HTML tables. Where
+    upstream's table parser raises (and takes the training step down with it), 0.0."""
+
+    __name__ = "rect_tables"
+
+    def __init__(self, *, threads: int | None = None):
+        self.threads = check_threads(threads)
+
+    def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
+        from olmocr_rl import _core
+
+        return [0.0 if s is None else s for s in _core.rect_table_shares(completion_texts(completions), self.threads)]

@@ -11,6 +11,7 @@ pub mod html;
 pub mod html_entities;
 pub mod math;
 pub mod pdf;
+pub mod rewards;
 pub mod scan;
 pub mod score;
 pub mod search;

@@ -360,6 +360,95 @@ type ScoreRow = (
     Vec<(String, &'static str, bool, PyText, bool)>,
 );
 
+/// Texts of a list of Python strings (stand-ins for lone surrogates: one character each, as in
+/// Python, so distances and counts are Python's).
+fn texts_of(items: &[Bound<'_, PyString>]) -> PyResult<Vec<Vec<char>>> {
+    items.iter().map(|s| Ok(text::chars(&text_of(s)?.0))).collect()
+}
+
+fn optional_texts_of(items: &[Option<Bound<'_, PyString>>]) -> PyResult<Vec<Option<Vec<char>>>> {
+    items.iter().map(|s| s.as_ref().map(|s| Ok(text::chars(&text_of(s)?.0))).transpose()).collect()
+}
+
+fn same_length(what: &str, a: usize, b: usize) -> PyResult<()> {
+    if a != b {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("{a} completions but {b} {what}")));
+    }
+    Ok(())
+}
+
+#[pyfunction]
+fn levenshtein(a: &Bound<'_, PyString>, b: &Bound<'_, PyString>) -> PyResult<usize> {
+    let (a, b) = (text::chars(&text_of(a)?.0), text::chars(&text_of(b)?.0));
+    Ok(crate::rewards::levenshtein::levenshtein(&a, &b))
+}
+
+#[pyfunction]
+#[pyo3(signature = (texts, groups=None, threads=None))]
+fn medoid_rewards(
+    py: Python<'_>,
+    texts: Vec<Bound<'_, PyString>>,
+    groups: Option<Vec<u64>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<f64>> {
+    let texts = texts_of(&texts)?;
+    let groups = groups.unwrap_or_else(|| vec![0; texts.len()]);
+    same_length("group labels", texts.len(), groups.len())?;
+    py.detach(|| guard(|| score::pool(threads).install(|| crate::rewards::medoid::medoid_rewards(&texts, &groups))))
+}
+
+#[pyfunction]
+#[pyo3(signature = (texts, references, threads=None))]
+fn edit_similarities(
+    py: Python<'_>,
+    texts: Vec<Bound<'_, PyString>>,
+    references: Vec<Option<Bound<'_, PyString>>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<f64>> {
+    same_length("references", texts.len(), references.len())?;
+    let (texts, refs) = (texts_of(&texts)?, optional_texts_of(&references)?);
+    py.detach(|| {
+        guard(|| {
+            score::pool(threads).install(|| {
+                texts.par_iter().zip(&refs).map(|(t, r)| crate::rewards::edit_similarity(t, r.as_deref())).collect()
+            })
+        })
+    })
+}
+
+#[pyfunction]
+fn element_counts(text: &Bound<'_, PyString>) -> PyResult<(usize, usize)> {
+    Ok(crate::rewards::elements::element_counts(&crate::text::chars(&text_of(text)?.0)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (texts, references, threads=None))]
+fn element_count_rewards(
+    py: Python<'_>,
+    texts: Vec<Bound<'_, PyString>>,
+    references: Vec<Option<Bound<'_, PyString>>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<f64>> {
+    same_length("references", texts.len(), references.len())?;
+    let (texts, refs) = (texts_of(&texts)?, optional_texts_of(&references)?);
+    py.detach(|| {
+        guard(|| {
+            score::pool(threads).install(|| {
+                texts.par_iter().zip(&refs).map(|(t, r)| crate::rewards::elements::element_count_reward(t, r.as_deref())).collect()
+            })
+        })
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (texts, threads=None))]
+fn rect_table_shares(py: Python<'_>, texts: Vec<Bound<'_, PyString>>, threads: Option<usize>) -> PyResult<Vec<Option<f64>>> {
+    let texts = texts_of(&texts)?;
+    py.detach(|| {
+        guard(|| score::pool(threads).install(|| texts.par_iter().map(|t| crate::rewards::elements::rect_table_share(t)).collect()))
+    })
+}
+
 #[pymodule]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -367,6 +456,12 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("UNICODE_VERSION", crate::unicode_tables::UNICODE_VERSION)?;
     m.add_function(wrap_pyfunction!(normalize_text, m)?)?;
     m.add_function(wrap_pyfunction!(ratio, m)?)?;
+    m.add_function(wrap_pyfunction!(levenshtein, m)?)?;
+    m.add_function(wrap_pyfunction!(medoid_rewards, m)?)?;
+    m.add_function(wrap_pyfunction!(edit_similarities, m)?)?;
+    m.add_function(wrap_pyfunction!(element_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(element_count_rewards, m)?)?;
+    m.add_function(wrap_pyfunction!(rect_table_shares, m)?)?;
     m.add_function(wrap_pyfunction!(partial_ratio, m)?)?;
     m.add_function(wrap_pyfunction!(find_near_matches, m)?)?;
     m.add_function(wrap_pyfunction!(_py_compat, m)?)?;

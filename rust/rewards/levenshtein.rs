@@ -1,0 +1,324 @@
+//! Levenshtein distance (unit-cost insertions, deletions, substitutions) over Unicode code
+//! points: what `rapidfuzz.distance.Levenshtein.distance(a, b)` returns for Python strings.
+//!
+//! Written by hand (no crate computes it over `char`s with these bounds): the medoid reward needs
+//! every pairwise distance of up to 28 completions of up to ~8,000 characters per page, and
+//! completions of one page are mostly near copies of each other, so the cost should follow the
+//! distance, not the length product.
+//!
+//! How:
+//! 1. The common prefix and suffix are dropped (they never change the distance).
+//! 2. Short pattern (≤ 64 characters after that): Hyyrö's bit-parallel algorithm in one word,
+//!    O(n).
+//! 3. Otherwise the Landau–Vishkin diagonal algorithm with a cap on the distance: O(d² + slides),
+//!    cheap for near copies; when the distance passes the cap (dissimilar texts) the
+//!    bit-parallel algorithm over ⌈m/64⌉ words takes over, O(n·m/64).
+//!
+//! Differences from upstream: none intended; property tests compare with the DP definition and
+//! with RapidFuzz on random and golden inputs.
+
+use std::collections::HashMap;
+
+/// The bit masks of a pattern: for each character, a bit per position where it occurs
+/// (`words` 64-bit words per character; row 0 is the all-zero row of absent characters).
+struct Masks {
+    words: usize,
+    ascii: [u32; 128],
+    other: HashMap<char, u32>,
+    rows: Vec<u64>,
+}
+
+impl Masks {
+    fn new(pattern: &[char]) -> Masks {
+        let words = pattern.len().div_ceil(64).max(1);
+        let mut m = Masks { words, ascii: [0; 128], other: HashMap::new(), rows: vec![0; words] };
+        for (i, &c) in pattern.iter().enumerate() {
+            let next = (m.rows.len() / words) as u32;
+            let slot = if (c as u32) < 128 { &mut m.ascii[c as usize] } else { m.other.entry(c).or_insert(0) };
+            if *slot == 0 {
+                *slot = next;
+                m.rows.resize(m.rows.len() + words, 0);
+            }
+            let row = *slot as usize;
+            m.rows[row * words + i / 64] |= 1u64 << (i % 64);
+        }
+        m
+    }
+
+    /// The masks of `c`, one word per 64 pattern positions.
+    #[inline]
+    fn row(&self, c: char) -> &[u64] {
+        let row = if (c as u32) < 128 { self.ascii[c as usize] } else { self.other.get(&c).copied().unwrap_or(0) } as usize;
+        &self.rows[row * self.words..(row + 1) * self.words]
+    }
+}
+
+/// The distance between `a` and `b`.
+pub fn levenshtein(a: &[char], b: &[char]) -> usize {
+    let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (a, b) = (&a[p..], &b[p..]);
+    let s = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
+    let (a, b) = (&a[..a.len() - s], &b[..b.len() - s]);
+    let (a, b) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if a.is_empty() {
+        return b.len();
+    }
+    if a.len() <= 64 {
+        return bit_parallel(a, b, &Masks::new(a));
+    }
+    // Landau–Vishkin costs O(d²), a band of bit vectors O(n·d/64): the first wins up to about
+    // n/24 here. A lower bound above that skips it.
+    let lv_cap = (b.len() / 24).clamp(64, 1024);
+    let low = lower_bound(a, b);
+    if low <= lv_cap {
+        if let Some(d) = landau_vishkin(a, b, lv_cap) {
+            return d;
+        }
+    }
+    let masks = Masks::new(a);
+    // Start the band a little above the lower bound (each edit changes the character counts by
+    // at most 2), and widen it by half until the distance fits.
+    let mut k = lv_cap.max(low * 5 / 4 + 32);
+    while 2 * k < b.len() {
+        if let Some(d) = banded(a, b, &masks, k) {
+            return d;
+        }
+        k += k / 2;
+    }
+    bit_parallel(a, b, &masks)
+}
+
+/// max(|b| − |a|, ⌈Σ_c |count_a(c) − count_b(c)| / 2⌉) ≤ the distance.
+fn lower_bound(a: &[char], b: &[char]) -> usize {
+    let mut counts: HashMap<char, isize> = HashMap::new();
+    let mut ascii = [0isize; 128];
+    for (s, sign) in [(a, 1isize), (b, -1)] {
+        for &c in s {
+            if (c as u32) < 128 {
+                ascii[c as usize] += sign;
+            } else {
+                *counts.entry(c).or_insert(0) += sign;
+            }
+        }
+    }
+    let diff: usize = ascii.iter().chain(counts.values()).map(|d| d.unsigned_abs()).sum();
+    diff.div_ceil(2).max(b.len() - a.len())
+}
+
+/// Hyyrö (2003): column by column over `b`, the vertical deltas of the DP column of pattern `a`
+/// as bit vectors (VP: +1, VN: −1), ⌈|a|/64⌉ words carried into each other through the
+/// horizontal deltas of each word's last row. The distance is |a| plus the last row's
+/// horizontal deltas.
+fn bit_parallel(a: &[char], b: &[char], masks: &Masks) -> usize {
+    let words = masks.words;
+    let last_bit = 1u64 << ((a.len() - 1) % 64);
+    let mut vp = vec![!0u64; words];
+    let mut vn = vec![0u64; words];
+    let mut dist = a.len();
+    for &c in b {
+        let (up, down) = column(&mut vp, &mut vn, masks.row(c), last_bit);
+        dist = dist + usize::from(up) - usize::from(down);
+    }
+    dist
+}
+
+/// One column of the bit-parallel DP over the given words (the top one reads +1 from above):
+/// updates the vertical deltas and returns the horizontal deltas (+1, −1) at bit `out_bit` of
+/// the last word.
+#[inline]
+fn column(vp: &mut [u64], vn: &mut [u64], pm: &[u64], out_bit: u64) -> (bool, bool) {
+    let (mut hp_carry, mut hn_carry) = (1u64, 0u64);
+    let mut out = (false, false);
+    let last = vp.len() - 1;
+    for (i, ((vp, vn), &pm)) in vp.iter_mut().zip(vn.iter_mut()).zip(pm).enumerate() {
+        let (v_p, v_n) = (*vp, *vn);
+        let x = pm | hn_carry;
+        let d0 = (((x & v_p).wrapping_add(v_p)) ^ v_p) | x | v_n;
+        let mut hp = v_n | !(d0 | v_p);
+        let mut hn = d0 & v_p;
+        if i == last {
+            out = (hp & out_bit != 0, hn & out_bit != 0);
+        }
+        let (hp_in, hn_in) = (hp_carry, hn_carry);
+        hp_carry = hp >> 63;
+        hn_carry = hn >> 63;
+        hp = (hp << 1) | hp_in;
+        hn = (hn << 1) | hn_in;
+        *vp = hn | !(d0 | hp);
+        *vn = hp & d0;
+    }
+    out
+}
+
+/// The distance if it is at most `k`, else None: `bit_parallel` restricted to the words that
+/// hold Ukkonen's band of column j, the rows a path of cost ≤ k can pass through: with
+/// δ = n − m ≥ 0, rows j − (k + δ)/2 ..= j + (k − δ)/2. A word enters the band at its bottom with
+/// the rows below its upper neighbour counted +1 each, and the word below a dropped one reads
+/// +1 from above: both are over-estimates of the DP values there, and those cells hold values
+/// above k anyway, so every cell whose distance is at most k comes out exact (its optimal path
+/// stays in the band) and none comes out at most k wrongly. Requires |a| ≤ |b|.
+fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Option<usize> {
+    let (m, n) = (a.len(), b.len());
+    if n - m > k {
+        return None;
+    }
+    let (up, down) = ((k + (n - m)) / 2, (k - (n - m)) / 2);
+    let words = masks.words;
+    let bottom = |w: usize| (64 * (w + 1)).min(m); // the block's last row (rows count from 1)
+    let last_bit = 1u64 << ((m - 1) % 64);
+    let mut vp = vec![!0u64; words];
+    let mut vn = vec![0u64; words];
+    let (mut first, mut last) = (0usize, (m.min(down).max(1) - 1) / 64);
+    let mut score = bottom(last); // D[bottom row of word `last`][j]; column 0: D[i][0] = i
+    for (jj, &c) in b.iter().enumerate() {
+        let j = jj + 1;
+        let new_last = ((m.min(j + down)).max(1) - 1) / 64;
+        while last < new_last {
+            last += 1;
+            vp[last] = !0;
+            vn[last] = 0;
+            score += bottom(last) - 64 * last;
+        }
+        first = first.max((j.saturating_sub(up).max(1) - 1) / 64);
+        let out_bit = if last + 1 == words { last_bit } else { 1 << 63 };
+        let (hp, hn) = column(&mut vp[first..=last], &mut vn[first..=last], &masks.row(c)[first..=last], out_bit);
+        score = score + usize::from(hp) - usize::from(hn);
+    }
+    (last == words - 1 && score <= k).then_some(score)
+}
+
+/// Landau–Vishkin: for d = 0, 1, …, the furthest row of `a` reachable with d edits on each
+/// diagonal k = j − i, extended along runs of equal characters. None when the distance
+/// exceeds `cap`. Requires |a| ≤ |b|.
+fn landau_vishkin(a: &[char], b: &[char], cap: usize) -> Option<usize> {
+    let (m, n) = (a.len() as isize, b.len() as isize);
+    let target = n - m;
+    if target as usize > cap {
+        return None;
+    }
+    let off = cap as isize + 1;
+    let size = 2 * cap + 3;
+    const NONE: isize = isize::MIN / 4;
+    let mut prev = vec![NONE; size];
+    let mut cur = vec![NONE; size];
+    let slide = |mut i: isize, k: isize| {
+        while i < m && i + k < n && a[i as usize] == b[(i + k) as usize] {
+            i += 1;
+        }
+        i
+    };
+    prev[off as usize] = slide(0, 0);
+    if target == 0 && prev[off as usize] >= m {
+        return Some(0);
+    }
+    for d in 1..=cap as isize {
+        let (lo, hi) = (-d.min(m), d.min(n));
+        for k in lo..=hi {
+            let at = (k + off) as usize;
+            let mut i = prev[at].saturating_add(1); // substitution
+            i = i.max(prev[at + 1].saturating_add(1)); // a character of a skipped
+            i = i.max(prev[at - 1]); // a character of b skipped
+            if i < 0 || i < -k {
+                cur[at] = NONE;
+                continue;
+            }
+            i = i.min(m).min(n - k);
+            cur[at] = slide(i, k);
+        }
+        if cur[(target + off) as usize] >= m {
+            return Some(d as usize);
+        }
+        // Diagonals just outside this round's range stay unreachable for the next one.
+        std::mem::swap(&mut prev, &mut cur);
+        for k in [lo - 1, hi + 1] {
+            if (k + off) >= 0 && ((k + off) as usize) < size {
+                cur[(k + off) as usize] = NONE;
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::XorShift;
+
+    fn dp(a: &[char], b: &[char]) -> usize {
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, &ca) in a.iter().enumerate() {
+            let mut diag = row[0];
+            row[0] = i + 1;
+            for (j, &cb) in b.iter().enumerate() {
+                let up = row[j + 1];
+                row[j + 1] = (diag + usize::from(ca != cb)).min(up + 1).min(row[j] + 1);
+                diag = up;
+            }
+        }
+        row[b.len()]
+    }
+
+    fn s(x: &str) -> Vec<char> {
+        x.chars().collect()
+    }
+
+    #[test]
+    fn small_cases() {
+        assert_eq!(levenshtein(&s(""), &s("")), 0);
+        assert_eq!(levenshtein(&s("abc"), &s("")), 3);
+        assert_eq!(levenshtein(&s("kitten"), &s("sitting")), 3);
+        assert_eq!(levenshtein(&s("flaw"), &s("lawn")), 2);
+        assert_eq!(levenshtein(&s("héllo wörld"), &s("hello world")), 2);
+        assert_eq!(levenshtein(&s("😀a"), &s("a😀")), 2);
+    }
+
+    /// Every path (one word, Landau–Vishkin, several words, the fallback) against the DP.
+    #[test]
+    fn random_against_dp() {
+        let mut rng = XorShift(0x1e7e_05c1);
+        for round in 0..3000 {
+            let alphabet: Vec<char> = if round % 3 == 0 { s("ab") } else if round % 3 == 1 { s("abcdé😀 \n") } else { s("abcdefghijklmnopqrstuvwxyz") };
+            let len = match round % 4 {
+                0 => rng.below(20),
+                1 => rng.below(90),
+                2 => 60 + rng.below(200),
+                _ => rng.below(400),
+            };
+            let a: Vec<char> = (0..len).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+            // b: a noisy copy of a (near) or an independent string (far).
+            let b: Vec<char> = if rng.below(2) == 0 {
+                let mut b = a.clone();
+                for _ in 0..rng.below(len / 4 + 2) {
+                    let at = rng.below(b.len() + 1);
+                    match rng.below(3) {
+                        0 if at < b.len() => {
+                            b.remove(at);
+                        }
+                        1 if at < b.len() => b[at] = alphabet[rng.below(alphabet.len())],
+                        _ => b.insert(at, alphabet[rng.below(alphabet.len())]),
+                    }
+                }
+                b
+            } else {
+                (0..rng.below(400)).map(|_| alphabet[rng.below(alphabet.len())]).collect()
+            };
+            let want = dp(&a, &b);
+            assert_eq!(levenshtein(&a, &b), want, "round {round}: {a:?} vs {b:?}");
+            assert_eq!(levenshtein(&b, &a), want);
+            let (short, long) = if a.len() <= b.len() { (&a, &b) } else { (&b, &a) };
+            if !short.is_empty() {
+                let masks = Masks::new(short);
+                assert_eq!(bit_parallel(short, long, &masks), want, "bit-parallel, round {round}");
+                for k in [1, 3, 10, 63, 64, 65, 130, 500] {
+                    let got = banded(short, long, &masks, k);
+                    assert_eq!(got, (want <= k).then_some(want), "banded k {k}, round {round}: {short:?} vs {long:?}");
+                }
+                assert!(lower_bound(short, long) <= want, "lower bound, round {round}");
+                for cap in [0, 1, 5, 40] {
+                    let lv = landau_vishkin(short, long, cap);
+                    assert_eq!(lv, (want <= cap).then_some(want), "LV cap {cap}, round {round}");
+                }
+            }
+        }
+    }
+}

@@ -6,7 +6,12 @@ Output (`OUT_DIR/`):
 * `prepared.json`: format, version, bench folder, image size, prompt, row counts per split and
   every option used. Written last: a directory without it is an unfinished run.
 * `train.jsonl`, `eval.jsonl`: one row per (pdf, page) with tests, sorted by (pdf, page):
-  `{"pdf", "page", "image", "width", "height", "prompt", "jsonl_file", "test_ids", "image_tokens"}`.
+  `{"pdf", "page", "image", "width", "height", "prompt", "jsonl_file", "test_ids", "image_tokens"}`,
+  plus `"reference"` where the bench folder has the page's reference output.
+* `references/...md`: those reference outputs, copied from the bench folder's `claude_original/`
+  (where olmOCR's GRPO trainer reads them: `<pdf folder>/<name>_page<N>_pg1_repeat1.md`); the
+  trainer gives them to the rewards that compare with a reference (front-matter, edit-distance,
+  element-count) as the `claude_original` column.
 * `tests/<name>.jsonl`: the accepted test records (verbatim source lines) of every row, so
   `BenchSuite.load(OUT_DIR / "tests")` loads exactly the tests the rows name.
 * `images/<pdf key without .pdf>_pg<N>.png`: pages rendered with pdfium, longest side exact.
@@ -400,19 +405,24 @@ def prepare(
         page_tests = pages.tests[(fi, key, page)]
         for t in page_tests:
             used[t.source].add(t.line)
-        splits["eval" if (fi, key) in eval_pdfs else "train"].append(
-            {
-                "pdf": key,
-                "page": page,
-                "image": _image_rel(folders[fi], key, page),
-                "width": w,
-                "height": h,
-                "prompt": opts.prompt,
-                "jsonl_file": tests.out_name[page_tests[0].source],
-                "test_ids": [t.id for t in page_tests],
-                "image_tokens": image_tokens(w, h, opts.patch_size, opts.min_pixels, opts.max_pixels),
-            }
-        )
+        row = {
+            "pdf": key,
+            "page": page,
+            "image": _image_rel(folders[fi], key, page),
+            "width": w,
+            "height": h,
+            "prompt": opts.prompt,
+            "jsonl_file": tests.out_name[page_tests[0].source],
+            "test_ids": [t.id for t in page_tests],
+            "image_tokens": image_tokens(w, h, opts.patch_size, opts.min_pixels, opts.max_pixels),
+        }
+        ref = reference_file(folders[fi].root, key, page)
+        if ref is not None:
+            rel = f"{folders[fi].name_prefix}references/{ref.relative_to(folders[fi].root / 'claude_original').as_posix()}"
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            _write_bytes(out / rel, ref.read_bytes())
+            row["reference"] = rel
+        splits["eval" if (fi, key) in eval_pdfs else "train"].append(row)
 
     # Written in this order, prepared.json last: it marks a finished directory.
     _write_tests(
@@ -434,6 +444,22 @@ def prepare(
     }
     _write_bytes(out / "prepared.json", _dumps(meta, indent=True) + b"\n")
     return PrepareResult(out, splits["train"], splits["eval"], report, rendered)
+
+
+def reference_file(root: Path, key: str, page: int) -> Path | None:
+    """The page's reference output in a bench folder, where olmOCR's GRPO trainer looks for it:
+    `claude_original/<pdf's folder>/<name>_page<N>_pg1_repeat1.md`, N from a `_page<N>` already
+    in the PDF's name, else the page number. None when there is none."""
+    base = Path(key).name.replace(".pdf", "")  # as upstream: every ".pdf", and split on "_page"
+    parts = base.split("_page")
+    name, number = parts[0], page
+    if len(parts) > 1 and parts[1].isdigit():
+        try:
+            number = int(parts[1])
+        except ValueError:  # digits int() does not read (superscripts): upstream would fail here
+            return None
+    path = root / "claude_original" / Path(key).parent / f"{name}_page{number}_pg1_repeat1.md"
+    return path if path.is_file() else None
 
 
 _Page = tuple[int, str, int]  # (folder index, pdf key, page)

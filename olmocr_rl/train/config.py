@@ -17,7 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union, get_args, get_origin, get_type_hints
 
-REWARD_NAMES = ("bench", "bench-macro", "bench-graded", "eos", "front-matter")
+REWARD_NAMES = (
+    "bench", "bench-macro", "bench-graded", "eos", "front-matter",
+    "medoid", "medoid-batch", "edit-distance", "element-count", "rect-tables",
+)  # fmt: skip
+# Rewards scored against the page's reference output (the `claude_original` column).
+NEEDS_REFERENCE = ("front-matter", "edit-distance", "element-count")
+
+
+def is_user_reward(name: str) -> bool:
+    """`package.module:attribute`: a reward function (or class) of the user's own."""
+    module, _, attr = name.partition(":")
+    return bool(module and attr) and all(part.isidentifier() for part in module.split(".")) and attr.isidentifier()
 VLLM_MODES = ("colocate", "server")
 FINAL_OUTPUTS = ("eval", "train", "all", "none")
 REPORT_TO = ("tensorboard", "wandb", "none")
@@ -331,8 +342,11 @@ def validate(cfg: TrainConfig) -> None:
         if not getattr(cfg, name):
             raise ConfigError(f"{name} is required")
     for name, weight in cfg.rewards.items():
-        if name not in REWARD_NAMES:
-            raise ConfigError(f"unknown reward {name!r}{_suggest(name, list(REWARD_NAMES))}; choose from {', '.join(REWARD_NAMES)}")
+        if name not in REWARD_NAMES and not is_user_reward(name):
+            raise ConfigError(
+                f"unknown reward {name!r}{_suggest(name, list(REWARD_NAMES))}; choose from {', '.join(REWARD_NAMES)}, "
+                "or name a function of your own as 'package.module:function'"
+            )
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
             raise ConfigError(f"reward {name!r}: the weight must be a number, got {weight!r}")
     if not cfg.rewards:

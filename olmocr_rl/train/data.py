@@ -4,7 +4,8 @@ GRPOTrainer takes: one row per page, the page image loaded lazily on access.
 The folder: `prepared.json` {"format": "olmocr-rl-prepared", "version": 1, "bench_dir",
 "target_longest_image_dim", "prompt", "splits", "options"}, `<split>.jsonl` (one row per
 (pdf, page): pdf, page, image (PNG relative to the folder), width, height, prompt, jsonl_file,
-test_ids, image_tokens) and `tests/*.jsonl` (the accepted tests).
+test_ids, image_tokens; reference: the page's reference output under references/, where the
+bench folder has one in claude_original/) and `tests/*.jsonl` (the accepted tests).
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def build_dataset(prepared_dir: str | os.PathLike[str], rows: list[dict]) -> Any
             "page": int(r["page"]),
             "jsonl_file": str(r.get("jsonl_file", "")),
             "test_ids": [str(t) for t in r["test_ids"]],
+            # The page's reference output (olmOCR's name for the column), where prepare found one.
+            "claude_original": (root / r["reference"]).read_text(encoding="utf-8") if r.get("reference") else None,
         }
         for r in rows
     ]
@@ -101,4 +104,5 @@ def _materialize(batch: dict[str, list]) -> dict[str, list]:
         "page": batch["page"],
         "jsonl_file": batch["jsonl_file"],
         "test_ids": batch["test_ids"],
+        "claude_original": batch["claude_original"],
     }

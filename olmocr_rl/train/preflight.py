@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from olmocr_rl.train.config import ConfigError, TrainConfig
+from olmocr_rl.train.config import NEEDS_REFERENCE, ConfigError, TrainConfig, is_user_reward
 from olmocr_rl.train.data import read_manifest, read_split, tests_dir
 
 # Tokens the chat template adds around one user turn and the generation prompt (Qwen-style),
@@ -127,9 +127,21 @@ def preflight(
     if not any(n.startswith("bench") for n in cfg.rewards):
         add(Problem("rewards", "no bench reward: the olmOCR-bench tests are not used for training",
                     "add rewards.bench=1.0 (or bench-macro / bench-graded)", "warning"))
-    if "front-matter" in cfg.rewards:
-        add(Problem("rewards.front-matter", "prepared pages carry no reference output, so front-matter scores only the format (0 or 0.5)",
-                    "keep its weight small, or drop it", "warning"))
+    needing = [n for n in cfg.rewards if n in NEEDS_REFERENCE]
+    if needing and (train_rows or manifest is None) and not any(r.get("reference") for r in train_rows):
+        what = {"front-matter": "scores only the format (0 or 0.5)", "edit-distance": "is 0 for every completion",
+                "element-count": "is 0 for every completion"}  # fmt: skip
+        for n in needing:
+            add(Problem(f"rewards.{n}", f"no prepared page has a reference output (claude_original/), so {n} {what[n]}",
+                        "prepare a bench folder with claude_original/ files, or drop it", "warning"))
+    for n in cfg.rewards:
+        if is_user_reward(n):
+            from olmocr_rl.train.rewards import load_user_reward
+
+            try:
+                load_user_reward(n)
+            except ConfigError as e:
+                add(Problem(f"rewards.{n}", str(e).split(": ", 1)[-1], "fix the module path or the function's signature (prompts, completions, **kwargs)"))
 
     # --- prompt + image token budget -----------------------------------------------------
     over = []

@@ -10,9 +10,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.rewards import BenchReward, EosReward, FrontMatterReward, completion_texts, rates
+from olmocr_rl.rewards import (
+    BenchReward,
+    EditDistanceReward,
+    ElementCountReward,
+    EosReward,
+    FrontMatterReward,
+    MedoidReward,
+    RectTablesReward,
+    completion_texts,
+    rates,
+)
 from olmocr_rl.suite import BenchSuite, PageScore
-from olmocr_rl.train.config import REWARD_NAMES, ConfigError
+from olmocr_rl.train.config import REWARD_NAMES, ConfigError, is_user_reward
 
 _AVERAGE = {"bench": "micro", "bench-macro": "macro", "bench-graded": "graded"}
 
@@ -85,6 +95,61 @@ def sum_over_ranks(counts: dict[str, tuple[int, int]]) -> dict[str, tuple[int, i
             acc[0] += p
             acc[1] += n
     return {name: (p, n) for name, (p, n) in sorted(total.items())}
+
+
+def gather_over_ranks(local: list) -> list[list]:
+    """Every training rank's list, in rank order (this rank's included); [local] in one process.
+    Every rank calls the reward once per batch, so this collective is matched."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return [local]
+    gathered: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, local)
+    return gathered
+
+
+def this_rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def load_user_reward(name: str) -> Callable:
+    """`package.module:attribute` imported: a function, or a class instantiated without
+    arguments. ConfigError naming it when it does not import, is not callable, or cannot take
+    trl's keyword arguments (`prompts`, `completions` and the dataset columns)."""
+    import importlib
+    import inspect
+
+    module_name, _, attr = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:  # noqa: BLE001 - any import failure is the user's to fix
+        raise ConfigError(f"reward {name!r}: cannot import {module_name} ({type(e).__name__}: {e})") from None
+    try:
+        obj = getattr(module, attr)
+    except AttributeError:
+        raise ConfigError(f"reward {name!r}: {module_name} has no attribute {attr!r}") from None
+    if inspect.isclass(obj):
+        try:
+            obj = obj()
+        except Exception as e:  # noqa: BLE001
+            raise ConfigError(f"reward {name!r}: {attr}() failed ({type(e).__name__}: {e}); a reward class must take no arguments") from None
+    if not callable(obj):
+        raise ConfigError(f"reward {name!r}: {type(obj).__name__} is not callable")
+    try:
+        params = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return obj
+    kinds = {p.kind for p in params}
+    named = {p.name for p in params}
+    if inspect.Parameter.VAR_KEYWORD not in kinds or not ({"completions"} <= named or inspect.Parameter.VAR_POSITIONAL in kinds):
+        raise ConfigError(
+            f"reward {name!r}: its signature {inspect.signature(obj)} cannot take trl's call; "
+            "write it as def reward(prompts, completions, **kwargs) -> list[float]"
+        )
+    return obj
 
 
 class TrainBenchReward(BenchReward):
@@ -172,6 +237,18 @@ def build_rewards(
             funcs.append(EosReward(eos_token_ids(processor, model)))
         elif name == "front-matter":
             funcs.append(FrontMatterReward())
+        elif name == "medoid":
+            funcs.append(MedoidReward("page", threads=threads, gather=gather_over_ranks, rank=this_rank()))
+        elif name == "medoid-batch":
+            funcs.append(MedoidReward("batch", threads=threads))
+        elif name == "edit-distance":
+            funcs.append(EditDistanceReward(threads=threads))
+        elif name == "element-count":
+            funcs.append(ElementCountReward(threads=threads))
+        elif name == "rect-tables":
+            funcs.append(RectTablesReward(threads=threads))
+        elif is_user_reward(name):
+            funcs.append(load_user_reward(name))
         else:
             raise ConfigError(f"unknown reward {name!r}; choose from {', '.join(REWARD_NAMES)}")
         weights.append(float(weight))

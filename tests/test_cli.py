@@ -45,6 +45,11 @@ COMMANDS = {
         ("--num-processes",): None, ("--zero",): None, ("--launcher",): "accelerate", ("--vllm-gpus",): None,
         ("--hostfile",): None, ("--local_rank", "--local-rank"): None,
     },
+    "generate": {  # #16: new
+        "model": None, "bench_dir": None, ("--candidate", "-c"): "generated", ("--repeats",): 1, ("--temperature",): 0.0,
+        ("--max-new-tokens",): 8000, ("--batch-size",): 8, ("--engine",): "transformers", ("--prompt-file",): None,
+        ("--longest-side",): 1288, ("--raw",): False, ("--quiet", "-q"): False,
+    },
     "soup": {"checkpoints": None, ("--output", "-o"): None, ("--overwrite",): False},
     "install-katex": {("--from-wheel",): None, ("--dir",): None},
 }  # fmt: skip

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.train.data import conversation, read_manifest, read_split, tests_dir
+from olmocr_rl.train.data import read_manifest, read_split, tests_dir
 
 CANDIDATE = "outputs"
 
@@ -42,40 +42,6 @@ def select_rows(
     return rows
 
 
-def page_file(pdf: str, page: int, repeat: int) -> str:
-    stem = pdf[:-4] if pdf.lower().endswith(".pdf") else pdf
-    return f"{stem}_pg{page}_repeat{repeat}.md"
-
-
-def generate_batch(model: Any, processor: Any, images: list, prompts: list[str], *, max_new_tokens: int, temperature: float) -> list[str]:
-    """One generation per (image, prompt), batched with left padding."""
-    import torch
-
-    texts = [processor.apply_chat_template(conversation(p), add_generation_prompt=True, tokenize=False) for p in prompts]
-    tok = getattr(processor, "tokenizer", processor)
-    side = tok.padding_side
-    tok.padding_side = "left"  # generation continues from the right end of every row
-    try:
-        inputs = processor(text=texts, images=images, padding=True, return_tensors="pt")
-    finally:
-        tok.padding_side = side
-    device = next(model.parameters()).device
-    inputs = {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
-    gen: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": temperature > 0}
-    if temperature > 0:
-        gen["temperature"] = temperature
-    if tok.pad_token_id is not None:
-        gen["pad_token_id"] = tok.pad_token_id
-    config = getattr(model, "config", None)
-    placeholders = [i for i in (getattr(config, "image_token_id", None), getattr(config, "video_token_id", None)) if isinstance(i, int)]
-    if placeholders:
-        gen["suppress_tokens"] = placeholders
-    with torch.no_grad():
-        out = model.generate(**inputs, **gen)
-    new = out[:, inputs["input_ids"].shape[1]:]
-    return processor.batch_decode(new, skip_special_tokens=True)
-
-
 def write_outputs(
     model: Any,
     processor: Any,
@@ -89,42 +55,29 @@ def write_outputs(
     batch_size: int = 8,
     progress: Any = None,
 ) -> dict:
-    """Generates `repeats` outputs per row (greedy when temperature is 0: one generation,
-    copied) and lays out the bench folder. Returns a summary."""
-    from PIL import Image
+    """Transcribes the rows with `olmocr-rl generate`'s code (greedy when temperature is 0: one
+    generation, copied; the page text with the front matter parsed off) and lays out the bench
+    folder. Returns a summary."""
+    from olmocr_rl.generate import transcribe, transformers_generate
 
     prepared = Path(prepared_dir)
     out = Path(output_dir)
     cand = out / CANDIDATE
     if cand.exists():
-        shutil.rmtree(cand)
+        shutil.rmtree(cand)  # the outputs of this model only
     was_training = getattr(model, "training", False)
     model.eval()
-    files = 0
     try:
-        for start in range(0, len(rows), batch_size):
-            chunk = rows[start:start + batch_size]
-            images = []
-            for r in chunk:
-                with Image.open(prepared / r["image"]) as im:
-                    images.append(im.convert("RGB"))
-            prompts = [str(r["prompt"]) for r in chunk]
-            runs = 1 if temperature <= 0 else repeats
-            texts = [generate_batch(model, processor, images, prompts, max_new_tokens=max_new_tokens, temperature=temperature)
-                     for _ in range(runs)]
-            for i, r in enumerate(chunk):
-                for m in range(1, repeats + 1):
-                    path = cand / page_file(r["pdf"], int(r["page"]), m)
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(texts[min(m, runs) - 1][i], encoding="utf-8")
-                    files += 1
-            if progress is not None:
-                progress(start + len(chunk), len(rows))
+        summary = transcribe(transformers_generate(model, processor, max_new_tokens=max_new_tokens), prepared, rows, cand,
+                             repeats=repeats, temperature=temperature, batch_size=batch_size, progress=progress)  # fmt: skip
     finally:
         if was_training:
             model.train()
+    if summary["errors"]:
+        first = summary["errors"][0]
+        raise RuntimeError(f"generating the outputs failed on {len(summary['errors'])} page(s), first {first['pdf']} page {first['page']}: {first['error']}")
     layout = make_bench_folder(prepared, out, rows)
-    return {"candidate": str(cand), "files": files, **layout}
+    return {"candidate": str(cand), "files": summary["written"], **layout}
 
 
 def make_bench_folder(prepared_dir: Path, output_dir: Path, rows: list[dict]) -> dict:

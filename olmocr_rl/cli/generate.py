@@ -1,0 +1,103 @@
+"""`olmocr-rl generate`: transcribe every tested page of a bench folder with a model (a base
+model, a checkpoint, a soup) into candidate files that `olmocr-rl bench` scores."""
+
+from pathlib import Path
+from types import SimpleNamespace as Namespace
+from typing import Annotated, Optional
+
+import typer
+
+from olmocr_rl.cli import app, echo, fail
+
+ABOUT = "Transcribe a bench folder's tested pages with a model into BENCH_DIR/NAME/ for `olmocr-rl bench`."
+
+
+@app.command("generate", help=ABOUT)
+def generate_command(
+    model: Annotated[str, typer.Argument(help="Model folder or hub id (a checkpoint, a LoRA adapter, a soup).", show_default=False)],
+    bench_dir: Annotated[Path, typer.Argument(help="olmOCR-bench folder: top-level *.jsonl tests and pdfs/**.pdf.", show_default=False)],
+    candidate: Annotated[str, typer.Option("--candidate", "-c", help="Name of the candidate folder to write in BENCH_DIR.")] = "generated",
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Files per page (samples when --temperature > 0).")] = 1,
+    temperature: Annotated[float, typer.Option("--temperature", min=0.0, help="0 = greedy.")] = 0.0,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Longest completion, tokens.")] = 8000,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Pages per generate call.")] = 8,
+    engine: Annotated[str, typer.Option("--engine", help="transformers, or vllm (its offline engine, when installed).")] = "transformers",
+    prompt_file: Annotated[Optional[Path], typer.Option("--prompt-file", help="UTF-8 file with the instruction (default: prepare's).")] = None,
+    longest_side: Annotated[int, typer.Option("--longest-side", min=1, help="Longest side of rendered pages, px (as prepare).")] = 1288,
+    raw: Annotated[bool, typer.Option("--raw", help="Write whole completions (front matter kept).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> int:
+    return run(Namespace(**locals()))
+
+
+def run(args: Namespace) -> int:
+    from olmocr_rl.data import PrepareError, PrepareOptions, prepare
+    from olmocr_rl.generate import transcribe, write_summary
+    from olmocr_rl.prompts import DEFAULT_PROMPT, read_prompt_file
+
+    if args.engine not in ("transformers", "vllm"):
+        fail(f"--engine must be transformers or vllm, not {args.engine!r}")
+    if not args.candidate or args.candidate in ("pdfs", ".", "..") or "/" in args.candidate:
+        fail(f"--candidate {args.candidate!r}: give a folder name (not pdfs)")
+    bench = args.bench_dir
+    out = bench / args.candidate
+    try:
+        prompt = read_prompt_file(args.prompt_file) if args.prompt_file else DEFAULT_PROMPT
+        # The pages, rendered exactly as `prepare` renders them for training (kept for a re-run).
+        prepared = prepare(bench, out / ".render", PrepareOptions(longest_side=args.longest_side, prompt=prompt), progress=False)
+    except (PrepareError, ValueError, OSError) as e:
+        fail(str(e))
+    rows = prepared.train + prepared.eval
+    if prepared.report.problems:
+        echo(f"warning: {prepared.report.problems} problem(s) in {bench} (unreadable PDFs, broken tests): those pages are "
+             f"skipped; see {out / '.render' / 'report.json'}", err=True)  # fmt: skip
+    if not rows:
+        fail(f"{bench}: no page with tests could be rendered (see {out / '.render' / 'report.json'})")
+    generate = _engine(args)
+    progress, close = _progress(len(rows), args.quiet)
+    try:
+        summary = transcribe(generate, out / ".render", rows, out, repeats=args.repeats, temperature=args.temperature,
+                             batch_size=args.batch_size, raw=args.raw, progress=progress)  # fmt: skip
+    finally:
+        close()
+    options = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    path = write_summary(out, summary, options)
+    echo(f"{out}: {summary['written']} files written, {summary['skipped']} pages already done, "
+         f"{summary['unparsed']} completions without olmOCR front matter (written whole); summary in {path}")  # fmt: skip
+    if summary["errors"]:
+        for e in summary["errors"][:5]:
+            echo(f"  {e['pdf']} page {e['page']}: {e['error']}", err=True)
+        fail(f"{len(summary['errors'])} page(s) failed (listed in {path}); the others are written: run again to retry them")
+    echo(f"score them: olmocr-rl bench {bench} --candidate {args.candidate}")
+    return 0
+
+
+def _engine(args: Namespace):  # noqa: ANN202
+    from olmocr_rl.generate import transformers_generate, vllm_generate
+    from olmocr_rl.train.config import ConfigError
+    from olmocr_rl.train.modeling import load_processor, load_trained
+
+    try:
+        processor = load_processor(args.model)
+        if args.engine == "vllm":
+            return vllm_generate(args.model, processor, max_new_tokens=args.max_new_tokens, max_model_len=args.max_new_tokens + 4096)
+        import torch
+
+        cuda = torch.cuda.is_available()
+        model = load_trained(args.model, dtype=torch.bfloat16 if cuda else torch.float32)
+        model = model.to("cuda") if cuda else model
+        model.eval()
+    except (ConfigError, OSError, RuntimeError, ValueError) as e:
+        fail(f"cannot load the model {args.model}: {e}")
+    return transformers_generate(model, processor, max_new_tokens=args.max_new_tokens)
+
+
+def _progress(total: int, quiet: bool):  # noqa: ANN202
+    if quiet:
+        return None, lambda: None
+    from rich.progress import Progress
+
+    bar = Progress(transient=True)
+    task = bar.add_task("transcribing", total=total)
+    bar.start()
+    return (lambda done, todo: bar.update(task, completed=total - todo + done)), bar.stop

@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup build demo test test-rust test-python lint bench golden clean
+.PHONY: setup build demo test test-rust test-python browser lint bench golden clean
 
 $(VENV)/.installed: pyproject.toml Cargo.toml Cargo.lock
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,14 @@ demo: build
 test-rust: setup
 	OLMOCR_RL_KATEX_JS="$(KATEX_JS)" cargo test --locked --release
 
-test-python: build
+# Debian's chromium for the report tests (tests/browser.py drives it headless); installed with apt
+# when missing (as root, else through sudo).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
+
+test-python: build browser
 	$(VENV)/bin/pytest -q --hypothesis-profile=ci
 
 test: test-rust test-python
@@ -54,6 +61,7 @@ bench: build
 	$(PY) benchmarks/bench_text_checks.py
 	$(PY) benchmarks/bench_tables.py
 	$(PY) benchmarks/bench_reward.py
+	$(PY) benchmarks/bench_medoid.py
 	$(PY) benchmarks/bench_prepare.py
 
 # Regenerate golden verdicts with the upstream reference (dev machines only; see tests/golden/README.md).

@@ -127,6 +127,7 @@ class CandidateResult:
     missing: list[str]
     ci: tuple[float, float]
     skipped: int  # tests of unsupported types, not scored
+    details: list[dict] = field(default_factory=list)  # the details rows, when run_bench keeps them
 
     @property
     def failed(self) -> bool:
@@ -596,16 +597,25 @@ def run_bench(
     confidence_level: float = 0.95,
     seed: int = 0,
     progress: Progress | None = None,
+    sample: int | None = None,
+    keep_details: bool = False,
 ) -> BenchSummary:
-    """Runs the benchmark on a bench folder; see the module docstring."""
+    """Runs the benchmark on a bench folder; see the module docstring. `sample`: score only that
+    many tests, drawn with `random.Random(seed)` (the reference's `--sample`, unseeded there), kept
+    in file order. `keep_details`: keep each candidate's details rows on its result."""
     threads = check_threads(threads)
     bench = load_bench(path, skip_baseline=skip_baseline, force=force)
+    if sample is not None and 0 < sample < len(bench.tests):
+        chosen = set(random.Random(seed).sample(range(len(bench.tests)), sample))
+        bench.tests = [t for i, t in enumerate(bench.tests) if i in chosen]
     folders = find_candidates(bench, candidates)
     out = []
     sink = open(details, "w", encoding="utf-8") if details else None  # noqa: SIM115
     try:
         for folder in folders:
-            result, rows = evaluate_candidate(bench, folder, progress=progress, details=sink is not None, threads=threads)
+            result, rows = evaluate_candidate(bench, folder, progress=progress, details=sink is not None or keep_details, threads=threads)
+            if keep_details:
+                result.details = rows
             groups: dict[str, list[float]] = {}
             for o in result.outcomes:
                 groups.setdefault(o.group, []).append(1.0 if o.passed else 0.0)
@@ -618,6 +628,32 @@ def run_bench(
         if sink:
             sink.close()
     return BenchSummary(bench, out, bootstrap_samples, confidence_level, seed)
+
+
+def failed_everywhere(summary: BenchSummary) -> list[TestInfo]:
+    """The tests that no candidate without errors passed (the reference's `--output_failed`)."""
+    valid = [c for c in summary.candidates if not c.failed]
+    if not valid:
+        return []
+    passed = {o.id for c in valid for o in c.outcomes if o.passed}
+    scored = {o.id for c in valid for o in c.outcomes}
+    return [t for t in summary.bench.tests if t.id in scored and t.id not in passed]
+
+
+def test_records(tests: Sequence[TestInfo]) -> list[str]:
+    """Each test's JSON record as its file holds it (the auto-added baseline tests, which no file
+    holds, written as the record they stand for)."""
+    lines: dict[str, list[str]] = {}
+    out = []
+    for t in tests:
+        if t.source and os.path.isfile(t.source):
+            if t.source not in lines:
+                with open(t.source, encoding="utf-8") as f:
+                    lines[t.source] = f.read().splitlines()
+            out.append(lines[t.source][t.line - 1])
+        else:
+            out.append(json.dumps({"pdf": t.pdf, "page": t.page, "id": t.id, "type": t.type}))
+    return out
 
 
 def summary_dict(summary: BenchSummary) -> dict:

@@ -28,6 +28,9 @@ COMMANDS = {
         ("--skip-baseline", "--skip_baseline"): False, ("--force",): False, ("--workers",): None,
         ("--bootstrap-samples", "--bootstrap_samples"): 1000, ("--confidence-level", "--confidence_level"): 0.95,
         ("--seed",): 0, ("--show-failures",): False,
+        # #16: the reference runner's report, sample and failed-tests options
+        ("--report", "--test-report"): None, ("--max-reports", "--max_reports"): None, ("--sample",): None,
+        ("--output-failed", "--output_failed"): None,
     },
     "prepare": {
         "bench_dir": None, "out_dir": None, ("--longest-side", "--target-longest-image-dim"): 1288,
@@ -50,6 +53,7 @@ COMMANDS = {
         ("--max-new-tokens",): 8000, ("--batch-size",): 8, ("--engine",): "transformers", ("--prompt-file",): None,
         ("--longest-side",): 1288, ("--raw",): False, ("--quiet", "-q"): False,
     },
+    "report": {"run_dir": None, ("--output", "-o"): None, ("--max-completions",): 40},  # #16: new
     "soup": {"checkpoints": None, ("--output", "-o"): None, ("--overwrite",): False},
     "install-katex": {("--from-wheel",): None, ("--dir",): None},
 }  # fmt: skip

@@ -27,6 +27,10 @@ def bench_command(
     confidence_level: Annotated[float, typer.Option("--confidence-level", "--confidence_level", min=0.0, max=1.0, help="Confidence level of the interval.")] = 0.95,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap (the reference's CI is unseeded).")] = 0,
     show_failures: Annotated[bool, typer.Option("--show-failures", help="List every test that failed on some repeat.")] = False,
+    report: Annotated[Optional[Path], typer.Option("--report", "--test-report", help="Write a self-contained HTML report: page images beside test results and texts.")] = None,
+    max_reports: Annotated[Optional[int], typer.Option("--max-reports", "--max_reports", min=1, help="In the report, at most N PDFs per JSONL file.")] = None,
+    sample: Annotated[Optional[int], typer.Option("--sample", min=1, help="Score only N tests, drawn with --seed.")] = None,
+    output_failed: Annotated[Optional[Path], typer.Option("--output-failed", "--output_failed", help="Write the tests no candidate passed as JSONL (a path as given; the reference puts a relative one in the bench folder, where the next run would read it as tests).")] = None,
 ) -> int:
     return run(Namespace(**locals()))
 
@@ -57,12 +61,31 @@ def run(args: Namespace) -> int:
             bar.start()
         summary = run_bench(args.bench_dir, args.candidate, skip_baseline=args.skip_baseline, force=args.force,
                             details=args.details, threads=args.workers, bootstrap_samples=args.bootstrap_samples,
-                            confidence_level=args.confidence_level, seed=args.seed, progress=progress)
+                            confidence_level=args.confidence_level, seed=args.seed, progress=progress,
+                            sample=args.sample, keep_details=args.report is not None)
     except (BenchError, OSError) as e:  # OSError: e.g. the details file cannot be written
         fail(str(e))
     finally:
         if bar is not None:
             bar.stop()
+    notes = []
+    if args.report is not None:
+        from olmocr_rl.report import bench_report
+
+        try:
+            notes.append(f"report: {bench_report(summary, args.report, max_reports=args.max_reports)}")
+        except OSError as e:
+            fail(f"cannot write the report {args.report}: {e}")
+    if args.output_failed is not None:
+        from olmocr_rl.bench import failed_everywhere, test_records
+
+        target = args.output_failed
+        failed = failed_everywhere(summary)
+        if failed:
+            target.write_text("".join(line + "\n" for line in test_records(failed)), encoding="utf-8")
+            notes.append(f"{len(failed)} test(s) that no candidate passed: {target}")
+        else:
+            notes.append("no test failed for every candidate: no file written")
     if args.as_json:
         import orjson
 
@@ -71,4 +94,6 @@ def run(args: Namespace) -> int:
         from rich.console import Console
 
         print_summary(summary, Console(), show_failures=args.show_failures)
+    for note in notes:
+        print(note, file=sys.stderr if args.as_json else sys.stdout)
     return 0

@@ -1,0 +1,24 @@
+"""`olmocr-rl report`: a training run's output folder as one static HTML page."""
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from olmocr_rl.cli import app, echo, fail
+
+
+@app.command("report", help="A training run at a glance: reward and pass-rate curves, the config, failing completions (one HTML file).")
+def report_command(
+    run_dir: Annotated[Path, typer.Argument(help="The --output-dir of `olmocr-rl train`.", show_default=False)],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="The HTML file (default: RUN_DIR/report.html).")] = None,
+    max_completions: Annotated[int, typer.Option("--max-completions", min=0, help="Failing completions shown, latest first.")] = 40,
+) -> int:
+    from olmocr_rl.report import run_report
+
+    try:
+        path = run_report(run_dir, output, max_completions=max_completions)
+    except (OSError, ValueError) as e:
+        fail(str(e))
+    echo(f"report: {path}")
+    return 0

@@ -43,10 +43,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl.prepared import FORMAT, VERSION
 from olmocr_rl.prompts import DEFAULT_PROMPT
-
-FORMAT = "olmocr-rl-prepared"
-VERSION = 1
 TEST_TYPES = ("present", "absent", "order", "table", "math", "baseline", "format", "footnote")
 DEFAULT_LONGEST_SIDE = 1288  # olmOCR 2's training and inference resolution
 # Qwen2.5-VL: 14 px patches merged 2x2, so one image token covers 28x28 px; its processor's
@@ -746,48 +744,6 @@ def _run_tasks(
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     return results
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading a prepared directory
-
-
-def load_prepared(out_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """prepared.json of a finished `prepare` run; ValueError naming the directory otherwise."""
-    import orjson
-
-    path = Path(out_dir) / "prepared.json"
-    try:
-        meta = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise ValueError(f"{out_dir}: no prepared.json (not a prepared directory, or `olmocr-rl prepare` did not finish; run it again)") from None
-    except orjson.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ValueError(f"{path}: not an olmocr-rl prepared directory")
-    if meta.get("version") != VERSION:
-        raise ValueError(f"{path}: format version {meta.get('version')!r}; this olmocr-rl reads version {VERSION}")
-    return meta
-
-
-def load_manifest(out_dir: str | os.PathLike[str], split: str = "train") -> list[dict[str, Any]]:
-    """The rows of one split ("train" or "eval") of a prepared directory. Images are not
-    loaded: each row's "image" is a path relative to `out_dir`."""
-    import orjson
-
-    if split not in ("train", "eval"):
-        raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
-    load_prepared(out_dir)
-    path = Path(out_dir) / f"{split}.jsonl"
-    rows = []
-    with path.open("rb") as f:
-        for number, line in enumerate(f, start=1):
-            if line.strip():
-                try:
-                    rows.append(orjson.loads(line))
-                except orjson.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{number}: not valid JSON ({e})") from None
-    return rows
 
 
 def print_report(result: PrepareResult, console: Any = None) -> None:

@@ -21,13 +21,12 @@ from olmocr_rl.data import (
     PrepareError,
     PrepareOptions,
     image_tokens,
-    load_manifest,
-    load_prepared,
     page_scale,
     prepare,
     smart_resize,
 )
 from olmocr_rl.front_matter import FIELDS
+from olmocr_rl.prepared import read_manifest, read_split
 from olmocr_rl.prompts import DEFAULT_PROMPT, read_prompt_file
 
 FIXTURES = Path(__file__).resolve().parent.parent / "bench_fixtures"
@@ -125,7 +124,7 @@ def test_broken_inputs_are_reported_exactly_and_the_rest_prepared(broken_bench: 
     assert report["problems"] == 4 + 1 + 1 + 1 + 2 + 1 == result.report.problems
 
     # Everything else is present: every valid page, all of its tests, sorted by (pdf, page).
-    rows = load_manifest(out)
+    rows = read_split(out, "train")
     assert [(r["pdf"], r["page"]) for r in rows] == [
         ("letter.pdf", 1),
         ("notes.pdf", 1),
@@ -145,7 +144,7 @@ def test_broken_inputs_are_reported_exactly_and_the_rest_prepared(broken_bench: 
     assert by_page[("letter.pdf", 1)]["jsonl_file"] == "letter_tests.jsonl"
     for r in rows:
         assert (out / r["image"]).is_file()
-    assert load_manifest(out, "eval") == []
+    assert read_split(out, "eval") == []
 
     # tests/ holds exactly the tests the rows use, and loads strictly.
     used = {i for r in rows for i in r["test_ids"]}
@@ -154,7 +153,7 @@ def test_broken_inputs_are_reported_exactly_and_the_rest_prepared(broken_bench: 
     assert sorted(p.name for p in (out / "tests").iterdir()) == sorted(
         ["extra_tests.jsonl", "letter_tests.jsonl", "report_tests.jsonl", "text_tests.jsonl"]
     )
-    meta = load_prepared(out)
+    meta = read_manifest(out)
     assert meta["splits"] == {"train": 7, "eval": 0}
     assert meta["bench_dir"] == str(broken_bench.resolve())
 
@@ -189,7 +188,7 @@ def test_user_errors_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(PrepareError, match="no pdfs/ folder"):
         prepare(tmp_path / "empty", tmp_path / "out")
     with pytest.raises(ValueError, match="no prepared.json"):
-        load_manifest(tmp_path / "empty")
+        read_split(tmp_path / "empty", "train")
 
 
 def test_image_sizes(broken_bench: Path, tmp_path: Path) -> None:
@@ -213,7 +212,7 @@ def test_image_sizes(broken_bench: Path, tmp_path: Path) -> None:
     for r in result.train:
         with Image.open(out / r["image"]) as im:
             assert max(im.size) == 640 and im.size == (r["width"], r["height"])
-    assert load_prepared(out)["target_longest_image_dim"] == 640
+    assert read_manifest(out)["target_longest_image_dim"] == 640
 
 
 @pytest.mark.parametrize("size", [(612.0, 792.0), (595.2756, 841.8898), (1000.0, 3.0), (7.0, 7.0), (2383.94, 3370.39)])
@@ -269,7 +268,7 @@ def test_killed_run_resumes_to_the_same_output(tmp_path: Path) -> None:
     assert 3 <= finished < n, "the run was not interrupted while rendering"
     assert not (out / "prepared.json").exists()
     with pytest.raises(ValueError, match="did not finish"):
-        load_manifest(out)
+        read_split(out, "train")
 
     result = prepare(bench, out, PrepareOptions(workers=2))
     assert result.rendered == n - finished
@@ -315,8 +314,8 @@ def test_prompt_files(tmp_path: Path) -> None:
     assert read_prompt_file(prompt_file) == "Read this page.\nAnswer in Markdown."
     res = invoke(["prepare", str(bench), str(tmp_path / "out"), "--prompt-file", str(prompt_file), "--quiet", "--workers", "1"])
     assert res.exit_code == 0, res.output
-    assert {r["prompt"] for r in load_manifest(tmp_path / "out")} == {"Read this page.\nAnswer in Markdown."}
-    meta = load_prepared(tmp_path / "out")
+    assert {r["prompt"] for r in read_split(tmp_path / "out", "train")} == {"Read this page.\nAnswer in Markdown."}
+    meta = read_manifest(tmp_path / "out")
     assert meta["prompt"] == "Read this page.\nAnswer in Markdown."
     assert meta["options"]["prompt_file"] == str(prompt_file)
 
@@ -336,7 +335,7 @@ def test_default_prompt_asks_for_the_olmocr_format() -> None:
 def test_default_prompt_is_used(tmp_path: Path) -> None:
     bench = copy_bench(tmp_path / "bench")
     prepare(bench, tmp_path / "out", PrepareOptions(workers=1))
-    assert {r["prompt"] for r in load_manifest(tmp_path / "out")} == {DEFAULT_PROMPT}
+    assert {r["prompt"] for r in read_split(tmp_path / "out", "train")} == {DEFAULT_PROMPT}
 
 
 def eval_bench(tmp_path: Path, n_pdfs: int = 8) -> Path:
@@ -357,16 +356,16 @@ def test_eval_split_never_shares_a_pdf(tmp_path: Path) -> None:
     for seed in range(4):
         out = tmp_path / f"out{seed}"
         prepare(bench, out, PrepareOptions(workers=1, eval_fraction=0.25, seed=seed))
-        train, held = load_manifest(out, "train"), load_manifest(out, "eval")
+        train, held = read_split(out, "train"), read_split(out, "eval")
         assert len({r["pdf"] for r in held}) == 2  # 25% of 8 PDFs
         assert not {r["pdf"] for r in train} & {r["pdf"] for r in held}
         assert {(r["pdf"], r["page"]) for r in train + held} == all_pages
         assert train == sorted(train, key=lambda r: (r["pdf"], r["page"]))
         assert held == sorted(held, key=lambda r: (r["pdf"], r["page"]))
-        assert load_prepared(out)["splits"] == {"train": len(train), "eval": len(held)}
+        assert read_manifest(out)["splits"] == {"train": len(train), "eval": len(held)}
     # Deterministic for a seed.
     prepare(bench, tmp_path / "again", PrepareOptions(workers=1, eval_fraction=0.25, seed=3))
-    assert load_manifest(tmp_path / "again", "eval") == load_manifest(tmp_path / "out3", "eval")
+    assert read_split(tmp_path / "again", "eval") == read_split(tmp_path / "out3", "eval")
 
 
 def test_separate_eval_folder(tmp_path: Path) -> None:
@@ -389,7 +388,7 @@ def test_separate_eval_folder(tmp_path: Path) -> None:
     suite = BenchSuite.load(out / "tests")
     assert "held_p1" in suite and suite.info("held_p1").source.endswith("eval_letter_tests.jsonl")
     assert (out / "eval_images" / "letter_pg1.png").is_file() and (out / "images" / "letter_pg1.png").is_file()
-    assert load_prepared(out)["options"]["eval_dir"] == str(held.resolve())
+    assert read_manifest(out)["options"]["eval_dir"] == str(held.resolve())
 
 
 def test_filters_and_max_pages(tmp_path: Path) -> None:
@@ -420,7 +419,7 @@ def test_prepared_tests_score_like_the_bench(tmp_path: Path) -> None:
     out = tmp_path / "out"
     prepare(FIXTURES, out, PrepareOptions(workers=1))
     ours, theirs = BenchSuite.load(out / "tests"), BenchSuite.load(FIXTURES)
-    rows = load_manifest(out)
+    rows = read_split(out, "train")
     assert {i for r in rows for i in r["test_ids"]} == set(theirs.ids)
     for r in rows:
         md = FIXTURES / "demo_model" / f"{r['pdf'][: -len('.pdf')]}_pg{r['page']}_repeat1.md"

@@ -1,65 +1,35 @@
-"""Reading a prepared folder (`olmocr-rl prepare`) and turning a split into the dataset trl's
-GRPOTrainer takes: one row per page, the page image loaded lazily on access.
-
-The folder: `prepared.json` {"format": "olmocr-rl-prepared", "version": 1, "bench_dir",
-"target_longest_image_dim", "prompt", "splits", "options"}, `<split>.jsonl` (one row per
-(pdf, page): pdf, page, image (PNG relative to the folder), width, height, prompt, jsonl_file,
-test_ids, image_tokens; reference: the page's reference output under references/, where the
-bench folder has one in claude_original/) and `tests/*.jsonl` (the accepted tests).
-"""
+"""A prepared folder's split as the dataset trl's GRPOTrainer takes: one row per page, the page
+image loaded lazily on access, the page's reference output (if any) as `claude_original`. The
+folder is read by `olmocr_rl.prepared` (its errors become ConfigError here)."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl.prepared import tests_dir  # noqa: F401  (re-exported for the trainer)
 from olmocr_rl.train.config import ConfigError
-
-FORMAT = "olmocr-rl-prepared"
-ROW_KEYS = ("pdf", "page", "image", "prompt", "test_ids")
 
 
 def read_manifest(prepared_dir: str | os.PathLike[str]) -> dict:
-    root = Path(prepared_dir)
-    path = root / "prepared.json"
-    if not path.is_file():
-        raise ConfigError(f"{root}: no prepared.json (make this folder with `olmocr-rl prepare BENCH_DIR {root}`)")
+    """`olmocr_rl.prepared.read_manifest`, its errors as ConfigError (the trainer's one error)."""
+    from olmocr_rl.prepared import PreparedError, read_manifest as read
+
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: invalid JSON ({e})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ConfigError(f"{path}: not an olmocr-rl prepared folder (format must be {FORMAT!r})")
-    if manifest.get("version") != 1:
-        raise ConfigError(f"{path}: prepared format version {manifest.get('version')!r} is not supported (expected 1); re-run prepare")
-    return manifest
+        return read(prepared_dir)
+    except PreparedError as e:
+        raise ConfigError(str(e)) from None
 
 
 def read_split(prepared_dir: str | os.PathLike[str], split: str) -> list[dict]:
-    """The rows of one split; [] when the split file does not exist."""
-    path = Path(prepared_dir) / f"{split}.jsonl"
-    if not path.is_file():
-        return []
-    rows = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ConfigError(f"{path}:{n}: invalid JSON ({e})") from None
-            missing = [k for k in ROW_KEYS if k not in row]
-            if missing:
-                raise ConfigError(f"{path}:{n}: missing {', '.join(missing)}; re-run prepare")
-            rows.append(row)
-    return rows
+    """`olmocr_rl.prepared.read_split`, its errors as ConfigError."""
+    from olmocr_rl.prepared import PreparedError, read_split as read
 
-
-def tests_dir(prepared_dir: str | os.PathLike[str]) -> Path:
-    return Path(prepared_dir) / "tests"
+    try:
+        return read(prepared_dir, split)
+    except PreparedError as e:
+        raise ConfigError(str(e)) from None
 
 
 def conversation(prompt_text: str) -> list[dict]:

@@ -1,0 +1,75 @@
+"""The prepared folder `olmocr-rl prepare` writes, read in one place (`prepare`'s tests, `train`,
+`generate` and the reports all use these):
+
+    prepared.json         format, version, bench folder, image size, prompt, split sizes, options
+    <split>.jsonl         one row per (pdf, page): pdf, page, image, width, height, prompt,
+                          jsonl_file, test_ids, image_tokens[, reference]
+    tests/*.jsonl         the accepted test records
+    images/, references/  the rendered pages and the pages' reference outputs
+
+A folder without a valid prepared.json is not prepared (prepare writes it last); a split without
+a file has no rows.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+FORMAT = "olmocr-rl-prepared"
+VERSION = 1
+ROW_KEYS = ("pdf", "page", "image", "prompt", "test_ids")
+
+
+class PreparedError(ValueError):
+    """The folder is not a (finished, readable) prepared folder; the message names the file."""
+
+
+def read_manifest(prepared_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """prepared.json of a finished `prepare` run."""
+    import orjson
+
+    root = Path(prepared_dir)
+    path = root / "prepared.json"
+    try:
+        manifest = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise PreparedError(f"{root}: no prepared.json (make this folder with `olmocr-rl prepare BENCH_DIR {root}`, "
+                            "or run it again if it did not finish)") from None  # fmt: skip
+    except orjson.JSONDecodeError as e:
+        raise PreparedError(f"{path}: invalid JSON ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise PreparedError(f"{path}: not an olmocr-rl prepared folder (format must be {FORMAT!r})")
+    if manifest.get("version") != VERSION:
+        raise PreparedError(f"{path}: prepared format version {manifest.get('version')!r} is not supported (expected {VERSION}); re-run prepare")
+    return manifest
+
+
+def read_split(prepared_dir: str | os.PathLike[str], split: str) -> list[dict[str, Any]]:
+    """The rows of one split of a prepared folder (images stay on disk: each row's "image" is
+    relative to the folder); [] when the split has no file."""
+    import orjson
+
+    read_manifest(prepared_dir)
+    path = Path(prepared_dir) / f"{split}.jsonl"
+    if not path.is_file():
+        return []
+    rows = []
+    with path.open("rb") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                raise PreparedError(f"{path}:{n}: invalid JSON ({e})") from None
+            missing = [k for k in ROW_KEYS if not isinstance(row, dict) or k not in row]
+            if missing:
+                raise PreparedError(f"{path}:{n}: missing {', '.join(missing)}; re-run prepare")
+            rows.append(row)
+    return rows
+
+
+def tests_dir(prepared_dir: str | os.PathLike[str]) -> Path:
+    return Path(prepared_dir) / "tests"

@@ -29,8 +29,7 @@ Where we differ, on purpose:
   of the reference's `np.random.choice(scores, n, replace=True).sum()` over 0/1 scores, and take
   numpy's default (linear) percentiles. The reference's CI is unseeded and varies run to run.
 * Math checks need KaTeX 0.16.21 (installed by `make setup`); without it a bench with math tests
-  stops before checking, naming the fix (it would otherwise score every math test as an error). Test types a build cannot check are reported as unsupported and left out of every
-  figure; the summary says so (the score is then not comparable with the reference's).
+  stops before checking, naming the fix (it would otherwise score every math test as an error).
 * Test ids must be unique across files (the reference only checks within a file); every invalid
   record of every file is listed at once (the reference stops at the first).
 * Page files are taken in sorted order (the reference uses the file system's order), so the
@@ -48,7 +47,7 @@ import math
 import os
 import random
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -90,7 +89,6 @@ class Bench:
     suite: BenchSuite
     tests: list[TestInfo]  # every test that is scored or reported (after skip_baseline)
     group: dict[str, str]  # test id -> JSONL basename or "baseline"
-    unsupported: dict[str, str]  # test type -> reason, for types this build cannot check
     warnings: list[str] = field(default_factory=list)
 
 
@@ -126,7 +124,6 @@ class CandidateResult:
     errors: list[str]
     missing: list[str]
     ci: tuple[float, float]
-    skipped: int  # tests of unsupported types, not scored
     details: list[dict] = field(default_factory=list)  # the details rows, when run_bench keeps them
 
     @property
@@ -190,22 +187,6 @@ def _pypdf_page_count(path: str | os.PathLike[str]) -> int:
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     return len(PdfReader(path).pages)
-
-
-def _probe_unsupported(suite: BenchSuite, tests: Iterable[TestInfo]) -> dict[str, str]:
-    """Test types whose checks this build lacks (they raise NotImplementedError)."""
-    first: dict[str, str] = {}
-    for t in tests:
-        first.setdefault(t.type, t.id)
-    out = {}
-    for kind, test_id in first.items():
-        try:
-            suite.check(test_id, "")
-        except NotImplementedError as e:
-            out[kind] = str(e)
-        except Exception:  # noqa: BLE001 - an internal error surfaces per test when scoring
-            pass
-    return out
 
 
 def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, force: bool = False) -> Bench:
@@ -294,7 +275,6 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
         suite=suite,
         tests=infos,
         group=group,
-        unsupported=_probe_unsupported(suite, infos),
         warnings=warnings,
     )
 
@@ -429,7 +409,6 @@ def evaluate_candidate(
             missing.append(f"{k}: no page files (expected {os.path.splitext(k)[0]}_pg<N>_repeat<M>.md)")
     page_re: dict[str, Optional[re.Pattern[str]]] = {}
     outcomes: list[TestOutcome] = []
-    skipped: list[TestInfo] = []
     # md file -> (outcome index, position of the file among that outcome's md files), for each
     # test the file serves; results[j][i] is then the verdict of outcomes[j] on its i-th file.
     by_file: dict[str, list[tuple[int, int]]] = {}
@@ -437,9 +416,6 @@ def evaluate_candidate(
     missing_pages: set[tuple[str, str]] = set()
     page_md: dict[tuple[str, str], list[str]] = {}  # (pdf, page text) -> its md files
     for t in bench.tests:
-        if t.type in bench.unsupported:
-            skipped.append(t)
-            continue
         page_text = f"{t.page}"
         if page_text not in page_re:
             try:
@@ -499,14 +475,9 @@ def evaluate_candidate(
                 o.errors.append(f"error running test {o.id} on {folder / f}: {why}")
             if details:
                 rows.append(_detail(name, o, f, passed, explanation, error=error))
-    for t in skipped if details else ():
-        rows.append(
-            {"candidate": name, "id": t.id, "type": t.type, "jsonl": bench.group[t.id], "md": None, "passed": None,
-             "explanation": f"not checked: {bench.unsupported[t.type]}"}
-        )
     errors.extend(m for m in missing)
     errors.extend(e for o in outcomes for e in o.errors if not e.startswith("cannot read "))
-    result = CandidateResult(name, outcomes, errors, missing, (0.0, 0.0), len(skipped))
+    result = CandidateResult(name, outcomes, errors, missing, (0.0, 0.0))
     return result, rows
 
 
@@ -674,7 +645,6 @@ def summary_dict(summary: BenchSummary) -> dict:
                 "ci": list(c.ci),
                 "ci_half_width": (c.ci[1] - c.ci[0]) / 2,
                 "tests": len(c.outcomes),
-                "unsupported_tests": c.skipped,
                 "by_type": {k: {"score": s, "tests": n} for k, (s, n) in c.by_type.items()},
                 "by_jsonl": {k: {"passed": p, "total": t, "rate": p / t} for k, (p, t) in sorted(c.by_jsonl.items())},
                 "missing": c.missing,
@@ -692,7 +662,6 @@ def summary_dict(summary: BenchSummary) -> dict:
         "pdfs": len(b.pdf_keys),
         "tests": len(b.tests),
         "tests_by_type": dict(sorted(counts.items())),
-        "unsupported": {k: {"tests": counts.get(k, 0), "reason": v} for k, v in sorted(b.unsupported.items())},
         "warnings": b.warnings,
         "ci": {"level": summary.confidence_level, "samples": summary.bootstrap_samples, "seed": summary.seed},
         "candidates": cands,
@@ -708,14 +677,6 @@ def print_summary(summary: BenchSummary, console: Any = None, *, show_failures: 
     b = summary.bench
     for w in b.warnings:
         console.print(f"[yellow]warning:[/] {w}", highlight=False)
-    if b.unsupported:
-        n = sum(1 for t in b.tests if t.type in b.unsupported)
-        kinds = ", ".join(sorted(b.unsupported))
-        console.print(
-            f"[yellow]note:[/] {n} tests of type {kinds} are not supported by this version of olmocr-rl; they are "
-            "left out of every score below, so the scores are not comparable with the reference's.",
-            highlight=False,
-        )
     pct = f"{summary.confidence_level * 100:g}%"
     table = Table(title=f"olmOCR-bench: {b.root}", title_justify="left")
     for col, justify in (("candidate", "left"), ("score", "right"), (f"± ({pct} CI)", "right"), ("tests", "right")):

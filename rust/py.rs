@@ -5,7 +5,7 @@
 use crate::checks::{self, Page, Verdict};
 use crate::suite::{SpecError, TestSuite};
 use crate::{fuzz, score, search, text};
-use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyRuntimeError};
+use pyo3::exceptions::{PyKeyError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 use rayon::prelude::*;
@@ -178,22 +178,18 @@ struct Suite {
 impl Suite {
     fn run_one(&self, id: &str, page: &Page) -> Result<Verdict, CheckError> {
         let test = self.inner.get(id).ok_or_else(|| CheckError::UnknownId(id.to_string()))?;
-        checks::run(test, page).ok_or(CheckError::Unsupported(test.kind.name()))
+        Ok(checks::run(test, page))
     }
 }
 
 enum CheckError {
     UnknownId(String),
-    Unsupported(&'static str),
 }
 
 impl From<CheckError> for PyErr {
     fn from(e: CheckError) -> PyErr {
         match e {
             CheckError::UnknownId(id) => PyKeyError::new_err(format!("no test with id {id:?}")),
-            CheckError::Unsupported(kind) => PyNotImplementedError::new_err(format!(
-                "{kind} checks are not implemented in this version of olmocr-rl"
-            )),
         }
     }
 }
@@ -330,7 +326,6 @@ impl Suite {
             .map(|(r, surrogates)| {
                 let s = r.map_err(|e| match e {
                     score::ScoreError::UnknownId(id) => CheckError::UnknownId(id),
-                    score::ScoreError::Unsupported(k) => CheckError::Unsupported(k.name()),
                 })?;
                 let by_type = s.by_type.iter().map(|&(k, p, t)| (k.name(), p, t)).collect();
                 let rows = if details {

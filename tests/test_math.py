@@ -155,7 +155,7 @@ def test_any_latex_gets_a_verdict(ref_tokens, hyp_tokens):
 
 
 def test_math_in_the_bench_runner(tmp_path):
-    # `olmocr-rl bench` scores math tests now (no longer "unsupported").
+    # `olmocr-rl bench` scores math tests.
     sys.path.insert(0, str(Path(__file__).parent))
     from test_bench import make_bench
 
@@ -163,7 +163,7 @@ def test_math_in_the_bench_runner(tmp_path):
 
     recs = [{"pdf": "a.pdf", "page": 1, "id": i, "type": "math", "math": m} for i, m in [("m1", "x^2"), ("m2", "\\beta")]]
     root = make_bench(tmp_path / "bench", [json.dumps(r) for r in recs], files={"m/a_pg1_repeat1.md": "We have $$x^{2}$$."})
-    assert "math" not in load_bench(root).unsupported
+    assert [t.type for t in load_bench(root).tests] == ["math", "math", "baseline"]
     c = run_bench(root).candidates[0]
     got = {o.id: o.passed for o in c.outcomes}
     assert (got["m1"], got["m2"]) == (True, False)  # plus the auto-added baseline test

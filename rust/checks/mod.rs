@@ -10,7 +10,7 @@ pub mod presence;
 pub mod table;
 
 use crate::search::CharIndex;
-use crate::suite::{Kind, Spec, Test};
+use crate::suite::{Spec, Test};
 use crate::text::{normalize, py_lower};
 use std::cell::OnceCell;
 
@@ -118,9 +118,9 @@ pub fn py_true_div(a: u128, b: u128) -> f64 {
     ((q | sticky) as f64) * 2f64.powi(-shift)
 }
 
-/// Runs `test` on `page` (`Option` for builds without a check for some type; all have one now).
-pub fn run(test: &Test, page: &Page) -> Option<Verdict> {
-    Some(match &test.spec {
+/// Runs `test` on `page`.
+pub fn run(test: &Test, page: &Page) -> Verdict {
+    match &test.spec {
         Spec::Presence { .. } => presence::check(test, page),
         Spec::Order { before, after } => order::check(test, before, after, page),
         Spec::Baseline { .. } => baseline::check(&test.spec, page.raw()),
@@ -128,12 +128,7 @@ pub fn run(test: &Test, page: &Page) -> Option<Verdict> {
         Spec::Footnote { .. } => footnote::check(test, page.raw()),
         Spec::Table { .. } => table::check_page(test, page),
         Spec::Math { math, ignore_dollar_delimited } => math::check(math, *ignore_dollar_delimited, page.raw()),
-    })
-}
-
-/// Whether `kind` has a check in this build.
-pub fn supported(_kind: Kind) -> bool {
-    true
+    }
 }
 
 #[cfg(test)]

@@ -47,6 +47,7 @@ COMMANDS = {
         # DeepSpeed hostfile, and the --local_rank the deepspeed launcher passes each rank.
         ("--num-processes",): None, ("--zero",): None, ("--launcher",): "accelerate", ("--vllm-gpus",): None,
         ("--hostfile",): None, ("--local_rank", "--local-rank"): None,
+        ("--options",): None,  # #17: every config key with its type, default and help
     },
     "generate": {  # #16: new
         "model": None, "bench_dir": None, ("--candidate", "-c"): "generated", ("--repeats",): 1, ("--temperature",): 0.0,
@@ -185,3 +186,16 @@ def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch):
     assert out.exit_code == 1 and out.stderr.strip() == "error: RuntimeError: something broke (run with --debug for the traceback)"
     out = invoke(["--debug", "validate", "x"])
     assert out.exit_code == 1 and "Traceback" in out.stderr
+
+
+def test_train_options_lists_every_config_key_with_help():
+    import dataclasses
+
+    from olmocr_rl.train.config import TrainConfig
+
+    res = invoke(["train", "--options"], env={"COLUMNS": "250"})
+    assert res.exit_code == 0, res.output
+    for f in dataclasses.fields(TrainConfig):
+        assert f.name in res.stdout, f.name
+        assert f.metadata.get("help"), f"{f.name} has no help text"
+    assert "colocate | server" in res.stdout

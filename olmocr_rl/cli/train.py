@@ -14,6 +14,23 @@ from olmocr_rl.cli import app, debug_enabled, echo, fail
 ABOUT = "Train a VLM with GRPO, the olmOCR-bench pass rate as the reward (olmOCR 2 recipe defaults)."
 
 
+def _options(value: bool) -> None:
+    if value:
+        from rich.console import Console
+        from rich.table import Table
+
+        from olmocr_rl.train.config import options_table
+
+        table = Table(title="training config keys (YAML/TOML --config, KEY=VALUE, --set)", title_justify="left")
+        table.add_column("key", no_wrap=True)
+        for col in ("type", "default", "meaning"):
+            table.add_column(col, overflow="fold")
+        for row in options_table():
+            table.add_row(*row)
+        Console().print(table)
+        raise typer.Exit(0)
+
+
 @app.command("train", help=ABOUT)
 def train_command(
     prepared_dir: Annotated[Path, typer.Argument(help="A folder made by `olmocr-rl prepare`.", show_default=False)],
@@ -37,10 +54,11 @@ def train_command(
     debug: Annotated[bool, typer.Option("--debug", help="Show the traceback when the training stack refuses the configuration.")] = False,
     # What the `deepspeed` launcher passes each rank it starts (`deepspeed -m olmocr_rl.train ...`).
     local_rank: Annotated[Optional[int], typer.Option("--local_rank", "--local-rank", hidden=True)] = None,
+    options: Annotated[Optional[bool], typer.Option("--options", callback=_options, is_eager=True, help="List every config key with its type, default and meaning, and exit.")] = None,
 ) -> int:
     if debug:
         os.environ["OLMOCR_RL_DEBUG"] = "1"  # also for the launched ranks
-    args = Namespace(**locals())
+    args = Namespace(**{k: v for k, v in locals().items() if k != "options"})
     args.overrides = list(overrides or [])
     return run(args)
 

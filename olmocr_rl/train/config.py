@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints
 
 REWARD_NAMES = (
     "bench", "bench-macro", "bench-graded", "eos", "front-matter",
@@ -29,116 +29,148 @@ def is_user_reward(name: str) -> bool:
     """`package.module:attribute`: a reward function (or class) of the user's own."""
     module, _, attr = name.partition(":")
     return bool(module and attr) and all(part.isidentifier() for part in module.split(".")) and attr.isidentifier()
-VLLM_MODES = ("colocate", "server")
-FINAL_OUTPUTS = ("eval", "train", "all", "none")
+
+
 REPORT_TO = ("tensorboard", "wandb", "none")
+
+
+def options_table() -> list[tuple[str, str, str, str]]:
+    """(key, type, default, help) of every TrainConfig field, for `olmocr-rl train --options`."""
+    hints = get_type_hints(TrainConfig)
+    rows = []
+    for f in dataclasses.fields(TrainConfig):
+        typ = hints[f.name]
+        if get_origin(typ) is Literal:
+            shown = " | ".join(map(str, get_args(typ)))
+        elif get_origin(typ) is Union:
+            inner = [a for a in get_args(typ) if a is not type(None)][0]
+            shown = f"{getattr(inner, '__name__', inner)} or none"
+        else:
+            shown = getattr(typ, "__name__", str(typ))
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default  # type: ignore[misc]
+        rows.append((f.name, shown, json.dumps(default), f.metadata.get("help", "")))
+    return rows
 
 
 class ConfigError(ValueError):
     """A configuration problem the user fixes by editing the config or the command line."""
 
 
+def opt(default: Any = None, help: str = "", *, trl: str | None = None, factory: Any = None) -> Any:  # noqa: A002
+    """A TrainConfig field with its help text (read by `olmocr-rl train --options` and the docs);
+    `trl`: "direct" when trl.GRPOConfig takes the value under the same name, "vllm" when it does
+    so only with use_vllm."""
+    meta = {"help": help, "trl": trl}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo"]
+ImportanceSamplingMode = Literal["token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
+
+
 @dataclass
 class TrainConfig:
     # --- what to train on, what to train, where to write ---------------------------------
-    prepared_dir: str = ""  # the output of `olmocr-rl prepare`
-    model: str = ""  # a local path or a hub id of an image-text-to-text model
-    output_dir: str = ""
-    train_split: str = "train"
-    eval_split: str = "eval"  # "" or "none" disables evaluation
-    max_train_pages: Optional[int] = None  # keep only the first N pages of the train split
-    max_eval_pages: Optional[int] = None
+    prepared_dir: str = opt("", "the output of `olmocr-rl prepare`")
+    model: str = opt("", "a local path or a hub id of an image-text-to-text model")
+    output_dir: str = opt("", "checkpoints, logs, outputs", trl="direct")
+    train_split: str = opt("train", "the prepared split to train on")
+    eval_split: str = opt("eval", 'the prepared split to evaluate on ("" or "none": no evaluation)')
+    max_train_pages: Optional[int] = opt(None, "keep only the first N pages of the train split")
+    max_eval_pages: Optional[int] = opt(None, "keep only the first N pages of the eval split")
 
-    # --- rewards: name -> weight (see REWARD_NAMES) ----------------------------------------
-    rewards: dict = field(default_factory=lambda: {"bench": 1.0})
-    reward_threads: Optional[int] = None  # Rust pool size per rank (default: cores / local ranks)
+    # --- rewards -------------------------------------------------------------------------------
+    rewards: dict = opt(help="reward name (or package.module:function) -> weight", factory=lambda: {"bench": 1.0})
+    reward_threads: Optional[int] = opt(None, "Rust scoring threads per rank (default: cores / local ranks)")
 
     # --- the GRPO recipe (olmOCR 2) --------------------------------------------------------
-    num_generations: int = 28
-    num_generations_eval: Optional[int] = 4
-    per_device_train_batch_size: int = 1  # counts completions, not pages
+    num_generations: int = opt(28, "completions sampled per page", trl="direct")
+    num_generations_eval: Optional[int] = opt(4, "completions per page when evaluating", trl="direct")
+    per_device_train_batch_size: int = opt(1, "completions (not pages) per rank per micro-step", trl="direct")
     # olmOCR ran 8 with 7 GPUs (7 * 1 * 8 = 56 = 2 pages x 28); 28 divides at any world size.
-    gradient_accumulation_steps: int = 28
-    steps_per_generation: Optional[int] = None
-    per_device_eval_batch_size: int = 4
-    num_train_epochs: float = 1.0
-    max_steps: int = -1
-    learning_rate: float = 2e-6
-    lr_scheduler_type: str = "linear"
-    warmup_steps: int = 100
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    max_completion_length: int = 8000
-    max_prompt_tokens: int = 3000  # prompt text + image tokens; checked against the manifest
-    temperature: float = 0.8
-    top_p: float = 1.0
-    beta: float = 0.0
-    loss_type: str = "bnpo"
-    scale_rewards: str = "group"
-    importance_sampling_level: str = "token"
-    num_iterations: int = 1
-    epsilon: float = 0.2
-    mask_truncated_completions: bool = False
-    seed: int = 42
+    gradient_accumulation_steps: int = opt(28, "micro-steps per optimizer step", trl="direct")
+    steps_per_generation: Optional[int] = opt(None, "micro-steps fed by one generation round (default: accumulation)", trl="direct")
+    per_device_eval_batch_size: int = opt(4, "completions per rank per eval step", trl="direct")
+    num_train_epochs: float = opt(1.0, "passes over the train split", trl="direct")
+    max_steps: int = opt(-1, "optimizer steps (-1: from num_train_epochs)", trl="direct")
+    learning_rate: float = opt(2e-6, "peak learning rate", trl="direct")
+    lr_scheduler_type: str = opt("linear", "transformers' scheduler name (linear, constant, cosine, ...)", trl="direct")
+    warmup_steps: int = opt(100, "steps of linear warm-up", trl="direct")
+    weight_decay: float = opt(0.0, "AdamW weight decay", trl="direct")
+    max_grad_norm: float = opt(1.0, "gradient clipping norm", trl="direct")
+    max_completion_length: int = opt(8000, "tokens per completion at most", trl="direct")
+    max_prompt_tokens: int = opt(3000, "prompt text + image tokens at most (checked against the prepared rows)")
+    temperature: float = opt(0.8, "sampling temperature", trl="direct")
+    top_p: float = opt(1.0, "nucleus sampling", trl="direct")
+    beta: float = opt(0.0, "KL coefficient (0: no reference model)", trl="direct")
+    loss_type: LossType = opt("bnpo", "trl's loss aggregation", trl="direct")
+    scale_rewards: Literal["group", "batch", "none"] = opt("group", "advantage scaling by the reward std", trl="direct")
+    importance_sampling_level: Literal["token", "sequence"] = opt("token", "token (GRPO) or sequence (GSPO) ratios", trl="direct")
+    num_iterations: int = opt(1, "optimization passes per generation round", trl="direct")
+    epsilon: float = opt(0.2, "ratio clipping", trl="direct")
+    mask_truncated_completions: bool = opt(False, "leave completions cut by max_completion_length out of the loss", trl="direct")
+    seed: int = opt(42, "seed of sampling and shuffling (each rank derives its own)", trl="direct")
 
     # --- model -----------------------------------------------------------------------------
-    dtype: str = "auto"  # auto = bfloat16 with CUDA, float32 without; or float32/bfloat16/float16
-    bf16: Optional[bool] = None  # None = auto (True only with CUDA)
-    attn_implementation: Optional[str] = None
-    trust_remote_code: bool = False
-    gradient_checkpointing: bool = True
-    max_pixels: Optional[int] = None  # override the processor's image budget (pixels)
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = opt("auto", "weights' dtype (auto: bfloat16 with CUDA, else float32)")
+    bf16: Optional[bool] = opt(None, "bf16 mixed precision (None: only with CUDA)")
+    attn_implementation: Optional[str] = opt(None, "transformers' attention implementation (sdpa, flash_attention_2, ...)")
+    trust_remote_code: bool = opt(False, "allow the model's own code from the hub")
+    gradient_checkpointing: bool = opt(True, "recompute activations in the backward pass", trl="direct")
+    max_pixels: Optional[int] = opt(None, "override the processor's image budget (pixels)")
 
     # --- LoRA (peft) -----------------------------------------------------------------------
-    lora: bool = False
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    lora_target_modules: list = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    lora: bool = opt(False, "train a LoRA adapter instead of the full model")
+    lora_r: int = opt(16, "LoRA rank")
+    lora_alpha: int = opt(32, "LoRA scaling")
+    lora_dropout: float = opt(0.05, "LoRA dropout")
+    lora_target_modules: list = opt(help="modules that get adapters", factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
 
     # --- vLLM generation (optional) --------------------------------------------------------
-    use_vllm: bool = False
-    vllm_mode: str = "colocate"
-    vllm_gpu_memory_utilization: float = 0.3
-    vllm_tensor_parallel_size: int = 1
-    vllm_server_base_url: Optional[str] = None
-    vllm_server_host: str = "0.0.0.0"
-    vllm_server_port: int = 8000
-    vllm_enable_sleep_mode: bool = False
-    vllm_max_model_length: Optional[int] = None  # None = max_prompt_tokens + max_completion_length
+    use_vllm: bool = opt(False, "generate with vLLM (colocated, or a server)", trl="direct")
+    vllm_mode: Literal["colocate", "server"] = opt("colocate", "vLLM inside each rank, or a server (--vllm-gpus starts one)", trl="vllm")
+    vllm_gpu_memory_utilization: float = opt(0.3, "colocated vLLM's share of each GPU", trl="vllm")
+    vllm_tensor_parallel_size: int = opt(1, "colocated vLLM's tensor parallel size (divides the world size)", trl="vllm")
+    vllm_server_base_url: Optional[str] = opt(None, "a running server's URL (instead of host and port)", trl="vllm")
+    vllm_server_host: str = opt("0.0.0.0", "the server's host", trl="vllm")
+    vllm_server_port: int = opt(8000, "the server's port", trl="vllm")
+    vllm_enable_sleep_mode: bool = opt(False, "colocated vLLM frees its memory during the optimizer step", trl="vllm")
+    vllm_max_model_length: Optional[int] = opt(None, "vLLM's context (None: max_prompt_tokens + max_completion_length)")
     # The server `olmocr-rl train --vllm-gpus K` starts on the last K GPUs (trl's `vllm serve` command):
-    vllm_data_parallel_size: int = 1  # tensor parallel = K / this
-    vllm_server_gpu_memory_utilization: float = 0.9  # the server has its GPUs to itself
-    vllm_server_timeout: float = 900.0  # seconds to wait for its health endpoint (a 7B model loads in 1-3 min)
-    vllm_server_args: list = field(default_factory=list)  # extra `vllm serve` arguments, as is
-    vllm_server_command: Optional[str] = None  # replaces `vllm serve` (e.g. a container wrapper); args appended
-    vllm_importance_sampling_correction: bool = True
-    vllm_importance_sampling_mode: str = "sequence_mask"
-    vllm_importance_sampling_cap: float = 3.0  # trl >= 1.6: vllm_importance_sampling_clip_max
+    vllm_data_parallel_size: int = opt(1, "--vllm-gpus server: data parallel replicas (tensor parallel = K / this)")
+    vllm_server_gpu_memory_utilization: float = opt(0.9, "--vllm-gpus server: its share of its GPUs")
+    vllm_server_timeout: float = opt(900.0, "seconds to wait for the server's health endpoint", trl="vllm")
+    vllm_server_args: list = opt(help="--vllm-gpus server: extra `vllm serve` arguments, as is", factory=list)
+    vllm_server_command: Optional[str] = opt(None, "--vllm-gpus server: replaces `vllm serve` (e.g. a container wrapper)")
+    vllm_importance_sampling_correction: bool = opt(True, "correct for vLLM's sampling probabilities", trl="vllm")
+    vllm_importance_sampling_mode: ImportanceSamplingMode = opt("sequence_mask", "how the correction treats large ratios", trl="vllm")
+    vllm_importance_sampling_cap: float = opt(3.0, "the ratio bound (trl >= 1.6: vllm_importance_sampling_clip_max)")
 
     # --- checkpoints, eval, logging --------------------------------------------------------
-    save_steps: int = 25
-    save_total_limit: Optional[int] = None
-    resume: Optional[str] = None  # "auto" (latest checkpoint in output_dir) or a checkpoint path
-    eval_steps: int = 50
-    eval_on_start: bool = False
-    logging_steps: int = 5
-    report_to: list = field(default_factory=lambda: ["tensorboard"])
-    run_name: Optional[str] = None
-    log_completions: bool = True  # trl's completions table (printed on rank 0) + completions/*.parquet
-    num_completions_to_print: int = 2
-    write_failing_completions: bool = True  # output_dir/completions/failing_<split>_step<N>.jsonl
-    progress: bool = True  # rich progress display on rank 0
-    dataloader_num_workers: int = 2
+    save_steps: int = opt(25, "checkpoint every N steps (0: none)", trl="direct")
+    save_total_limit: Optional[int] = opt(None, "keep at most N checkpoints", trl="direct")
+    resume: Optional[str] = opt(None, '"auto" (latest checkpoint in output_dir) or a checkpoint folder')
+    eval_steps: int = opt(50, "evaluate every N steps (0: only at the end)")
+    eval_on_start: bool = opt(False, "evaluate before the first step", trl="direct")
+    logging_steps: int = opt(5, "log every N steps", trl="direct")
+    report_to: list = opt(help="tensorboard, wandb or none", factory=lambda: ["tensorboard"])
+    run_name: Optional[str] = opt(None, "the run's name in the trackers", trl="direct")
+    log_completions: bool = opt(True, "trl's completions table and completions/*.parquet", trl="direct")
+    num_completions_to_print: int = opt(2, "completions in that table", trl="direct")
+    write_failing_completions: bool = opt(True, "completions/failing_<split>.jsonl with the failed tests")
+    progress: bool = opt(True, "rich progress display on rank 0")
+    dataloader_num_workers: int = opt(2, "data loading processes per rank", trl="direct")
 
     # --- after training: bench-style candidate files ---------------------------------------
-    final_outputs: str = "eval"  # which pages get output_dir/outputs/*.md: eval|train|all|none
-    final_output_repeats: int = 1
-    final_temperature: float = 0.0  # 0 = greedy
-    final_batch_size: int = 8
+    final_outputs: Literal["eval", "train", "all", "none"] = opt("eval", "pages transcribed into output_dir/outputs/")
+    final_output_repeats: int = opt(1, "files per page")
+    final_temperature: float = opt(0.0, "0 = greedy")
+    final_batch_size: int = opt(8, "pages per generate call")
 
     # --- anything else: passed to trl.GRPOConfig verbatim (checked against its fields) ------
-    trl: dict = field(default_factory=dict)
+    trl: dict = opt(help="any other trl.GRPOConfig option, e.g. trl.top_k=50", factory=dict)
 
     # ------------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -188,6 +220,11 @@ def _coerce(name: str, typ: Any, value: Any, source: str) -> Any:
             return None
         typ = args[0]
         origin = get_origin(typ)
+    if origin is Literal:
+        choices = get_args(typ)
+        if value in choices:
+            return value
+        raise ConfigError(f"{source}: {name} must be one of {', '.join(map(str, choices))}, not {value!r}{_suggest(str(value), [str(c) for c in choices])}")
     if typ is bool:
         if isinstance(value, bool):
             return value
@@ -351,17 +388,11 @@ def validate(cfg: TrainConfig) -> None:
             raise ConfigError(f"reward {name!r}: the weight must be a number, got {weight!r}")
     if not cfg.rewards:
         raise ConfigError(f"no rewards configured; set e.g. rewards.bench=1.0 (choose from {', '.join(REWARD_NAMES)})")
-    if cfg.vllm_mode not in VLLM_MODES:
-        raise ConfigError(f"vllm_mode must be one of {', '.join(VLLM_MODES)}, not {cfg.vllm_mode!r}")
-    if cfg.final_outputs not in FINAL_OUTPUTS:
-        raise ConfigError(f"final_outputs must be one of {', '.join(FINAL_OUTPUTS)}, not {cfg.final_outputs!r}")
     bad = [r for r in cfg.report_to if r not in REPORT_TO]
     if bad:
         raise ConfigError(f"report_to: unknown {bad[0]!r}; choose from {', '.join(REPORT_TO)}")
     if cfg.resume is not None and cfg.resume != "auto" and not Path(cfg.resume).exists():
         raise ConfigError(f"resume: {cfg.resume} does not exist (use 'auto' or a checkpoint-N folder)")
-    if cfg.dtype not in ("auto", "float32", "bfloat16", "float16"):
-        raise ConfigError(f"dtype must be auto, float32, bfloat16 or float16, not {cfg.dtype!r}")
     if cfg.vllm_data_parallel_size < 1 or cfg.vllm_tensor_parallel_size < 1:
         raise ConfigError("vllm_data_parallel_size and vllm_tensor_parallel_size must be >= 1")
     if cfg.vllm_server_timeout <= 0:
@@ -374,21 +405,9 @@ def validate(cfg: TrainConfig) -> None:
 # The builder: TrainConfig -> trl.GRPOConfig
 # ---------------------------------------------------------------------------------------------
 
-# Our name -> GRPOConfig name, for fields that take the value as is.
-_DIRECT = (
-    "num_generations", "num_generations_eval", "per_device_train_batch_size", "gradient_accumulation_steps",
-    "steps_per_generation", "per_device_eval_batch_size", "num_train_epochs", "max_steps", "learning_rate",
-    "lr_scheduler_type", "warmup_steps", "weight_decay", "max_grad_norm", "max_completion_length", "temperature",
-    "top_p", "beta", "loss_type", "scale_rewards", "importance_sampling_level", "num_iterations", "epsilon",
-    "mask_truncated_completions", "seed", "gradient_checkpointing", "save_steps", "save_total_limit",
-    "logging_steps", "log_completions", "num_completions_to_print", "dataloader_num_workers", "output_dir", "run_name", "eval_on_start",
-    "use_vllm",
-)
-_VLLM = (
-    "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_server_base_url",
-    "vllm_server_host", "vllm_server_port", "vllm_enable_sleep_mode", "vllm_importance_sampling_correction",
-    "vllm_importance_sampling_mode", "vllm_server_timeout",
-)
+# Our fields that trl.GRPOConfig takes under the same name (always, or only with use_vllm).
+_DIRECT = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.metadata.get("trl") == "direct")
+_VLLM = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.metadata.get("trl") == "vllm")
 # Renames across trl versions: ours -> candidates, newest first.
 _RENAMES = {
     "vllm_importance_sampling_cap": ("vllm_importance_sampling_clip_max", "vllm_importance_sampling_cap"),

@@ -170,3 +170,19 @@ def test_rank_arguments_from_the_deepspeed_launcher(monkeypatch):
     env = use_deepspeed_preset(2, "bf16", env={})
     assert env["ACCELERATE_USE_DEEPSPEED"] == "true" and env["ACCELERATE_MIXED_PRECISION"] == "bf16"
     assert env["ACCELERATE_DEEPSPEED_CONFIG_FILE"].endswith("ds_zero2.json")
+
+
+def test_a_launched_rank_is_recognised(monkeypatch):
+    from types import SimpleNamespace
+
+    from olmocr_rl.cli.train import launched_rank
+
+    for var in ("LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LOCAL_SIZE", "CROSS_RANK"):
+        monkeypatch.setenv(var, "0")
+        monkeypatch.delenv(var)
+    assert launched_rank(SimpleNamespace(local_rank=1))  # the deepspeed launcher's --local_rank
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert not launched_rank(SimpleNamespace(local_rank=None))  # leftovers in a shell are not a launch
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "x")  # torchrun
+    assert launched_rank(SimpleNamespace(local_rank=None))

@@ -129,7 +129,10 @@ def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_pa
     monkeypatch.setattr(vllm_generation, "LLM", RecordingLLM, raising=False)
     monkeypatch.setattr(vllm_generation, "SamplingParams", RecordingSamplingParams, raising=False)
     for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        monkeypatch.delenv(var, raising=False)  # colocate mode sets them for vLLM; restored after
+        # Colocate mode sets them for vLLM. setenv first: delenv of an unset variable records
+        # nothing, and the test's values would outlive it.
+        monkeypatch.setenv(var, "0")
+        monkeypatch.delenv(var)
     processor = load_processor(str(tiny_model))
     RecordingClient.calls, RecordingClient.tokenizer = [], processor.tokenizer
     RecordingLLM.calls, RecordingLLM.tokenizer = [], processor.tokenizer

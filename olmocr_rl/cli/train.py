@@ -64,8 +64,13 @@ def train_command(
 
 
 def launched_rank(args: Namespace) -> bool:
-    """True in a process a launcher started as one rank (`deepspeed -m olmocr_rl.train ...`, torchrun)."""
-    return args.local_rank is not None or ("LOCAL_RANK" in os.environ and "WORLD_SIZE" in os.environ)
+    """True in a process a launcher started as one rank: the `deepspeed` launcher passes
+    --local_rank (or, with --no_local_rank, sets LOCAL_SIZE/CROSS_RANK), torchrun sets
+    TORCHELASTIC_RUN_ID; a LOCAL_RANK left in the environment alone is not enough."""
+    env = os.environ
+    return args.local_rank is not None or (
+        "LOCAL_RANK" in env and "WORLD_SIZE" in env and any(k in env for k in ("TORCHELASTIC_RUN_ID", "LOCAL_SIZE", "CROSS_RANK"))
+    )
 
 
 def run(args: Namespace) -> int:
@@ -89,6 +94,10 @@ def run(args: Namespace) -> int:
     for p in problems if not quiet else []:
         echo(str(p), err=True)
     config_path = Path(cfg.output_dir) / "train_config.json"
+    if args.dry_run and plan is None:  # one rank of a launcher's job: the config it would train with
+        if not quiet:
+            echo(json.dumps(cfg.to_dict(), indent=2))
+        return 1 if errors(problems) else 0
     if args.dry_run and plan is not None:
         _print_plan(cfg, kwargs, world, generation_batch(cfg, world), config_path, plan)
         return 1 if errors(problems) else 0

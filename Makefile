@@ -38,6 +38,7 @@ demo: build
 	$(VENV)/bin/olmocr-rl bench bench_fixtures
 
 test-rust: setup
+	cargo fmt --check
 	OLMOCR_RL_KATEX_JS="$(KATEX_JS)" cargo test --locked --release
 
 # Debian's chromium for the report tests (tests/browser.py drives it headless); installed with apt
@@ -53,6 +54,7 @@ test-python: build browser
 test: test-rust test-python
 
 lint: setup
+	cargo fmt --check
 	cargo clippy --all-targets --features python -- -D warnings
 	$(VENV)/bin/python -m mypy.stubtest --ignore-disjoint-bases olmocr_rl._core
 

@@ -386,13 +386,7 @@ enum Masks {
 }
 
 impl Masks {
-    fn new(
-        idx: &[u32],
-        sigma: u32,
-        words: usize,
-        limit: usize,
-        pos: impl Fn(usize) -> usize,
-    ) -> Self {
+    fn new(idx: &[u32], sigma: u32, words: usize, limit: usize, pos: impl Fn(usize) -> usize) -> Self {
         let rows = sigma as usize + 1;
         match rows.checked_mul(words) {
             Some(size) if size <= limit => {
@@ -725,12 +719,7 @@ impl PartialRatioNeedle {
 
     /// [`score_if_at_least`](Self::score_if_at_least), given optionally the [`CharIndex`] of
     /// `text` (the same result, found faster; see [`decide_in`](Self::decide_in)).
-    pub fn score_if_at_least_in(
-        &self,
-        text: &[char],
-        index: Option<&CharIndex>,
-        min_score: f64,
-    ) -> Option<f64> {
+    pub fn score_if_at_least_in(&self, text: &[char], index: Option<&CharIndex>, min_score: f64) -> Option<f64> {
         let s = self.eval(text, index, min_score, false, false);
         (s >= min_score).then_some(s)
     }
@@ -754,12 +743,7 @@ impl PartialRatioNeedle {
     /// The result is the same with or without it: the index only lets the search look for
     /// exact occurrences and near-occurrence windows from the positions of rare needle
     /// characters instead of scanning every window.
-    pub fn decide_in(
-        &self,
-        text: &[char],
-        index: Option<&CharIndex>,
-        min_score: f64,
-    ) -> Result<(), f64> {
+    pub fn decide_in(&self, text: &[char], index: Option<&CharIndex>, min_score: f64) -> Result<(), f64> {
         let s = self.eval(text, index, min_score, true, true);
         if s >= min_score {
             Ok(())
@@ -771,14 +755,7 @@ impl PartialRatioNeedle {
     /// Returns the exact score when it is `>= cutoff` (with `early`: some candidate score
     /// `>= cutoff`, not necessarily the largest); otherwise a value below `cutoff`, which is the
     /// exact score when `exact_below`.
-    fn eval(
-        &self,
-        text: &[char],
-        index: Option<&CharIndex>,
-        cutoff: f64,
-        early: bool,
-        exact_below: bool,
-    ) -> f64 {
+    fn eval(&self, text: &[char], index: Option<&CharIndex>, cutoff: f64, early: bool, exact_below: bool) -> f64 {
         let m = self.needle.len();
         let n = text.len();
         if m == 0 && n == 0 {
@@ -997,12 +974,7 @@ fn best_window<K: Kernel>(
 /// its window offset `p - i` differs from `o` by the left-out window characters before it
 /// minus the left-out needle characters before it, so `|p - i - o| <= d`; and the window holds
 /// it whole: `p + len - m <= i <= p`.
-fn candidate_windows(
-    needle: &[char],
-    hay: &[char],
-    index: &CharIndex,
-    d: usize,
-) -> Option<Vec<(usize, usize)>> {
+fn candidate_windows(needle: &[char], hay: &[char], index: &CharIndex, d: usize) -> Option<Vec<(usize, usize)>> {
     let (m, n) = (needle.len(), hay.len());
     let nw = n.checked_sub(m)? + 1;
     let parts = 2 * d + 1;
@@ -1020,11 +992,8 @@ fn candidate_windows(
         let (o, end) = (j * m / parts, (j + 1) * m / parts);
         let piece = &needle[o..end];
         // Anchor on the piece's rarest character in this text.
-        let (r, positions) = piece
-            .iter()
-            .enumerate()
-            .map(|(r, &c)| (r, index.positions(c)))
-            .min_by_key(|(_, v)| v.len())?;
+        let (r, positions) =
+            piece.iter().enumerate().map(|(r, &c)| (r, index.positions(c))).min_by_key(|(_, v)| v.len())?;
         for &x in positions {
             let Some(p) = (x as usize).checked_sub(r) else { continue };
             if p + piece.len() > n {
@@ -1147,8 +1116,7 @@ fn prefilter(hay: &[char], needle: &[char]) -> Prefilter {
                     }
                 }
                 if suf_hit {
-                    let suf =
-                        w.iter().rev().zip(needle.iter().rev()).take_while(|(x, y)| x == y).count();
+                    let suf = w.iter().rev().zip(needle.iter().rev()).take_while(|(x, y)| x == y).count();
                     work += suf;
                     if suf > best_suf {
                         best_suf = suf;
@@ -1469,23 +1437,11 @@ mod tests {
             }
             let s = partial_ref(&a, &b);
             let needle = if it % 2 == 0 { PartialRatioNeedle::new(&a) } else { PartialRatioNeedle::reusable(&a) };
-            let cutoffs = [
-                0.0,
-                s,
-                bump(s, true),
-                bump(s, false),
-                (rng.below(10001) as f64) / 100.0,
-                100.0,
-                100.5,
-                -1.0,
-            ];
+            let cutoffs =
+                [0.0, s, bump(s, true), bump(s, false), (rng.below(10001) as f64) / 100.0, 100.0, 100.5, -1.0];
             for &c in &cutoffs {
                 let want = (s >= c).then_some(s.to_bits());
-                assert_eq!(
-                    needle.score_if_at_least(&b, c).map(f64::to_bits),
-                    want,
-                    "{a:?} {b:?} cutoff {c}"
-                );
+                assert_eq!(needle.score_if_at_least(&b, c).map(f64::to_bits), want, "{a:?} {b:?} cutoff {c}");
                 assert_eq!(needle.at_least(&b, c), s >= c, "{a:?} {b:?} at_least {c}");
                 let decided = needle.decide(&b, c).map_err(f64::to_bits);
                 assert_eq!(decided, if s >= c { Ok(()) } else { Err(s.to_bits()) }, "{a:?} {b:?} decide {c}");
@@ -1515,11 +1471,7 @@ mod tests {
                 for s_len in [n, n + 1, 2 * n, 2 * n + 7, 3 * n] {
                     for d in 0..=s_len {
                         let score = (1.0 - (d as f64) / (s_len as f64)) * 100.0;
-                        assert_eq!(
-                            score / 100.0 >= thr,
-                            score >= ms,
-                            "n={n} k={k} S={s_len} d={d}"
-                        );
+                        assert_eq!(score / 100.0 >= thr, score >= ms, "n={n} k={k} S={s_len} d={d}");
                     }
                 }
             }
@@ -1680,15 +1632,7 @@ mod tests {
             assert_eq!(ratio(&a, &b).to_bits(), r, "ratio {:?} {:?}", a, b);
             assert_eq!(ratio(&b, &a).to_bits(), r, "ratio (swapped) {:?} {:?}", a, b);
             let got = partial_ratio(&a, &b);
-            assert_eq!(
-                got.to_bits(),
-                p,
-                "partial {:?} {:?}: {} vs {}",
-                a,
-                b,
-                got,
-                f64::from_bits(p)
-            );
+            assert_eq!(got.to_bits(), p, "partial {:?} {:?}: {} vs {}", a, b, got, f64::from_bits(p));
             assert_eq!(partial_ratio(&b, &a).to_bits(), p, "partial (swapped) {:?} {:?}", a, b);
             let needle = PartialRatioNeedle::new(&a);
             assert_eq!(needle.score(&b).to_bits(), p, "needle {:?} {:?}", a, b);
@@ -1697,13 +1641,7 @@ mod tests {
             for c in [pf, f64::from_bits(p + 1), if p > 0 { f64::from_bits(p - 1) } else { pf }] {
                 assert_eq!(needle.at_least(&b, c), pf >= c, "at_least {c} {:?} {:?}", a, b);
                 let want = if pf >= c { Some(p) } else { None };
-                assert_eq!(
-                    needle.score_if_at_least(&b, c).map(f64::to_bits),
-                    want,
-                    "cutoff {c} {:?} {:?}",
-                    a,
-                    b
-                );
+                assert_eq!(needle.score_if_at_least(&b, c).map(f64::to_bits), want, "cutoff {c} {:?} {:?}", a, b);
             }
             n += 1;
         }

@@ -40,9 +40,7 @@
 //! numeric reference of more than 4,300 digits), and where the tag scanner's work would exceed a
 //! generous budget (input on which the reference's own regular expressions go quadratic).
 
-use crate::html_entities::{
-    BS4_CP1252, BS4_NAMED, DECIMAL_ZEROS, HTML5, INVALID_CHARREFS, INVALID_CODEPOINTS,
-};
+use crate::html_entities::{BS4_CP1252, BS4_NAMED, DECIMAL_ZEROS, HTML5, INVALID_CHARREFS, INVALID_CODEPOINTS};
 use crate::text::{is_py_space, py_lower, py_strip};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -64,9 +62,7 @@ impl HtmlError {
             HtmlError::Rejected(why) => {
                 format!("ParserRejectedMarkup: The markup you provided was rejected by the parser ({why})")
             }
-            HtmlError::Value => {
-                "ValueError: Exceeds the limit (4300 digits) for integer string conversion".into()
-            }
+            HtmlError::Value => "ValueError: Exceeds the limit (4300 digits) for integer string conversion".into(),
             HtmlError::TooComplex => "the HTML is too complex to tokenize within the work limit".into(),
         }
     }
@@ -152,9 +148,9 @@ fn kind_of(name: &[char]) -> Kind {
         "pre" | "textarea" => Kind::Pre,
         "script" | "style" | "template" | "rt" | "rp" => Kind::Container,
         "br" => Kind::Br,
-        "area" | "base" | "col" | "embed" | "hr" | "img" | "input" | "keygen" | "link" | "menuitem"
-        | "meta" | "param" | "source" | "track" | "wbr" | "basefont" | "bgsound" | "command" | "frame"
-        | "image" | "isindex" | "nextid" | "spacer" => Kind::Void,
+        "area" | "base" | "col" | "embed" | "hr" | "img" | "input" | "keygen" | "link" | "menuitem" | "meta"
+        | "param" | "source" | "track" | "wbr" | "basefont" | "bgsound" | "command" | "frame" | "image" | "isindex"
+        | "nextid" | "spacer" => Kind::Void,
         _ => Kind::Other,
     }
 }
@@ -236,8 +232,8 @@ impl Builder {
             Run::CData => true,
         };
         if counted {
-            let blank = self.pre_open == 0
-                && self.pending.iter().all(|c| matches!(c, ' ' | '\n' | '\t' | '\x0c' | '\r'));
+            let blank =
+                self.pre_open == 0 && self.pending.iter().all(|c| matches!(c, ' ' | '\n' | '\t' | '\x0c' | '\r'));
             if blank {
                 let ws = if self.pending.contains(&'\n') { '\n' } else { ' ' };
                 self.doc.text.push(ws);
@@ -662,11 +658,7 @@ impl<'a> Tokenizer<'a> {
 
     /// `\s*=+\s*VALUE` at `r`, with the backtracking order of Python's `re`: the value's span
     /// and the end (after trailing whitespace when `trailing_ws`).
-    fn assignment_at(
-        &mut self,
-        r: usize,
-        trailing_ws: bool,
-    ) -> Result<Option<(Range<usize>, usize)>, HtmlError> {
+    fn assignment_at(&mut self, r: usize, trailing_ws: bool) -> Result<Option<(Range<usize>, usize)>, HtmlError> {
         let s = self.s;
         let a = skip_ws(s, r);
         if s.get(a) != Some(&'=') {
@@ -801,8 +793,7 @@ impl<'a> Tokenizer<'a> {
                 None => &[][..],
                 Some(v) => {
                     let raw = &s[v];
-                    let quoted =
-                        raw.len() >= 2 && (raw[0] == '\'' || raw[0] == '"') && raw[raw.len() - 1] == raw[0];
+                    let quoted = raw.len() >= 2 && (raw[0] == '\'' || raw[0] == '"') && raw[raw.len() - 1] == raw[0];
                     if quoted {
                         &raw[1..raw.len() - 1]
                     } else {
@@ -913,8 +904,8 @@ impl<'a> Tokenizer<'a> {
         if starts(s, i, "<![") {
             return self.parse_marked_section(i);
         }
-        let doctype = i + 9 <= s.len()
-            && s[i..i + 9].iter().zip("<!doctype".chars()).all(|(&c, m)| c.to_ascii_lowercase() == m);
+        let doctype =
+            i + 9 <= s.len() && s[i..i + 9].iter().zip("<!doctype".chars()).all(|(&c, m)| c.to_ascii_lowercase() == m);
         let from = if doctype { i + 9 } else { i + 2 };
         let Some(gt) = self.find_char('>', from) else {
             return Ok(None);
@@ -946,9 +937,7 @@ impl<'a> Tokenizer<'a> {
             "if" | "else" | "endif" => self.find_close(i + 3, MS_SECTION_CLOSE),
             _ => {
                 let near: String = s[j..p].iter().collect();
-                return Err(HtmlError::Rejected(format!(
-                    "unknown status keyword {near:?} in marked section"
-                )));
+                return Err(HtmlError::Rejected(format!("unknown status keyword {near:?} in marked section")));
             }
         };
         let Some((start, end)) = close else {
@@ -1008,9 +997,7 @@ pub(crate) fn find2(s: &[char], from: usize, a: char, b: char) -> Option<usize> 
         let end = (p + BLOCK).min(s.len());
         let block = &s[p..end];
         let (a32, b32) = (a as u32, b as u32);
-        let hits = block
-            .iter()
-            .fold(0u32, |hits, &c| hits | u32::from(c as u32 == a32) | u32::from(c as u32 == b32));
+        let hits = block.iter().fold(0u32, |hits, &c| hits | u32::from(c as u32 == a32) | u32::from(c as u32 == b32));
         if hits != 0 {
             return block.iter().position(|&c| c == a || c == b).map(|k| p + k);
         }
@@ -1105,9 +1092,7 @@ pub fn unescape(v: &[char]) -> Result<Vec<char>, HtmlError> {
         // `&(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)`
         let numeric = match (v.get(i + 1), v.get(i + 2)) {
             (Some('#'), Some(c)) if c.is_ascii_digit() => Some((10, i + 2)),
-            (Some('#'), Some('x' | 'X')) if v.get(i + 3).is_some_and(char::is_ascii_hexdigit) => {
-                Some((16, i + 3))
-            }
+            (Some('#'), Some('x' | 'X')) if v.get(i + 3).is_some_and(char::is_ascii_hexdigit) => Some((16, i + 3)),
             _ => None,
         };
         if let Some((radix, from)) = numeric {
@@ -1134,10 +1119,7 @@ pub fn unescape(v: &[char]) -> Result<Vec<char>, HtmlError> {
             continue;
         }
         let mut e = i + 1;
-        while e < v.len()
-            && e - (i + 1) < 32
-            && !matches!(v[e], '\t' | '\n' | '\x0c' | ' ' | '<' | '&' | '#' | ';')
-        {
+        while e < v.len() && e - (i + 1) < 32 && !matches!(v[e], '\t' | '\n' | '\x0c' | ' ' | '<' | '&' | '#' | ';') {
             e += 1;
         }
         if e == i + 1 {
@@ -1165,9 +1147,8 @@ pub fn unescape(v: &[char]) -> Result<Vec<char>, HtmlError> {
 
 /// Python `int(s)` as `_safe_span_int` uses it: `None` where `int()` raises.
 pub fn py_int(s: &[char]) -> Option<PyInt> {
-    let int_space = |c: char| {
-        matches!(c, '\t' | '\n' | '\x0b' | '\x0c' | '\r' | ' ') || (!c.is_ascii() && is_py_space(c))
-    };
+    let int_space =
+        |c: char| matches!(c, '\t' | '\n' | '\x0b' | '\x0c' | '\r' | ' ') || (!c.is_ascii() && is_py_space(c));
     let start = s.iter().position(|&c| !int_space(c))?;
     let end = s.iter().rposition(|&c| !int_space(c))? + 1;
     let mut body = &s[start..end];
@@ -1271,9 +1252,7 @@ mod tests {
 
     #[test]
     fn nested_tables_leak_rows() {
-        let t = tables(
-            "<table><tr><td>a</td><td><table><tr><td>in1</td><td>in2</td></tr></table></td></tr></table>",
-        );
+        let t = tables("<table><tr><td>a</td><td><table><tr><td>in1</td><td>in2</td></tr></table></td></tr></table>");
         assert_eq!(t[0], vec![vec!["a", "in1in2"], vec!["in1", "in2"]]);
         assert_eq!(t[1], vec![vec!["in1", "in2"]]);
     }
@@ -1291,10 +1270,7 @@ mod tests {
             tables("<table><tr><td>a&amp;b &copy &foo; &#65;&#x42;<br>c</td></tr></table>")[0][0][0],
             "a&b © &foo AB\nc"
         );
-        assert_eq!(
-            tables("<table><tr><td>&#128;&#0;&#xD800;</td></tr></table>")[0][0][0],
-            "€\u{fffd}\u{fffd}"
-        );
+        assert_eq!(tables("<table><tr><td>&#128;&#0;&#xD800;</td></tr></table>")[0][0][0], "€\u{fffd}\u{fffd}");
         assert_eq!(tables("<table><tr><td>x&nbsp;y</td></tr></table>")[0][0][0], "x\u{a0}y");
     }
 
@@ -1305,10 +1281,7 @@ mod tests {
         assert_eq!(tables("<table><tr><td>a<![CDATA[b]]>c</td></tr></table>")[0][0], vec!["abc"]);
         assert_eq!(tables("<table><tr><td>a<![CDATA[]]>c</td></tr></table>")[0][0], vec!["a c"]);
         assert_eq!(tables("<!-- <table><tr><td>x</td></tr></table> -->").len(), 0);
-        assert_eq!(
-            tables("<table><tr><td>a<rt>b</rt><template>c</template></td></tr></table>")[0][0],
-            vec!["a"]
-        );
+        assert_eq!(tables("<table><tr><td>a<rt>b</rt><template>c</template></td></tr></table>")[0][0], vec!["a"]);
     }
 
     #[test]
@@ -1319,7 +1292,8 @@ mod tests {
 
     #[test]
     fn spans_and_headings() {
-        let d = doc("<table><thead><tr><th colspan=' 2 '>h</th></tr></thead><tr><TD ROWSPAN=\"&#50;\">x</TD></tr></table>");
+        let d =
+            doc("<table><thead><tr><th colspan=' 2 '>h</th></tr></thead><tr><TD ROWSPAN=\"&#50;\">x</TD></tr></table>");
         assert!(d.rows[0].in_thead && !d.rows[1].in_thead);
         assert_eq!(d.cells[0].colspan, Some(chars(" 2 ")));
         assert_eq!(d.cells[1].rowspan, Some(chars("2")));

@@ -629,7 +629,9 @@ mod tests {
                 None => out.extend_from_slice(b"0000000000 00000 f \n"),
             }
         }
-        out.extend_from_slice(format!("trailer\n<< /Size {size} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n").as_bytes());
+        out.extend_from_slice(
+            format!("trailer\n<< /Size {size} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n").as_bytes(),
+        );
         out
     }
 

@@ -39,12 +39,7 @@ fn partial_ratio(py: Python<'_>, a: &str, b: &str) -> PyResult<f64> {
 }
 
 #[pyfunction]
-fn find_near_matches(
-    py: Python<'_>,
-    sub: &str,
-    seq: &str,
-    max_l_dist: usize,
-) -> PyResult<Vec<(usize, usize, usize)>> {
+fn find_near_matches(py: Python<'_>, sub: &str, seq: &str, max_l_dist: usize) -> PyResult<Vec<(usize, usize, usize)>> {
     py.detach(|| {
         guard(|| {
             search::find_near_matches(&text::chars(sub), &text::chars(seq), max_l_dist)
@@ -90,11 +85,13 @@ fn _parse_tables<'py>(py: Python<'py>, text: &str, markdown: bool) -> PyResult<B
 /// None where a file is not understood completely (ask pypdf then).
 #[pyfunction]
 #[pyo3(signature = (paths, threads=None))]
-fn pdf_page_counts(py: Python<'_>, paths: Vec<std::path::PathBuf>, threads: Option<usize>) -> PyResult<Vec<Option<usize>>> {
+fn pdf_page_counts(
+    py: Python<'_>,
+    paths: Vec<std::path::PathBuf>,
+    threads: Option<usize>,
+) -> PyResult<Vec<Option<usize>>> {
     py.detach(|| {
-        guard(|| {
-            score::pool(threads).install(|| paths.par_iter().map(|p| crate::pdf::page_count_file(p)).collect())
-        })
+        guard(|| score::pool(threads).install(|| paths.par_iter().map(|p| crate::pdf::page_count_file(p)).collect()))
     })
 }
 
@@ -122,7 +119,8 @@ fn text_of(s: &Bound<'_, PyString>) -> PyResult<(String, bool)> {
     let encoded = s.call_method1("encode", ("utf-16-le", "surrogatepass"))?;
     let bytes: &[u8] = encoded.cast::<pyo3::types::PyBytes>()?.as_bytes();
     let units = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
-    let text = char::decode_utf16(units).map(|r| r.unwrap_or_else(|e| text::stand_in(e.unpaired_surrogate()))).collect();
+    let text =
+        char::decode_utf16(units).map(|r| r.unwrap_or_else(|e| text::stand_in(e.unpaired_surrogate()))).collect();
     Ok((text, true))
 }
 
@@ -200,9 +198,7 @@ impl Suite {
     #[staticmethod]
     fn from_sources(py: Python<'_>, sources: Vec<(String, String)>) -> PyResult<Self> {
         py.detach(|| {
-            guard(|| Suite {
-                inner: TestSuite::from_sources(sources.iter().map(|(a, b)| (a.as_str(), b.as_str()))),
-            })
+            guard(|| Suite { inner: TestSuite::from_sources(sources.iter().map(|(a, b)| (a.as_str(), b.as_str()))) })
         })
     }
 
@@ -429,7 +425,11 @@ fn element_count_rewards(
     py.detach(|| {
         guard(|| {
             score::pool(threads).install(|| {
-                texts.par_iter().zip(&refs).map(|(t, r)| crate::rewards::elements::element_count_reward(t, r.as_deref())).collect()
+                texts
+                    .par_iter()
+                    .zip(&refs)
+                    .map(|(t, r)| crate::rewards::elements::element_count_reward(t, r.as_deref()))
+                    .collect()
             })
         })
     })
@@ -437,10 +437,17 @@ fn element_count_rewards(
 
 #[pyfunction]
 #[pyo3(signature = (texts, threads=None))]
-fn rect_table_shares(py: Python<'_>, texts: Vec<Bound<'_, PyString>>, threads: Option<usize>) -> PyResult<Vec<Option<f64>>> {
+fn rect_table_shares(
+    py: Python<'_>,
+    texts: Vec<Bound<'_, PyString>>,
+    threads: Option<usize>,
+) -> PyResult<Vec<Option<f64>>> {
     let texts = texts_of(&texts)?;
     py.detach(|| {
-        guard(|| score::pool(threads).install(|| texts.par_iter().map(|t| crate::rewards::elements::rect_table_share(t)).collect()))
+        guard(|| {
+            score::pool(threads)
+                .install(|| texts.par_iter().map(|t| crate::rewards::elements::rect_table_share(t)).collect())
+        })
     })
 }
 

@@ -134,18 +134,14 @@ mod tests {
     #[test]
     fn tags_and_delimiters() {
         let s = chars("a<b>x</B> <br>y</b><b>unclosed");
-        let got: Vec<String> = findall_tag(
-            &s,
-            |p| ci_at(&s, p, "<b").then_some(2),
-            |p| ci_at(&s, p, "</b>").then_some(4),
-        )
-        .iter()
-        .map(|v| string(v))
-        .collect();
+        let got: Vec<String> =
+            findall_tag(&s, |p| ci_at(&s, p, "<b").then_some(2), |p| ci_at(&s, p, "</b>").then_some(4))
+                .iter()
+                .map(|v| string(v))
+                .collect();
         assert_eq!(got, vec!["x", "y"]);
         let s = chars("**a\nb** **c**d**");
-        let got: Vec<String> =
-            findall_delimited(&s, &['*', '*']).iter().map(|v| string(v)).collect();
+        let got: Vec<String> = findall_delimited(&s, &['*', '*']).iter().map(|v| string(v)).collect();
         assert_eq!(got, vec!["a\nb", "c"]);
     }
 
@@ -157,8 +153,7 @@ mod tests {
     ) -> Vec<Vec<char>> {
         let n = s.len();
         let next_gt = next_table(n, |i| s[i] == '>');
-        let close_len: Vec<Option<usize>> =
-            (0..n).map(|i| if s[i] == '<' { close(i) } else { None }).collect();
+        let close_len: Vec<Option<usize>> = (0..n).map(|i| if s[i] == '<' { close(i) } else { None }).collect();
         let next_close = next_table(n, |i| close_len[i].is_some());
         let mut out = Vec::new();
         let mut p = 0;

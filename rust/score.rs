@@ -61,8 +61,7 @@ pub fn score_page(suite: &TestSuite, text: &str, ids: &[String]) -> Result<PageS
     idx.dedup();
     let raw = chars(text);
     let page = Page::new(&raw);
-    let mut score =
-        PageScore { passed: 0, total: 0, by_type: Vec::new(), credit: 0.0, results: Vec::new() };
+    let mut score = PageScore { passed: 0, total: 0, by_type: Vec::new(), credit: 0.0, results: Vec::new() };
     for i in idx {
         let test = &suite.tests[i];
         let verdict = run(test, &page);
@@ -167,16 +166,10 @@ mod tests {
         let ids: Vec<String> = ["a1", "p2", "p1", "b1", "p1"].iter().map(|s| s.to_string()).collect();
         let s = score_page(&suite, "alpha beta", &ids).unwrap();
         assert_eq!((s.passed, s.total), (3, 4));
-        assert_eq!(
-            s.by_type,
-            vec![(Kind::Present, 1, 2), (Kind::Baseline, 1, 1), (Kind::Absent, 1, 1)]
-        );
+        assert_eq!(s.by_type, vec![(Kind::Present, 1, 2), (Kind::Baseline, 1, 1), (Kind::Absent, 1, 1)]);
         assert_eq!(s.reward(), Some(0.75));
         assert_eq!(s.macro_reward(), Some((0.5 + 1.0 + 1.0) / 3.0));
-        assert_eq!(
-            score_page(&suite, "x", &["zz".to_string()]).unwrap_err(),
-            ScoreError::UnknownId("zz".into())
-        );
+        assert_eq!(score_page(&suite, "x", &["zz".to_string()]).unwrap_err(), ScoreError::UnknownId("zz".into()));
         let empty = score_page(&suite, "x", &[]).unwrap();
         assert_eq!((empty.reward(), empty.macro_reward()), (None, None));
     }

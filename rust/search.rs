@@ -412,14 +412,7 @@ impl<'i> Anchor<'i> {
 }
 
 /// [`for_each_occurrence`] with the pattern's anchor computed beforehand.
-fn for_each_anchored(
-    pat: &[char],
-    text: &[char],
-    lo: usize,
-    hi: usize,
-    anchor: Anchor<'_>,
-    mut f: impl FnMut(usize),
-) {
+fn for_each_anchored(pat: &[char], text: &[char], lo: usize, hi: usize, anchor: Anchor<'_>, mut f: impl FnMut(usize)) {
     let p = pat.len();
     let hi = min(hi, text.len());
     if p == 0 || lo >= hi || hi - lo < p {
@@ -940,8 +933,7 @@ impl<'s> NgramExpander<'s> {
         // seq[x+g : x-a+m+k]; x >= a-k, so the end is non-negative, and >= x+g.
         let r_lo = x + g;
         let r_hi = max(r_lo, min(n, (x + m).saturating_add(k) - a));
-        let hit =
-            if self.use_memo { right_memo.get(seq, r_lo, r_hi, k, Dir::Forward) } else { None };
+        let hit = if self.use_memo { right_memo.get(seq, r_lo, r_hi, k, Dir::Forward) } else { None };
         let right = match hit {
             Some(r) => r,
             None => {
@@ -1002,14 +994,7 @@ struct Memo {
 const MEMO_SLOTS: usize = 4;
 
 impl Memo {
-    fn get(
-        &self,
-        seq: &[char],
-        lo: usize,
-        hi: usize,
-        kk: usize,
-        dir: Dir,
-    ) -> Option<Option<(usize, usize)>> {
+    fn get(&self, seq: &[char], lo: usize, hi: usize, kk: usize, dir: Dir) -> Option<Option<(usize, usize)>> {
         let len = hi - lo;
         for &(elo, ehi, ekk, e) in self.slots.iter().flatten() {
             let fits = if e.stopped { len >= e.read } else { len == e.read };
@@ -1178,8 +1163,7 @@ mod tests {
             let p = next(8) + 1;
             let pat: Vec<char> = (0..p).map(|_| alpha[next(alpha.len() as u64)]).collect();
             let (lo, hi) = (next(n as u64 + 1), next(n as u64 + 1));
-            let want: Vec<usize> =
-                (lo..n).filter(|&x| x + p <= hi.min(n) && text[x..x + p] == pat[..]).collect();
+            let want: Vec<usize> = (lo..n).filter(|&x| x + p <= hi.min(n) && text[x..x + p] == pat[..]).collect();
             let mut got = Vec::new();
             for_each_occurrence(&pat, &text, lo, hi, None, |x| got.push(x));
             assert_eq!(got, want, "{text:?} {pat:?} {lo} {hi}");
@@ -1197,10 +1181,7 @@ mod tests {
     }
 
     fn fnm(sub: &str, seq: &str, k: usize) -> Vec<(usize, usize, usize)> {
-        find_near_matches(&chars(sub), &chars(seq), k)
-            .into_iter()
-            .map(|x| (x.start, x.end, x.dist))
-            .collect()
+        find_near_matches(&chars(sub), &chars(seq), k).into_iter().map(|x| (x.start, x.end, x.dist)).collect()
     }
 
     /// Small deterministic PRNG (xorshift64*).
@@ -1294,9 +1275,8 @@ mod tests {
     fn consolidate_reference(matches: &[NearMatch]) -> Vec<NearMatch> {
         let mut groups: Vec<(usize, usize, Vec<NearMatch>)> = Vec::new();
         for &x in matches {
-            let overl: Vec<usize> = (0..groups.len())
-                .filter(|&g| !(x.end <= groups[g].0 || x.start >= groups[g].1))
-                .collect();
+            let overl: Vec<usize> =
+                (0..groups.len()).filter(|&g| !(x.end <= groups[g].0 || x.start >= groups[g].1)).collect();
             if overl.is_empty() {
                 groups.push((x.start, x.end, vec![x]));
             } else if overl.len() == 1 {
@@ -1372,10 +1352,7 @@ mod tests {
             expand_long(&chars("abcdefghijkl"), &chars("abcdeXfghijkl"), 1, &mut Vec::new()).result,
             Some((1, 13))
         );
-        assert_eq!(
-            expand_long(&chars("abcdefghijkl"), &chars("zzzz"), 1, &mut Vec::new()).result,
-            None
-        );
+        assert_eq!(expand_long(&chars("abcdefghijkl"), &chars("zzzz"), 1, &mut Vec::new()).result, None);
     }
 
     #[test]
@@ -1453,8 +1430,7 @@ mod tests {
 
     #[test]
     fn ngram_memo_is_transparent() {
-        let alphabets: Vec<Vec<char>> =
-            ["a", "ab", "abc", ". a"].iter().map(|s| s.chars().collect()).collect();
+        let alphabets: Vec<Vec<char>> = ["a", "ab", "abc", ". a"].iter().map(|s| s.chars().collect()).collect();
         let mut rng = Rng(0x1234_5678_9ABC_DEF1);
         for _ in 0..800 {
             let alpha = &alphabets[rng.below(alphabets.len())];
@@ -1466,11 +1442,8 @@ mod tests {
             // A short random unit repeated, with a few random changes, around a copy of sub.
             let unit_len = 1 + rng.below(5);
             let unit = rng.string(alpha, unit_len);
-            let sub: Vec<char> = if rng.below(2) == 0 {
-                unit.iter().cycle().take(m).copied().collect()
-            } else {
-                rng.string(alpha, m)
-            };
+            let sub: Vec<char> =
+                if rng.below(2) == 0 { unit.iter().cycle().take(m).copied().collect() } else { rng.string(alpha, m) };
             let n = rng.below(200);
             let mut seq: Vec<char> = unit.iter().cycle().take(n).copied().collect();
             for _ in 0..rng.below(4) {
@@ -1491,14 +1464,10 @@ mod tests {
 
     /// A test input for `extreme_match`: random, periodic, prose-like, with copies of `sub`.
     fn extreme_case(rng: &mut Rng) -> (Vec<char>, Vec<char>, usize) {
-        const WORDS: [&str; 12] = [
-            "the", "of", "model", "page", "reading", "order", "naïve", "résumé", "a", "table",
-            "**bold**", "1.",
-        ];
-        let alphabets: Vec<Vec<char>> = ["a", "ab", "ab e", "abc", "abcdeéü€ ", ". a"]
-            .iter()
-            .map(|s| s.chars().collect())
-            .collect();
+        const WORDS: [&str; 12] =
+            ["the", "of", "model", "page", "reading", "order", "naïve", "résumé", "a", "table", "**bold**", "1."];
+        let alphabets: Vec<Vec<char>> =
+            ["a", "ab", "ab e", "abc", "abcdeéü€ ", ". a"].iter().map(|s| s.chars().collect()).collect();
         let alpha = &alphabets[rng.below(alphabets.len())];
         let big = rng.below(8) == 0;
         let n = rng.below(if big { 1500 } else { 300 });
@@ -1607,16 +1576,11 @@ mod tests {
     #[test]
     fn extreme_match_on_small_dense_inputs() {
         let mut rng = Rng(0xABCD_EF01_2345_6789);
-        let alphabets: Vec<Vec<char>> =
-            ["ab", "abc", "ab "].iter().map(|s| s.chars().collect()).collect();
+        let alphabets: Vec<Vec<char>> = ["ab", "abc", "ab "].iter().map(|s| s.chars().collect()).collect();
         for i in 0..100_000 {
             let alpha = &alphabets[rng.below(alphabets.len())];
             let m = 1 + rng.below(16);
-            let k = if m >= 6 && rng.below(4) != 0 {
-                1 + rng.below(m / 3 - 1)
-            } else {
-                rng.below(m + 1)
-            };
+            let k = if m >= 6 && rng.below(4) != 0 { 1 + rng.below(m / 3 - 1) } else { rng.below(m + 1) };
             let sub = rng.string(alpha, m);
             let n = rng.below(40);
             let seq = rng.string(alpha, n);
@@ -1719,11 +1683,7 @@ mod tests {
             let kk = rng.below(12);
             let want = expand_long_reference(&p, &t, kk);
             let got = expand_long(&p, &t, kk, &mut scores);
-            assert_eq!(
-                (got.result, got.read, got.stopped),
-                (want.result, want.read, want.stopped),
-                "{p:?} {t:?} {kk}"
-            );
+            assert_eq!((got.result, got.read, got.stopped), (want.result, want.read, want.stopped), "{p:?} {t:?} {kk}");
             found += usize::from(want.result.is_some());
         }
         assert!(found > 50_000, "{found}");
@@ -1775,10 +1735,8 @@ mod tests {
             let (subc, seqc) = (chars(sub), chars(seq));
             if k >= 1 && k < subc.len() && subc.len() / (k + 1) < 3 {
                 if let Some(raw) = lp_reference(&subc, &seqc, k, 200_000) {
-                    let lit: Vec<_> = consolidate_reference(&raw)
-                        .into_iter()
-                        .map(|x| (x.start, x.end, x.dist))
-                        .collect();
+                    let lit: Vec<_> =
+                        consolidate_reference(&raw).into_iter().map(|x| (x.start, x.end, x.dist)).collect();
                     assert_eq!(lit, got, "literal port: {sub:?} {seq:?} {k}");
                     literal += 1;
                 }
@@ -1788,12 +1746,7 @@ mod tests {
             if hd {
                 hash_dep += 1;
                 assert!(tie, "hash-dependent without a tie: {line}");
-                let seen: Vec<_> = v["all_results"]
-                    .as_array()
-                    .expect("all_results")
-                    .iter()
-                    .map(as_matches)
-                    .collect();
+                let seen: Vec<_> = v["all_results"].as_array().expect("all_results").iter().map(as_matches).collect();
                 if seen.contains(&got) {
                     in_seen += 1;
                 }

@@ -66,23 +66,13 @@ impl Kind {
         match self {
             Kind::Present | Kind::Absent => &["text", "case_sensitive", "first_n", "last_n"],
             Kind::Order => &["before", "after"],
-            Kind::Table => &[
-                "cell",
-                "up",
-                "down",
-                "left",
-                "right",
-                "top_heading",
-                "left_heading",
-                "ignore_markdown_tables",
-            ],
+            Kind::Table => {
+                &["cell", "up", "down", "left", "right", "top_heading", "left_heading", "ignore_markdown_tables"]
+            }
             Kind::Math => &["math", "ignore_dollar_delimited"],
-            Kind::Baseline => &[
-                "max_length",
-                "max_length_skips_image_alt_tags",
-                "max_repeats",
-                "check_disallowed_characters",
-            ],
+            Kind::Baseline => {
+                &["max_length", "max_length_skips_image_alt_tags", "max_repeats", "check_disallowed_characters"]
+            }
             Kind::Format => &["text", "format", "case_sensitive"],
             Kind::Footnote => &["marker", "appears_before_marker", "appears_after_marker"],
         }
@@ -126,9 +116,7 @@ impl PyNum {
         match self {
             PyNum::Int(i) => Ok((count as i128) > *i),
             PyNum::Float(f) => Ok((count as f64) > *f),
-            PyNum::Invalid(t) => Err(format!(
-                "TypeError: '>' not supported between instances of 'int' and '{t}'"
-            )),
+            PyNum::Invalid(t) => Err(format!("TypeError: '>' not supported between instances of 'int' and '{t}'")),
         }
     }
 }
@@ -312,12 +300,8 @@ pub fn parse_record(line: &str, source: &str, line_no: usize) -> Result<Test, Sp
 
 /// [`parse_record`] of `line`, whose lone surrogate escapes `json` already replaced.
 fn parse_prepared(line: &str, json: &str, source: &str, line_no: usize) -> Result<Test, SpecError> {
-    let err = |id: Option<String>, message: String| SpecError {
-        source: source.to_string(),
-        line: line_no,
-        id,
-        message,
-    };
+    let err =
+        |id: Option<String>, message: String| SpecError { source: source.to_string(), line: line_no, id, message };
     if line.starts_with('\u{feff}') {
         return Err(err(
             None,
@@ -402,10 +386,7 @@ fn validate(obj: &Map<String, Value>, source: &str, line: usize) -> Result<Test,
         _ => None,
     }
     .ok_or_else(|| {
-        format!(
-            "unknown test type {}",
-            obj.get("type").map_or("(missing)".to_string(), |v| v.to_string())
-        )
+        format!("unknown test type {}", obj.get("type").map_or("(missing)".to_string(), |v| v.to_string()))
     })?;
     let allowed = |k: &str| COMMON.contains(&k) || kind.fields().contains(&k);
     let unknown: Vec<&str> = obj.keys().map(String::as_str).filter(|k| !allowed(k)).collect();
@@ -476,10 +457,9 @@ fn validate(obj: &Map<String, Value>, source: &str, line: usize) -> Result<Test,
             }
         }
         Kind::Math => match obj.get("math") {
-            Some(Value::String(m)) if !py_strip(&chars(m)).is_empty() => Spec::Math {
-                math: m.clone(),
-                ignore_dollar_delimited: flag(obj, "ignore_dollar_delimited", false),
-            },
+            Some(Value::String(m)) if !py_strip(&chars(m)).is_empty() => {
+                Spec::Math { math: m.clone(), ignore_dollar_delimited: flag(obj, "ignore_dollar_delimited", false) }
+            }
             Some(Value::String(_)) => return Err("Math test must have non-empty math expression".into()),
             Some(other) => return Err(format!("field 'math' must be a string, got {}", type_name(other))),
             None => unreachable!("checked as required"),
@@ -535,9 +515,7 @@ fn footnote_marker(v: Option<&Value>) -> Result<Result<Vec<char>, &'static str>,
     match v {
         Value::String(s) if s.contains(' ') => Err("Marker cannot contain whitespace".into()),
         Value::String(s) => Ok(Ok(chars(s))),
-        Value::Array(a) if a.contains(&Value::String(space.clone())) => {
-            Err("Marker cannot contain whitespace".into())
-        }
+        Value::Array(a) if a.contains(&Value::String(space.clone())) => Err("Marker cannot contain whitespace".into()),
         Value::Object(o) if o.contains_key(&space) => Err("Marker cannot contain whitespace".into()),
         Value::Array(_) | Value::Object(_) => Ok(Err(type_name(v))),
         other => Err(format!("marker must be a string, got {}", type_name(other))),

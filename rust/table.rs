@@ -199,7 +199,8 @@ impl TableData {
                         Some(FREE) => break FREE,
                         Some(next) => {
                             path.push(cur);
-                            let decides = self.cells[next as usize].heading || !matches!(self.step(next, dir), Some(x) if x != FREE);
+                            let decides = self.cells[next as usize].heading
+                                || !matches!(self.step(next, dir), Some(x) if x != FREE);
                             if decides {
                                 break next;
                             }
@@ -935,10 +936,8 @@ mod tests {
         .unwrap()[0];
         assert_eq!(t.cells[0].rowspan, 3);
         assert!(!t.is_rectangular);
-        let t = &parse_html_tables(&chars(
-            "<table><tr><td colspan='2x'>a</td><td colspan=' 2 '>b</td></tr></table>",
-        ))
-        .unwrap()[0];
+        let t = &parse_html_tables(&chars("<table><tr><td colspan='2x'>a</td><td colspan=' 2 '>b</td></tr></table>"))
+            .unwrap()[0];
         assert_eq!((t.cells[0].colspan, t.cells[1].colspan, t.cells[1].col), (1, 2, 1));
     }
 

@@ -61,10 +61,7 @@ pub fn is_py_printable(c: char) -> bool {
 
 fn lower_one(c: char) -> Option<&'static str> {
     let cp = c as u32;
-    tables::LOWER
-        .binary_search_by_key(&cp, |&(k, _)| k)
-        .ok()
-        .map(|i| tables::LOWER[i].1)
+    tables::LOWER.binary_search_by_key(&cp, |&(k, _)| k).ok().map(|i| tables::LOWER[i].1)
 }
 
 /// `_sre.unicode_tolower`: the simple (one code point) lowercase mapping `re` uses.
@@ -89,10 +86,7 @@ pub fn re_ignorecase_eq(c: char, m: char) -> bool {
         return c.eq_ignore_ascii_case(&m);
     }
     let (lc, lm) = (simple_lower(c), simple_lower(m));
-    lc == lm
-        || tables::EXTRA_CASES
-            .iter()
-            .any(|&(a, b)| a == lm as u32 && b == lc as u32)
+    lc == lm || tables::EXTRA_CASES.iter().any(|&(a, b)| a == lm as u32 && b == lc as u32)
 }
 
 /// Python `str.lower()`, including the Final_Sigma rule for U+03A3.
@@ -825,9 +819,8 @@ mod tests {
         let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15u64);
         let mut next = |m: usize| rng.below(m);
         let tokens = [
-            "*", "**", "_", "__", "<br>", "<br/>", "<b>", "</b>", "<i>", "</i>", "<", "b", "i", ">",
-            "/", "a", "é", "e\u{301}", " ", "  ", "\n", "\t", "\u{a0}", "\u{2019}", "\u{2014}",
-            "\u{b5}", "\u{3a3}", "x",
+            "*", "**", "_", "__", "<br>", "<br/>", "<b>", "</b>", "<i>", "</i>", "<", "b", "i", ">", "/", "a", "é",
+            "e\u{301}", " ", "  ", "\n", "\t", "\u{a0}", "\u{2019}", "\u{2014}", "\u{b5}", "\u{3a3}", "x",
         ];
         let prose = ["word", "a", "the", " ", " ", " ", " ", "é", ".", "\n", "  ", "**", "<td>", "_"];
         for it in 0..scaled_iterations(30_000) {

@@ -16,26 +16,15 @@ use crate::suite::Spec;
 use crate::text::{collapse_ws, is_py_alnum, is_py_space, py_str_repr};
 
 pub fn check(spec: &Spec, content: &[char]) -> Verdict {
-    let Spec::Baseline {
-        max_length,
-        max_length_skips_image_alt_tags,
-        max_repeats,
-        check_disallowed_characters,
-    } = spec
+    let Spec::Baseline { max_length, max_length_skips_image_alt_tags, max_repeats, check_disallowed_characters } = spec
     else {
         unreachable!("baseline::check called on another type")
     };
     let alnum = |s: &[char]| s.iter().filter(|&&c| is_py_alnum(c)).count();
     if let Some(max_length) = max_length {
-        let n = if *max_length_skips_image_alt_tags {
-            alnum(&strip_markdown_images(content))
-        } else {
-            alnum(content)
-        };
+        let n = if *max_length_skips_image_alt_tags { alnum(&strip_markdown_images(content)) } else { alnum(content) };
         return match max_length.lt(n) {
-            Ok(true) => Verdict::fail(format!(
-                "{n} characters were output for a page we expected to be blank"
-            )),
+            Ok(true) => Verdict::fail(format!("{n} characters were output for a page we expected to be blank")),
             Ok(false) => Verdict::pass(),
             Err(e) => Verdict::error(e),
         };
@@ -45,19 +34,13 @@ pub fn check(spec: &Spec, content: &[char]) -> Verdict {
     }
     for (i, count) in ngram_repeats(content).into_iter().enumerate() {
         match max_repeats.lt(count) {
-            Ok(true) => {
-                return Verdict::fail(format!(
-                    "Text ends with {count} repeating {}-grams, invalid",
-                    i + 1
-                ))
-            }
+            Ok(true) => return Verdict::fail(format!("Text ends with {count} repeating {}-grams, invalid", i + 1)),
             Ok(false) => {}
             Err(e) => return Verdict::error(e),
         }
     }
     if *check_disallowed_characters {
-        let bad: Vec<String> =
-            content.iter().filter(|&&c| disallowed(c)).map(|&c| py_str_repr(&[c])).collect();
+        let bad: Vec<String> = content.iter().filter(|&&c| disallowed(c)).map(|&c| py_str_repr(&[c])).collect();
         if !bad.is_empty() {
             return Verdict::fail(format!("Text contains disallowed characters [{}]", bad.join(", ")));
         }

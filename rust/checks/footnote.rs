@@ -31,9 +31,7 @@ pub fn check(test: &Test, raw: &[char]) -> Verdict {
     let spans = occurrences(raw, marker);
     let m = string(marker);
     if spans.is_empty() {
-        return Verdict::fail(format!(
-            "Footnote marker '{m}' not found as [^{m}], <sup>{m}</sup>, or superscript"
-        ));
+        return Verdict::fail(format!("Footnote marker '{m}' not found as [^{m}], <sup>{m}</sup>, or superscript"));
     }
     let clean = |x: &[char]| -> Vec<char> {
         let kept: Vec<char> = normalize(x).into_iter().filter(|&c| is_py_alnum(c)).collect();
@@ -70,18 +68,12 @@ pub fn check(test: &Test, raw: &[char]) -> Verdict {
     let mut failures = Vec::new();
     if let Some(b) = before {
         if !found(b, true) {
-            failures.push(format!(
-                "Text '{}...' not found before any occurrence of marker '{m}'",
-                prefix(b, 40)
-            ));
+            failures.push(format!("Text '{}...' not found before any occurrence of marker '{m}'", prefix(b, 40)));
         }
     }
     if let Some(a) = after {
         if !found(a, false) {
-            failures.push(format!(
-                "Text '{}...' not found after any occurrence of marker '{m}'",
-                prefix(a, 40)
-            ));
+            failures.push(format!("Text '{}...' not found after any occurrence of marker '{m}'", prefix(a, 40)));
         }
     }
     if failures.is_empty() {

@@ -19,8 +19,7 @@ pub fn check(test: &Test, raw: &[char]) -> Verdict {
     let Spec::Format { text, format, case_sensitive } = &test.spec else {
         unreachable!("format::check called on another type")
     };
-    let mut found: Vec<Vec<char>> =
-        fragments(raw, *format).iter().map(|f| normalize(f)).collect();
+    let mut found: Vec<Vec<char>> = fragments(raw, *format).iter().map(|f| normalize(f)).collect();
     let lowered;
     let search: &[char] = if *case_sensitive {
         text
@@ -45,31 +44,18 @@ pub fn check(test: &Test, raw: &[char]) -> Verdict {
         let samples: Vec<String> = found
             .iter()
             .take(3)
-            .map(|t| {
-                if t.len() > 20 {
-                    format!("'{}...'", prefix(t, 20))
-                } else {
-                    format!("'{}'", prefix(t, t.len()))
-                }
-            })
+            .map(|t| if t.len() > 20 { format!("'{}...'", prefix(t, 20)) } else { format!("'{}'", prefix(t, t.len())) })
             .collect();
         format!("Found {name} text: {}", samples.join(", "))
     };
-    Verdict::fail(format!(
-        "Text '{}...' not found with {name} formatting. {detail}",
-        prefix(text, 40)
-    ))
-    .with_partial_credit(best, thr)
+    Verdict::fail(format!("Text '{}...' not found with {name} formatting. {detail}", prefix(text, 40)))
+        .with_partial_credit(best, thr)
 }
 
 /// The raw fragments the reference's `re.findall` calls return, in the reference's order.
 pub fn fragments(s: &[char], format: Format) -> Vec<Vec<char>> {
     let tag = |open: &'static str, close: &'static str| {
-        findall_tag(
-            s,
-            |p| ci_at(s, p, open).then_some(open.len()),
-            |p| ci_at(s, p, close).then_some(close.len()),
-        )
+        findall_tag(s, |p| ci_at(s, p, open).then_some(open.len()), |p| ci_at(s, p, close).then_some(close.len()))
     };
     match format {
         Format::Heading => {
@@ -145,9 +131,7 @@ fn lone_delimited(s: &[char], d: char) -> Vec<Vec<char>> {
     if !s.contains(&d) {
         return Vec::new();
     }
-    let isolated = |i: usize| {
-        s[i] == d && (i == 0 || s[i - 1] != d) && s.get(i + 1) != Some(&d)
-    };
+    let isolated = |i: usize| s[i] == d && (i == 0 || s[i - 1] != d) && s.get(i + 1) != Some(&d);
     // Queries only grow.
     let mut next = NextFinder::new(n, isolated);
     let mut out = Vec::new();

@@ -179,10 +179,7 @@ mod tests {
         assert!(!run("\\quad", "no equations"));
         assert!(run("5", "it costs $5 and $6 today"));
         assert!(run(" a+b", "$a+b$"));
-        assert_eq!(
-            check("x", false, &chars("none")).explanation,
-            "No match found for x anywhere in content"
-        );
+        assert_eq!(check("x", false, &chars("none")).explanation, "No match found for x anywhere in content");
     }
 
     #[test]

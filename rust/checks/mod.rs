@@ -158,16 +158,69 @@ mod tests {
         let mut rng = crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15u64);
         let mut next = |n: usize| rng.below(n);
         const FRAGMENTS: &[&str] = &[
-            "Hello world", " ", "\n", "\n\n", "| a | b |\n", "|---|---|\n", "| 1 | 2 |\n", "<table>", "</table>",
-            "<tr>", "<td rowspan=3>", "<th colspan=2>", "</td>", "$x^2$", "$$\\frac{a}{b}$$", "\\(\\alpha\\)",
-            "\\[", "\\]", "{", "}", "\\def\\a{\\a\\a}\\a", "**bold**", "_it_", "# Heading\n", "[^1]", "¹",
-            "é", "ﬁ", "\u{200b}", "\u{10f800}", "\u{0}", "\r", "\t", "<![CDATA[", "&amp;", "&#99999999;", "ab", "...",
+            "Hello world",
+            " ",
+            "\n",
+            "\n\n",
+            "| a | b |\n",
+            "|---|---|\n",
+            "| 1 | 2 |\n",
+            "<table>",
+            "</table>",
+            "<tr>",
+            "<td rowspan=3>",
+            "<th colspan=2>",
+            "</td>",
+            "$x^2$",
+            "$$\\frac{a}{b}$$",
+            "\\(\\alpha\\)",
+            "\\[",
+            "\\]",
+            "{",
+            "}",
+            "\\def\\a{\\a\\a}\\a",
+            "**bold**",
+            "_it_",
+            "# Heading\n",
+            "[^1]",
+            "¹",
+            "é",
+            "ﬁ",
+            "\u{200b}",
+            "\u{10f800}",
+            "\u{0}",
+            "\r",
+            "\t",
+            "<![CDATA[",
+            "&amp;",
+            "&#99999999;",
+            "ab",
+            "...",
         ];
         const TYPES: &[&str] = &["present", "absent", "order", "table", "math", "baseline", "format", "footnote"];
         const KEYS: &[&str] = &[
-            "text", "before", "after", "cell", "up", "down", "left", "right", "top_heading", "left_heading",
-            "math", "format", "marker", "max_diffs", "case_sensitive", "first_n", "last_n", "max_repeats",
-            "max_length", "check_disallowed_characters", "ignore_markdown_tables", "ignore_dollar_delimited",
+            "text",
+            "before",
+            "after",
+            "cell",
+            "up",
+            "down",
+            "left",
+            "right",
+            "top_heading",
+            "left_heading",
+            "math",
+            "format",
+            "marker",
+            "max_diffs",
+            "case_sensitive",
+            "first_n",
+            "last_n",
+            "max_repeats",
+            "max_length",
+            "check_disallowed_characters",
+            "ignore_markdown_tables",
+            "ignore_dollar_delimited",
         ];
         let value = |next: &mut dyn FnMut(usize) -> usize| -> String {
             match next(8) {
@@ -185,7 +238,12 @@ mod tests {
         let mut lines = Vec::new();
         for i in 0..600 {
             let kind = TYPES[next(TYPES.len())];
-            let mut fields = vec![format!("\"id\": \"t{i}\""), format!("\"type\": \"{kind}\""), "\"pdf\": \"a.pdf\"".into(), "\"page\": 1".into()];
+            let mut fields = vec![
+                format!("\"id\": \"t{i}\""),
+                format!("\"type\": \"{kind}\""),
+                "\"pdf\": \"a.pdf\"".into(),
+                "\"page\": 1".into(),
+            ];
             let text = |next: &mut dyn FnMut(usize) -> usize| -> String {
                 let s: String = (0..1 + next(3)).map(|_| FRAGMENTS[next(FRAGMENTS.len())]).collect();
                 serde_json::to_string(&s).unwrap()

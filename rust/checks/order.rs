@@ -33,10 +33,7 @@ pub fn check(test: &Test, before: &[char], after: &[char], page: &Page) -> Verdi
         ));
     };
     let Some(last_after) = extreme_match(after, content, k, End::Last, index) else {
-        return Verdict::fail(format!(
-            "'after' text '{}...' not found with max_l_dist {max_diffs}",
-            prefix(after, 40)
-        ));
+        return Verdict::fail(format!("'after' text '{}...' not found with max_l_dist {max_diffs}", prefix(after, 40)));
     };
     if first_before.start < last_after.start {
         Verdict::pass()

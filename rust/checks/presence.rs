@@ -16,8 +16,7 @@ use crate::fuzz::min_score_for_threshold;
 use crate::suite::{Kind, SliceArg, Spec, Test};
 use crate::text::{prefix, py_fixed, py_float_repr, py_slice};
 
-const SLICE_ERROR: &str =
-    "TypeError: slice indices must be integers or None or have an __index__ method";
+const SLICE_ERROR: &str = "TypeError: slice indices must be integers or None or have an __index__ method";
 
 pub fn check(test: &Test, page: &Page) -> Verdict {
     let Spec::Presence { case_sensitive, first_n, last_n, query: needle, .. } = &test.spec else {
@@ -29,16 +28,14 @@ pub fn check(test: &Test, page: &Page) -> Verdict {
     // The character index applies to the whole page only.
     let (window, index): (&[char], _) = match (first_n, last_n) {
         (SliceArg::Off, SliceArg::Off) => {
-            let index =
-                if *case_sensitive { page.normalized_index() } else { page.normalized_lower_index() };
+            let index = if *case_sensitive { page.normalized_index() } else { page.normalized_lower_index() };
             (content, index)
         }
         (SliceArg::Invalid(_), _) | (_, SliceArg::Invalid(_)) => {
             return Verdict::error(SLICE_ERROR.into());
         }
         (SliceArg::At(f), SliceArg::At(l)) => {
-            joined = [py_slice(content, None, Some(*f)), py_slice(content, Some(l.saturating_neg()), None)]
-                .concat();
+            joined = [py_slice(content, None, Some(*f)), py_slice(content, Some(l.saturating_neg()), None)].concat();
             (&joined, None)
         }
         (SliceArg::At(f), SliceArg::Off) => (py_slice(content, None, Some(*f)), None),
@@ -86,9 +83,7 @@ mod tests {
     /// The check as the definition reads, with nothing compiled ahead or indexed: a fresh
     /// `partial_ratio` on the (sliced) normalized page.
     fn plain(test: &Test, page: &Page) -> Verdict {
-        let Spec::Presence { text, case_sensitive, first_n, last_n, .. } = &test.spec else {
-            unreachable!()
-        };
+        let Spec::Presence { text, case_sensitive, first_n, last_n, .. } = &test.spec else { unreachable!() };
         let (query, content) = if *case_sensitive {
             (text.clone(), page.normalized().to_vec())
         } else {
@@ -96,9 +91,7 @@ mod tests {
         };
         let window: Vec<char> = match (first_n, last_n) {
             (SliceArg::Off, SliceArg::Off) => content,
-            (SliceArg::Invalid(_), _) | (_, SliceArg::Invalid(_)) => {
-                return Verdict::error(SLICE_ERROR.into())
-            }
+            (SliceArg::Invalid(_), _) | (_, SliceArg::Invalid(_)) => return Verdict::error(SLICE_ERROR.into()),
             (SliceArg::At(f), SliceArg::At(l)) => {
                 [py_slice(&content, None, Some(*f)), py_slice(&content, Some(-*l), None)].concat()
             }

@@ -34,9 +34,8 @@ pub struct Table {
 
 impl Table {
     fn text(&self, cell: usize) -> &[char] {
-        let normalized = self
-            .normalized
-            .get_or_init(|| (0..self.data.cells.len()).map(|k| normalized(self.data.text(k))).collect());
+        let normalized =
+            self.normalized.get_or_init(|| (0..self.data.cells.len()).map(|k| normalized(self.data.text(k))).collect());
         normalized[cell].as_deref().unwrap_or_else(|| self.data.text(cell))
     }
 }
@@ -112,9 +111,7 @@ pub fn check_page(test: &Test, page: &Page) -> Verdict {
         unreachable!("table::check called on another type")
     };
     let Some(cell) = cell else {
-        return Verdict::error(
-            "TypeError: object of type 'NoneType' has no len() (the test's cell is null)".into(),
-        );
+        return Verdict::error("TypeError: object of type 'NoneType' has no len() (the test's cell is null)".into());
     };
     let thr = floor_half(threshold(test.max_diffs, cell.len()));
     let markdown = if *ignore_markdown_tables {
@@ -243,7 +240,8 @@ mod tests {
     }
 
     const MD: &str = "| Name | Val |\n|---|---|\n| A | 1 |\n| B | 2 |";
-    const GRID: &str = "<table><tr><td>h1</td><td>h2</td></tr><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d</td></tr></table>";
+    const GRID: &str =
+        "<table><tr><td>h1</td><td>h2</td></tr><tr><td>a</td><td>b</td></tr><tr><td>c</td><td>d</td></tr></table>";
 
     #[test]
     fn case_8_markdown_headings() {
@@ -283,9 +281,7 @@ mod tests {
     fn case_12_lt_swallows_table() {
         let v = verdict(r#""cell": "1""#, "where $x<y$ holds.\n\n<table><tr><td>1</td></tr></table>");
         assert_eq!(v.explanation, "No tables found in the content");
-        assert!(
-            verdict(r#""cell": "1""#, "where $p<0.05$ holds.\n\n<table><tr><td>1</td></tr></table>").passed
-        );
+        assert!(verdict(r#""cell": "1""#, "where $p<0.05$ holds.\n\n<table><tr><td>1</td></tr></table>").passed);
     }
 
     #[test]
@@ -297,8 +293,7 @@ mod tests {
 
     #[test]
     fn case_14_nested_tables() {
-        let page =
-            "<table><tr><td>a</td><td><table><tr><td>in1</td><td>in2</td></tr></table></td></tr></table>";
+        let page = "<table><tr><td>a</td><td><table><tr><td>in1</td><td>in2</td></tr></table></td></tr></table>";
         assert!(verdict(r#""cell": "in1", "up": "a""#, page).passed);
     }
 

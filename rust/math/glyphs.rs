@@ -93,7 +93,16 @@ pub fn layout_match(reference: &[Span], hypothesis: &[Span]) -> bool {
     }
     let hn = neighbours(&h);
     let rn = neighbours(&r);
-    let mut s = Search { h: &h, r: &r, hn: &hn, rn: &rn, cands: &cands, used: vec![false; r.len()], assign: vec![None; h.len()], steps: 0 };
+    let mut s = Search {
+        h: &h,
+        r: &r,
+        hn: &hn,
+        rn: &rn,
+        cands: &cands,
+        used: vec![false; r.len()],
+        assign: vec![None; h.len()],
+        steps: 0,
+    };
     s.run()
 }
 

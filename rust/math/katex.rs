@@ -136,8 +136,7 @@ impl Engine {
             c.eval::<(), _>(src.as_bytes().to_vec()).map_err(|e| format!("{}: {e}", path.display()))?;
             ticks.store(0, Ordering::Relaxed);
             c.eval::<(), _>(GLUE).map_err(|e| format!("glue: {e}"))?;
-            c.eval::<String, _>("typeof katex === 'object' ? String(katex.version) : 'none'")
-                .map_err(|e| e.to_string())
+            c.eval::<String, _>("typeof katex === 'object' ? String(katex.version) : 'none'").map_err(|e| e.to_string())
         })?;
         if version != KATEX_VERSION {
             return Err(format!("{} is KaTeX {version}, not {KATEX_VERSION}; {FIX}", path.display()));
@@ -230,10 +229,8 @@ fn render_on_helper(func: &str, eq: &str) -> (Rendered, u64) {
         let mut slot = HELPER.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {
             let (tx, rx) = std::sync::mpsc::channel::<Job>();
-            let spawned = std::thread::Builder::new()
-                .name("olmocr-rl-katex".into())
-                .stack_size(HELPER_STACK)
-                .spawn(move || {
+            let spawned =
+                std::thread::Builder::new().name("olmocr-rl-katex".into()).stack_size(HELPER_STACK).spawn(move || {
                     for (func, eq, reply) in rx {
                         let _ = reply.send(render_here(&func, &eq));
                     }
@@ -290,7 +287,9 @@ pub(crate) mod tests {
             return;
         }
         assert!(matches!(render("__olmocr_mathml", "x^2"), Rendered::Ok(m) if m.contains("<msup>")));
-        assert!(matches!(render("__olmocr_mathml", "\\frac{a}{"), Rendered::Error(m) if m.contains("KaTeX parse error")));
+        assert!(
+            matches!(render("__olmocr_mathml", "\\frac{a}{"), Rendered::Error(m) if m.contains("KaTeX parse error"))
+        );
     }
 
     #[test]
@@ -334,7 +333,10 @@ pub(crate) mod tests {
         }
         bomb += "\\ze";
         let (r, cost) = render_costed("__olmocr_mathml", &bomb);
-        assert_eq!(r, Rendered::Limit("the equation needs more than the render budget (1.5 million operations)".into()));
+        assert_eq!(
+            r,
+            Rendered::Limit("the equation needs more than the render budget (1.5 million operations)".into())
+        );
         assert_eq!(cost, OP_BUDGET + 1);
     }
 }

@@ -35,11 +35,7 @@ fn decode(s: &str) -> String {
     if !s.contains('&') {
         return s.to_string();
     }
-    s.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#x27;", "'")
-        .replace("&amp;", "&")
+    s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&#x27;", "'").replace("&amp;", "&")
 }
 
 /// Deeper MathML than this is refused (the serializer recurses).
@@ -266,7 +262,10 @@ mod tests {
     #[test]
     fn nbsp_drops_later_text_entities() {
         let m = "<math><semantics><mrow><mo>&lt;</mo><mtext>a\u{a0}b</mtext><mo>&gt;</mo><mi a=\"x&amp;y\">q</mi><mtext>&amp;</mtext></mrow><annotation>x</annotation></semantics></math>";
-        assert_eq!(compare_string(m).unwrap(), r#"<mrow><mo>&lt;</mo><mtext>ab</mtext><mo/><mia="x&amp;y">q</mi><mtext/></mrow>"#);
+        assert_eq!(
+            compare_string(m).unwrap(),
+            r#"<mrow><mo>&lt;</mo><mtext>ab</mtext><mo/><mia="x&amp;y">q</mi><mtext/></mrow>"#
+        );
     }
 
     #[test]

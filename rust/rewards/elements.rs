@@ -21,7 +21,9 @@ use crate::text::is_py_alnum;
 
 /// (HTML tables, math spans) of `text`, as upstream's `count_elements`.
 pub fn element_counts(text: &[char]) -> (usize, usize) {
-    let math = spans(text, &['$', '$'], &['$', '$']) + spans(text, &['\\', '('], &['\\', ')']) + spans(text, &['\\', '['], &['\\', ']']);
+    let math = spans(text, &['$', '$'], &['$', '$'])
+        + spans(text, &['\\', '('], &['\\', ')'])
+        + spans(text, &['\\', '['], &['\\', ']']);
     (tables(text), math)
 }
 

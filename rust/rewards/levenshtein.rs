@@ -48,7 +48,8 @@ impl Masks {
     /// The masks of `c`, one word per 64 pattern positions.
     #[inline]
     fn row(&self, c: char) -> &[u64] {
-        let row = if (c as u32) < 128 { self.ascii[c as usize] } else { self.other.get(&c).copied().unwrap_or(0) } as usize;
+        let row =
+            if (c as u32) < 128 { self.ascii[c as usize] } else { self.other.get(&c).copied().unwrap_or(0) } as usize;
         &self.rows[row * self.words..(row + 1) * self.words]
     }
 }
@@ -277,7 +278,13 @@ mod tests {
     fn random_against_dp() {
         let mut rng = XorShift(0x1e7e_05c1);
         for round in 0..3000 {
-            let alphabet: Vec<char> = if round % 3 == 0 { s("ab") } else if round % 3 == 1 { s("abcdé😀 \n") } else { s("abcdefghijklmnopqrstuvwxyz") };
+            let alphabet: Vec<char> = if round % 3 == 0 {
+                s("ab")
+            } else if round % 3 == 1 {
+                s("abcdé😀 \n")
+            } else {
+                s("abcdefghijklmnopqrstuvwxyz")
+            };
             let len = match round % 4 {
                 0 => rng.below(20),
                 1 => rng.below(90),

@@ -33,7 +33,8 @@ pub fn medoid_rewards(texts: &[Vec<char>], groups: &[u64]) -> Vec<f64> {
         .enumerate()
         .flat_map(|(g, (_, m))| (0..m.len()).flat_map(move |x| (x + 1..m.len()).map(move |y| (g, x, y))))
         .collect();
-    let dists: Vec<usize> = pairs.par_iter().map(|&(g, x, y)| levenshtein(&texts[members[g].1[x]], &texts[members[g].1[y]])).collect();
+    let dists: Vec<usize> =
+        pairs.par_iter().map(|&(g, x, y)| levenshtein(&texts[members[g].1[x]], &texts[members[g].1[y]])).collect();
     let mut out = vec![1.0; texts.len()];
     let mut cursor = 0;
     for (_, m) in &members {

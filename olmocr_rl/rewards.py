@@ -114,15 +114,26 @@ class BenchReward:
         log_metric: Callable[[str, float], None] | None = None,
         **kwargs: Any,
     ) -> list[float | None]:
+        texts, test_ids = self.checked_inputs(completions, test_ids)
+        scores = self.score_texts(texts, test_ids)
+        if log_metric is not None:
+            for name, value in self.metrics(scores, test_ids).items():
+                log_metric(name, value)
+        return self.rewards_of(scores)
+
+    def checked_inputs(
+        self, completions: Sequence[Any], test_ids: Sequence[Sequence[str] | None] | None
+    ) -> tuple[list[str], Sequence[Sequence[str] | None]]:
+        """The completions' texts and their test ids, checked to pair up."""
         texts = completion_texts(completions)
         if test_ids is None:
             raise TypeError(f"{self.__name__}: the dataset needs a 'test_ids' column (one list of test ids per row)")
         if len(test_ids) != len(texts):
             raise ValueError(f"{self.__name__}: {len(texts)} completions but {len(test_ids)} test_ids")
-        scores = self.score_texts(texts, test_ids)
-        if log_metric is not None:
-            for name, value in self.metrics(scores, test_ids).items():
-                log_metric(name, value)
+        return texts, test_ids
+
+    def rewards_of(self, scores: Sequence[PageScore | None]) -> list[float | None]:
+        """The reward of each page score under this reward's average (None: no tests)."""
         key = {"micro": "reward", "macro": "macro", "graded": "graded"}[self.average]
         return [getattr(s, key) if s is not None else None for s in scores]
 

@@ -30,46 +30,11 @@ QUIET = ["progress=false"]
 
 
 def make_prepared(out: Path) -> Path:
-    """The bench fixtures prepared by `olmocr-rl prepare` (one PDF of three held out for eval),
-    or, where that command is not available, a folder in its format with PIL-drawn pages."""
-    try:
-        from olmocr_rl.data import PrepareOptions, prepare
-    except ImportError:
-        return fabricate_prepared(out)
+    """The bench fixtures prepared by `olmocr-rl prepare` (one PDF of three held out for eval)."""
+    from olmocr_rl.data import PrepareOptions, prepare
+
     result = prepare(FIXTURES, out, PrepareOptions(longest_side=140, eval_fraction=0.34, workers=1, seed=0), progress=False)
     assert len(result.train) == 3 and len(result.eval) == 1
-    return out
-
-
-def fabricate_prepared(out: Path) -> Path:
-    """A prepared folder in `olmocr-rl prepare`'s format, from the bench fixtures: the tests as
-    accepted tests, one PIL-drawn page image per (pdf, page), the last page held out for eval."""
-    from PIL import Image, ImageDraw
-
-    (out / "tests").mkdir(parents=True)
-    (out / "images").mkdir()
-    pages: dict[tuple[str, int], dict] = {}
-    for f in sorted(FIXTURES.glob("*.jsonl")):
-        shutil.copyfile(f, out / "tests" / f.name)
-        for line in f.read_text().splitlines():
-            if line.strip():
-                t = json.loads(line)
-                row = pages.setdefault((t["pdf"], t["page"]), {"jsonl_file": f.name, "test_ids": []})
-                row["test_ids"].append(t["id"])
-    rows = []
-    for n, ((pdf, page), info) in enumerate(sorted(pages.items())):
-        image = Image.new("RGB", (112, 140), "white")
-        ImageDraw.Draw(image).text((8, 8 + 10 * n), f"{pdf} {page}", fill="black")
-        rel = f"images/{n}.png"
-        image.save(out / rel)
-        rows.append({"pdf": pdf, "page": page, "image": rel, "width": 112, "height": 140, "prompt": PROMPT,
-                     "jsonl_file": info["jsonl_file"], "test_ids": info["test_ids"], "image_tokens": 20})
-    splits = {"train": rows[:-1], "eval": rows[-1:]}
-    for name, split in splits.items():
-        (out / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in split))
-    manifest = {"format": "olmocr-rl-prepared", "version": 1, "bench_dir": str(FIXTURES), "target_longest_image_dim": 140,
-                "prompt": PROMPT, "splits": {k: len(v) for k, v in splits.items()}, "options": {}}
-    (out / "prepared.json").write_text(json.dumps(manifest))
     return out
 
 

@@ -18,7 +18,6 @@ from olmocr_rl.rewards import (
     FrontMatterReward,
     MedoidReward,
     RectTablesReward,
-    completion_texts,
     rates,
 )
 from olmocr_rl.suite import BenchSuite, PageScore
@@ -177,11 +176,7 @@ class TrainBenchReward(BenchReward):
         trainer_state: Any = None,
         **kwargs: Any,
     ) -> list[float | None]:
-        texts = completion_texts(completions)
-        if test_ids is None:
-            raise TypeError(f"{self.__name__}: the dataset needs a 'test_ids' column (one list of test ids per row)")
-        if len(test_ids) != len(texts):
-            raise ValueError(f"{self.__name__}: {len(texts)} completions but {len(test_ids)} test_ids")
+        texts, test_ids = self.checked_inputs(completions, test_ids)
         scores = self.score_texts(texts, test_ids, details=True)
         if self.log_metrics and log_metric is not None:
             # Pass rates of the whole batch, not of this rank's slice: trl averages a logged
@@ -195,8 +190,7 @@ class TrainBenchReward(BenchReward):
         if self.recorder is not None:
             step = int(getattr(trainer_state, "global_step", 0) or 0)
             self.recorder.record(step, texts, scores, kwargs)
-        key = {"micro": "reward", "macro": "macro", "graded": "graded"}[self.average]
-        return [getattr(s, key) if s is not None else None for s in scores]
+        return self.rewards_of(scores)
 
 
 def eos_token_ids(processor: Any, model: Any = None) -> list[int]:

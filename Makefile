@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup build demo test test-rust test-python browser lint bench golden clean
+.PHONY: setup build demo test test-rust test-python browser lint bench gpu-kit golden clean
 
 $(VENV)/.installed: pyproject.toml Cargo.toml Cargo.lock
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,12 @@ bench: build
 	$(PY) benchmarks/bench_reward.py
 	$(PY) benchmarks/bench_medoid.py
 	$(PY) benchmarks/bench_prepare.py
+
+# The offline kit for the GPU machine (no package index there): the cp312 wheels it lacks, olmocr-rl
+# as an abi3 wheel and katex.min.js in target/gpu-kit/ (reused when the manifest matches), checked
+# for requirements coverage and size; run there: scripts/gpu_check.sh --kit target/gpu-kit
+gpu-kit: setup
+	$(PY) scripts/gpu_kit.py
 
 # Regenerate golden verdicts with the upstream reference (dev machines only; see tests/golden/README.md).
 golden:

@@ -49,12 +49,16 @@ browser:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
 test-python: build browser
+	$(VENV)/bin/ruff format --check
+	$(VENV)/bin/ruff check
 	$(VENV)/bin/pytest -q --hypothesis-profile=ci
 
 test: test-rust test-python
 
 lint: setup
 	cargo fmt --check
+	$(VENV)/bin/ruff format --check
+	$(VENV)/bin/ruff check
 	cargo clippy --all-targets --features python -- -D warnings
 	$(VENV)/bin/python -m mypy.stubtest --ignore-disjoint-bases olmocr_rl._core
 

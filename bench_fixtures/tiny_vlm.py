@@ -112,27 +112,46 @@ def _configs(family: str):
 
         # mrope sections sum to head_dim / 2 = 64 / 4 / 2 = 8.
         text["rope_scaling"] = {"type": "mrope", "rope_type": "default", "mrope_section": [2, 3, 3]}
-        vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=14,
-                      spatial_merge_size=2, temporal_patch_size=2, window_size=56, fullatt_block_indexes=[1],
-                      in_channels=3)
+        vision = dict(
+            depth=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            out_hidden_size=64,
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            window_size=56,
+            fullatt_block_indexes=[1],
+            in_channels=3,
+        )
         return Qwen2_5_VLConfig(text_config=text, vision_config=vision, **ids), image
     if family == "qwen2_vl":
         from transformers import Qwen2VLConfig
 
         text["rope_scaling"] = {"type": "mrope", "rope_type": "default", "mrope_section": [2, 3, 3]}
-        vision = dict(depth=2, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2, patch_size=14,
-                      spatial_merge_size=2, temporal_patch_size=2)
+        vision = dict(
+            depth=2, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2, patch_size=14, spatial_merge_size=2, temporal_patch_size=2
+        )
         return Qwen2VLConfig(text_config=text, vision_config=vision, **ids), image
     if family == "qwen3_vl":
         from transformers import Qwen3VLConfig
 
         text["head_dim"] = 16
         text["rope_scaling"] = {"rope_type": "default", "mrope_section": [2, 3, 3], "mrope_interleaved": True}
-        vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=16,
-                      spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
-                      deepstack_visual_indexes=[1])
-        image = dict(patch_size=16, temporal_patch_size=2, merge_size=2, min_pixels=32 * 32 * 4,
-                     max_pixels=32 * 32 * 16)
+        vision = dict(
+            depth=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            out_hidden_size=64,
+            patch_size=16,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            num_position_embeddings=64,
+            deepstack_visual_indexes=[1],
+        )
+        image = dict(patch_size=16, temporal_patch_size=2, merge_size=2, min_pixels=32 * 32 * 4, max_pixels=32 * 32 * 16)
         return Qwen3VLConfig(text_config=text, vision_config=vision, **ids), image
     raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
 
@@ -158,8 +177,7 @@ def _processor(family: str, tokenizer, image_kwargs: dict):
     else:
         video_cls = Qwen2VLVideoProcessor
     video_processor = video_cls(**image_kwargs)
-    return cls(image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor,
-               chat_template=CHAT_TEMPLATE)
+    return cls(image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor, chat_template=CHAT_TEMPLATE)
 
 
 def build_tiny_vlm(out_dir: str | Path, family: str = "qwen2_5_vl", *, seed: int = 0) -> Path:
@@ -184,9 +202,7 @@ def build_tiny_vlm(out_dir: str | Path, family: str = "qwen2_5_vl", *, seed: int
         model = AutoModelForImageTextToText.from_config(config, torch_dtype=torch.float32)
     finally:
         torch.random.set_rng_state(state)
-    model.generation_config = GenerationConfig(
-        eos_token_id=EOS_ID, pad_token_id=PAD_ID, bos_token_id=None, do_sample=True, temperature=1.0
-    )
+    model.generation_config = GenerationConfig(eos_token_id=EOS_ID, pad_token_id=PAD_ID, bos_token_id=None, do_sample=True, temperature=1.0)
     model.save_pretrained(out)
     processor.save_pretrained(out)
     (out / "tiny_vlm.json").write_text(

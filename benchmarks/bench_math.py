@@ -32,7 +32,7 @@ def pairs(seed: int, n: int) -> list[tuple[dict, str]]:
     try:
         from bench_math_reference import make_pairs
     except ImportError:
-        raise SystemExit("bench_math: benchmarks/bench_math_reference.py (the shared pair generator) is missing")
+        raise SystemExit("bench_math: benchmarks/bench_math_reference.py (the shared pair generator) is missing") from None
 
     return make_pairs(seed, n)
 
@@ -64,15 +64,27 @@ def main() -> None:
     ps = pairs(args.seed, args.pairs)
     wall, cpu, init, passed = ours(ps)
     n = len(ps)
-    print(f"olmocr-rl math check, cold memo, 1 thread: {n} checks ({passed} pass) in {wall:.3f} s "
-          f"(+{1000 * init:.0f} ms first KaTeX load), load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"olmocr-rl math check, cold memo, 1 thread: {n} checks ({passed} pass) in {wall:.3f} s "
+        f"(+{1000 * init:.0f} ms first KaTeX load), load average {os.getloadavg()[0]:.1f}"
+    )
     print(f"  {n / wall:.0f} checks/s, {1000 * wall / n:.2f} ms/check wall, {1000 * cpu / n:.2f} ms CPU/check")
     if not args.olmocr_tree:
         return
     out = subprocess.run(
-        [args.reference_python, str(HERE / "bench_math_reference.py"), "--olmocr-tree", args.olmocr_tree,
-         "--pairs", str(args.pairs), "--seed", str(args.seed)],
-        capture_output=True, text=True, check=True,
+        [
+            args.reference_python,
+            str(HERE / "bench_math_reference.py"),
+            "--olmocr-tree",
+            args.olmocr_tree,
+            "--pairs",
+            str(args.pairs),
+            "--seed",
+            str(args.seed),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     print("\n".join(line for line in out.splitlines() if line.startswith(("reference", "  "))))
     m = re.search(r"([0-9.]+) checks/s", out)

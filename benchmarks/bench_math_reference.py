@@ -42,8 +42,18 @@ TEMPLATES = [
     r"\lim_{{{s} \to {i}}} \frac{{{t}^{{{k}}}}}{{{s}}} = {j}",
     r"\hat{{{s}}}_{{{i}}} = \operatorname{{argmax}}_{{{t}}} L_{{{k}}}",
 ]
-OTHER = [r"y = mx + b", r"n \geq 1", r"p < 0.05", r"\Delta t", r"\sigma^2", r"\mathcal{O}(n \log n)",
-         r"t \in [0, T]", r"V = IR", r"\pi r^2", r"e^{-x}"]
+OTHER = [
+    r"y = mx + b",
+    r"n \geq 1",
+    r"p < 0.05",
+    r"\Delta t",
+    r"\sigma^2",
+    r"\mathcal{O}(n \log n)",
+    r"t \in [0, T]",
+    r"V = IR",
+    r"\pi r^2",
+    r"e^{-x}",
+]
 
 
 def formula(rng: random.Random, n: int) -> str:
@@ -108,12 +118,14 @@ def cpu_seconds_of_tree(root: int) -> float:
                 continue
             parent[int(d)] = int(fields[1])
             cpu[int(d)] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+
     def under(p):
         while p > 1:
             if p == root:
                 return True
             p = parent.get(p, 0)
         return False
+
     return sum(c for p, c in cpu.items() if under(p))
 
 
@@ -155,8 +167,10 @@ def main() -> None:
     cpu = cpu_seconds_of_tree(os.getpid()) - cpu0
     n = len(pairs)
     print(f"reference math check, cold cache: {n} checks ({passed} pass) in {wall:.1f} s")
-    print(f"  {n / wall:.2f} checks/s, {1000 * wall / n:.0f} ms/check wall, "
-          f"{1000 * cpu / n:.0f} ms CPU/check (Python + Chromium), {os.cpu_count()} cores")
+    print(
+        f"  {n / wall:.2f} checks/s, {1000 * wall / n:.0f} ms/check wall, "
+        f"{1000 * cpu / n:.0f} ms CPU/check (Python + Chromium), {os.cpu_count()} cores"
+    )
     sys.stdout.flush()
     os._exit(0)  # the reference's browser thread does not always let the interpreter exit
 

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_text_checks import make_page  # noqa: E402
+from bench_text_checks import make_page
 
 
 def sample(rng: random.Random, page: str) -> str:
@@ -67,7 +67,7 @@ def upstream_medoid(tree: str):
     from rapidfuzz import distance
 
     namespace = {"distance": distance, "logger": logging.getLogger("upstream"), "Optional": None}
-    exec(compile(ast.Module(body=[node], type_ignores=[]), "grpo_train.py", "exec"), namespace)  # noqa: S102
+    exec(compile(ast.Module(body=[node], type_ignores=[]), "grpo_train.py", "exec"), namespace)
     return namespace["medoid_reward"]
 
 

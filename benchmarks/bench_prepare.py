@@ -57,10 +57,7 @@ def dense_bench(dst: Path, pages: int) -> int:
     records = []
     per_pdf = 4
     for i in range(0, pages, per_pdf):
-        body = [
-            [" ".join(words[(p * 7 + line + k) % len(words)] for k in range(14)) for line in range(55)]
-            for p in range(per_pdf)
-        ]
+        body = [[" ".join(words[(p * 7 + line + k) % len(words)] for k in range(14)) for line in range(55)] for p in range(per_pdf)]
         pdf = make_pdf(body).replace(b"/F1 12 Tf", b"/F1 9 Tf ").replace(b"14 TL", b"12 TL")
         key = f"dense{i // per_pdf:04d}.pdf"
         (dst / "pdfs" / key).write_bytes(pdf)
@@ -96,7 +93,9 @@ def main() -> None:
             "fixture PDFs": (tmp / "fixture", fixture_bench(tmp / "fixture", args.copies)),
             "dense text pages": (tmp / "dense", dense_bench(tmp / "dense", args.dense_pages)),
         }
-        print(f"{'bench':<18} {'pages':>6} {'workers':>7} {'wall s':>7} {'pages/s':>8} {'pages/s/core':>12} {'pages/CPU-s':>11} {'resume s':>8}")
+        print(
+            f"{'bench':<18} {'pages':>6} {'workers':>7} {'wall s':>7} {'pages/s':>8} {'pages/s/core':>12} {'pages/CPU-s':>11} {'resume s':>8}"
+        )
         for name, (bench, pages) in benches.items():
             for w in args.workers:
                 out = tmp / f"out-{bench.name}-{w}"

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_text_checks import make_page, make_tests, perturb  # noqa: E402
+from bench_text_checks import make_page, make_tests, perturb
 
 
 def table_html(rng: random.Random, rows: int, cols: int) -> tuple[str, list[list[str]]]:
@@ -47,8 +47,17 @@ def main() -> None:
         tests = make_tests(rng, page, p)
         for j in range(4):
             r, c = rng.randrange(1, 8), rng.randrange(1, 5)
-            tests.append({"type": "table", "cell": cells[r][c], "up": cells[r - 1][c], "left": cells[r][c - 1],
-                          "pdf": f"p{p}.pdf", "page": 1, "id": f"p{p}-t{j}"})
+            tests.append(
+                {
+                    "type": "table",
+                    "cell": cells[r][c],
+                    "up": cells[r - 1][c],
+                    "left": cells[r][c - 1],
+                    "pdf": f"p{p}.pdf",
+                    "page": 1,
+                    "id": f"p{p}-t{j}",
+                }
+            )
         records += tests
         prompts.append((page, [t["id"] for t in tests]))
     suite = BenchSuite.from_jsonl("\n".join(json.dumps(t) for t in records))
@@ -65,8 +74,10 @@ def main() -> None:
         reward(prompts=[None] * len(completions), completions=completions, test_ids=test_ids)
         times.append(time.perf_counter() - t0)
     ours = statistics.median(times)
-    print(f"{len(completions)} completions of {min(map(len, completions))}-{max(map(len, completions))} chars, "
-          f"{n_pairs} (completion, test) pairs")
+    print(
+        f"{len(completions)} completions of {min(map(len, completions))}-{max(map(len, completions))} chars, "
+        f"{n_pairs} (completion, test) pairs"
+    )
     print(f"olmocr-rl BenchReward: {ours * 1e3:.1f} ms per step (median of {args.repeats})")
     if args.olmocr_tree:
         sys.path.insert(0, args.olmocr_tree)

@@ -210,12 +210,21 @@ def main() -> None:
         else:
             n = generate(root, args.tests, args.candidates, args.repeats)
         n_md = args.candidates * args.repeats
-        print(f"bench folder: {n} tests (auto baselines included) x {n_md} md files "
-              f"({args.candidates} candidates x {args.repeats} repeats), {len(list((root / 'pdfs').iterdir()))} PDFs")
+        print(
+            f"bench folder: {n} tests (auto baselines included) x {n_md} md files "
+            f"({args.candidates} candidates x {args.repeats} repeats), {len(list((root / 'pdfs').iterdir()))} PDFs"
+        )
         print(f"machine: {os.cpu_count()} CPUs")
         ours_t, ours_out = timed([args.ours, "bench", str(root), "--json"], args.runs)
         tables_t, _ = timed([args.ours, "bench", str(root)], args.runs)  # the rich tables, to a pipe
-        ref_cmd = [args.reference_python, str(REPO / "tests" / "golden" / "run_reference_bench.py"), args.olmocr_tree, "--", "--dir", str(root)]
+        ref_cmd = [
+            args.reference_python,
+            str(REPO / "tests" / "golden" / "run_reference_bench.py"),
+            args.olmocr_tree,
+            "--",
+            "--dir",
+            str(root),
+        ]
         env = None
         if args.math:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [args.tool_dir, os.environ.get("PYTHONPATH")]))}

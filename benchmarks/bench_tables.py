@@ -25,8 +25,10 @@ import time
 
 os.environ.setdefault("RAYON_NUM_THREADS", "1")  # per-core figures
 
-WORDS = ("the of model page table reading order document results method baseline accuracy scanned "
-         "column section analysis data training evaluation benchmark précis naïve résumé").split()
+WORDS = (
+    "the of model page table reading order document results method baseline accuracy scanned "
+    "column section analysis data training evaluation benchmark précis naïve résumé"
+).split()
 HEADS = ["Model", "Params", "Accuracy", "F1", "Year", "Country", "Revenue", "Cost", "Mean", "SD", "n", "p-value"]
 
 
@@ -153,12 +155,12 @@ def main() -> None:
     ref = {t["id"]: load_single_test(dict(t)) for t in records}
     theirs = timed(lambda: [ref[t["id"]].run(p) for t, p in pairs]) / len(pairs)
     print(f"reference TableTest.run(): {theirs * 1e6:8.1f} µs per test")
-    print(f"ratio: {theirs / ours:.0f}x (check), {theirs / ours_batch:.0f}x (check_batch per page), "
-          f"{theirs / ours_all:.0f}x (check_batch of all pages), per core")
-    passed = sum(ref[t["id"]].run(p)[0] for t, p in pairs)
-    mismatches = sum(
-        (suite.check(t["id"], p).passed, suite.check(t["id"], p).explanation) != tuple(ref[t["id"]].run(p)) for t, p in pairs
+    print(
+        f"ratio: {theirs / ours:.0f}x (check), {theirs / ours_batch:.0f}x (check_batch per page), "
+        f"{theirs / ours_all:.0f}x (check_batch of all pages), per core"
     )
+    passed = sum(ref[t["id"]].run(p)[0] for t, p in pairs)
+    mismatches = sum((suite.check(t["id"], p).passed, suite.check(t["id"], p).explanation) != tuple(ref[t["id"]].run(p)) for t, p in pairs)
     print(f"reference passes {passed}/{len(pairs)}; verdict or explanation mismatches: {mismatches}")
 
 

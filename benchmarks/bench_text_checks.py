@@ -22,9 +22,11 @@ import time
 
 os.environ.setdefault("RAYON_NUM_THREADS", "1")  # per-core figures
 
-WORDS = ("the of model page table reading order document attention sparse layout token equation "
-         "figure results method baseline dense accuracy scanned column footnote section transformer "
-         "analysis data training evaluation benchmark précis naïve Ölçek résumé").split()
+WORDS = (
+    "the of model page table reading order document attention sparse layout token equation "
+    "figure results method baseline dense accuracy scanned column footnote section transformer "
+    "analysis data training evaluation benchmark précis naïve Ölçek résumé"
+).split()
 
 
 def paragraph(rng: random.Random, n_words: int) -> str:

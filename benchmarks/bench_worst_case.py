@@ -54,8 +54,10 @@ def cases(size: int) -> list[tuple[str, dict, str]]:
     row = "| A | B |\n"
     table_rows = "| A | H |\n|---|---|\n" + row * (size // len(row))
     n_cols = int((size / 4) ** 0.5)
-    grid = "\n".join(["| " + " | ".join(f"h{j}" for j in range(n_cols)) + " |", "|" + "---|" * n_cols]
-                     + ["| " + " | ".join(f"x{(i * j) % 10}" for j in range(n_cols)) + " |" for i in range(n_cols)])
+    grid = "\n".join(
+        ["| " + " | ".join(f"h{j}" for j in range(n_cols)) + " |", "|" + "---|" * n_cols]
+        + ["| " + " | ".join(f"x{(i * j) % 10}" for j in range(n_cols)) + " |" for i in range(n_cols)]
+    )
     html = "<table>" + "<tr><td rowspan=2>a</td><td>b</td></tr>" * (size // 40) + "</table>"
     equations = " text ".join(f"$x_{{{i}}}^{{{i % 7}}}$" for i in range(size // 16))
     bombs = " and ".join(f"${bomb(4 + i % 2, 400 + 10 * i)}$" for i in range(size // 2000))

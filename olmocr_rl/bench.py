@@ -302,7 +302,7 @@ def _page_files(folder: Path, pdf_keys: Sequence[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {k: [] for k in pdf_keys}
     root = os.path.join(str(folder), "")
     for f in glob.glob(os.path.join(glob.escape(root), "**", "*.md"), recursive=True):
-        rel = f[len(root):] if f.startswith(root) else os.path.relpath(f, folder)
+        rel = f[len(root) :] if f.startswith(root) else os.path.relpath(f, folder)
         m = _PAGE_FILE.match(rel)
         if m and m.group(1) in base_to_pdf:
             out[base_to_pdf[m.group(1)]].append(rel)
@@ -316,9 +316,7 @@ def _read_page(path: Path) -> str:
         return f.read()
 
 
-def _run_checks(
-    suite: BenchSuite, pages: list[tuple[str, list[str]]], threads: int | None = None
-) -> list[list[CheckResult]]:
+def _run_checks(suite: BenchSuite, pages: list[tuple[str, list[str]]], threads: int | None = None) -> list[list[CheckResult]]:
     """All checks in one batch; if the core fails on the batch (an internal error), retry page by
     page and test by test so that only the offending checks become errors."""
     try:
@@ -482,8 +480,7 @@ def evaluate_candidate(
 
 
 def _detail(candidate: str, o: TestOutcome, md: str | None, passed: bool, explanation: str, *, error: bool = False) -> dict:
-    row = {"candidate": candidate, "id": o.id, "type": o.type, "jsonl": o.group, "md": md, "passed": passed,
-           "explanation": explanation}
+    row = {"candidate": candidate, "id": o.id, "type": o.type, "jsonl": o.group, "md": md, "passed": passed, "explanation": explanation}
     if error:
         row["error"] = True
     return row
@@ -512,8 +509,7 @@ def _binomial_cdf(n: int, k: int) -> list[float]:
     """Cumulative Binomial(n, k/n) probabilities of 0..n successes."""
     p = k / n
     logs = [
-        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p) + (n - i) * math.log1p(-p)
-        for i in range(n + 1)
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p) + (n - i) * math.log1p(-p) for i in range(n + 1)
     ]
     top = max(logs)
     acc, cdf = 0.0, []
@@ -581,7 +577,7 @@ def run_bench(
         bench.tests = [t for i, t in enumerate(bench.tests) if i in chosen]
     folders = find_candidates(bench, candidates)
     out = []
-    sink = open(details, "w", encoding="utf-8") if details else None  # noqa: SIM115
+    sink = open(details, "w", encoding="utf-8") if details else None
     try:
         for folder in folders:
             result, rows = evaluate_candidate(bench, folder, progress=progress, details=sink is not None or keep_details, threads=threads)
@@ -650,9 +646,17 @@ def summary_dict(summary: BenchSummary) -> dict:
                 "missing": c.missing,
                 "errors": c.errors,
                 "failed_tests": [
-                    {"id": o.id, "pdf": o.pdf, "page": o.page, "passes": o.passes, "repeats": o.repeats,
-                     "passed": o.passed, "explanation": o.explanations[0] if o.explanations else None}
-                    for o in c.outcomes if o.avg < 1.0
+                    {
+                        "id": o.id,
+                        "pdf": o.pdf,
+                        "page": o.page,
+                        "passes": o.passes,
+                        "repeats": o.repeats,
+                        "passed": o.passed,
+                        "explanation": o.explanations[0] if o.explanations else None,
+                    }
+                    for o in c.outcomes
+                    if o.avg < 1.0
                 ],
             }
         )

@@ -45,6 +45,7 @@ from typing import Any
 
 from olmocr_rl.prepared import FORMAT, VERSION
 from olmocr_rl.prompts import DEFAULT_PROMPT
+
 TEST_TYPES = ("present", "absent", "order", "table", "math", "baseline", "format", "footnote")
 DEFAULT_LONGEST_SIDE = 1288  # olmOCR 2's training and inference resolution
 # Qwen2.5-VL: 14 px patches merged 2x2, so one image token covers 28x28 px; its processor's
@@ -532,8 +533,14 @@ def _group_pages(tests: _Tests, folders: list[_Folder], opts: PrepareOptions, re
         report.missing_pdfs.append({"bench": str(folders[fi].root), "pdf": key, "reason": _missing_reason(folders[fi], key), "tests": ids})
     for (fi, key, page_json), ids in sorted(bad_page.items()):
         report.pages_out_of_range.append(
-            {"bench": str(folders[fi].root), "pdf": key, "page": _unjson(page_json), "page_count": None,
-             "reason": "page is not a positive integer", "tests": ids}
+            {
+                "bench": str(folders[fi].root),
+                "pdf": key,
+                "page": _unjson(page_json),
+                "page_count": None,
+                "reason": "page is not a positive integer",
+                "tests": ids,
+            }
         )
     for fi, folder in enumerate(folders):
         report.pdfs_without_tests += [
@@ -625,9 +632,14 @@ def _summarize(
 ) -> None:
     tokens = [r["image_tokens"] for rows in splits.values() for r in rows]
     report.image_tokens = {
-        "patch_size": opts.patch_size, "min_pixels": opts.min_pixels, "max_pixels": opts.max_pixels, "pages": len(tokens),
-        "min": min(tokens, default=0), "mean": round(sum(tokens) / len(tokens), 1) if tokens else 0,
-        "max": max(tokens, default=0), "total": sum(tokens),
+        "patch_size": opts.patch_size,
+        "min_pixels": opts.min_pixels,
+        "max_pixels": opts.max_pixels,
+        "pages": len(tokens),
+        "min": min(tokens, default=0),
+        "mean": round(sum(tokens) / len(tokens), 1) if tokens else 0,
+        "max": max(tokens, default=0),
+        "total": sum(tokens),
     }
     report.summary = {
         "jsonl_files": list(tests.out_name.values()),
@@ -710,8 +722,13 @@ def _run_tasks(
 
             bar = stack.enter_context(
                 Progress(
-                    TextColumn("rendering"), BarColumn(), MofNCompleteColumn(), TextColumn("pages"),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True),
+                    TextColumn("rendering"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TextColumn("pages"),
+                    TimeElapsedColumn(),
+                    TimeRemainingColumn(),
+                    console=Console(stderr=True),
                 )
             )
             bar_task = bar.add_task("render", total=total)
@@ -764,8 +781,10 @@ def print_report(result: PrepareResult, console: Any = None) -> None:
         ("train pages (PDFs)", f"{s['pages_train']} ({s['pdfs_train']})"),
         ("eval pages (PDFs)", f"{s['pages_eval']} ({s['pdfs_eval']})"),
         ("rendered now / reused", f"{result.rendered} / {s['pages_train'] + s['pages_eval'] - result.rendered}"),
-        (f"image tokens (patch {r.image_tokens['patch_size']}) min/mean/max",
-         f"{r.image_tokens['min']} / {r.image_tokens['mean']} / {r.image_tokens['max']}"),
+        (
+            f"image tokens (patch {r.image_tokens['patch_size']}) min/mean/max",
+            f"{r.image_tokens['min']} / {r.image_tokens['mean']} / {r.image_tokens['max']}",
+        ),
         ("PDFs without tests", len(r.pdfs_without_tests)),
         ("problems", r.problems),
     ]:
@@ -781,6 +800,7 @@ def print_report(result: PrepareResult, console: Any = None) -> None:
     table = Table(title="problems (skipped)")
     for col in ("kind", "where", "detail"):
         table.add_column(col, overflow="fold")
+
     def short(path: str) -> str:  # a JSONL path relative to its bench folder
         for base, tag in ((r.bench_dir, ""), (r.eval_bench_dir, "eval: ")):
             if base and path.startswith(base + os.sep):

@@ -70,7 +70,7 @@ def parse_page_response(content: str) -> PageResponse:
         extra = set(front) - set(FIELDS)
     except FrontMatterError:
         raise
-    except Exception as e:  # what Python raises on odd YAML shapes (a list, a number, ...)
+    except Exception as e:  # noqa: BLE001 - what Python raises on odd YAML shapes (a list, a number, ...)
         raise FrontMatterError(f"{type(e).__name__}: {e}") from None
     if extra:
         raise FrontMatterError(f"Unexpected fields in front matter: {extra}")

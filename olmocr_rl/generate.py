@@ -153,7 +153,10 @@ def vllm_generate(model: str, processor: Any, *, max_new_tokens: int, max_model_
     def generate(images: list, prompts: list[str], temperature: float) -> list[str]:
         params = SamplingParams(temperature=temperature, max_tokens=max_new_tokens)
         requests = [
-            {"prompt": processor.apply_chat_template(conversation(p), add_generation_prompt=True, tokenize=False), "multi_modal_data": {"image": im}}
+            {
+                "prompt": processor.apply_chat_template(conversation(p), add_generation_prompt=True, tokenize=False),
+                "multi_modal_data": {"image": im},
+            }
             for im, p in zip(images, prompts)
         ]
         return [o.outputs[0].text for o in llm.generate(requests, params)]

@@ -42,7 +42,9 @@ def read_manifest(prepared_dir: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise PreparedError(f"{path}: not an olmocr-rl prepared folder (format must be {FORMAT!r})")
     if manifest.get("version") != VERSION:
-        raise PreparedError(f"{path}: prepared format version {manifest.get('version')!r} is not supported (expected {VERSION}); re-run prepare")
+        raise PreparedError(
+            f"{path}: prepared format version {manifest.get('version')!r} is not supported (expected {VERSION}); re-run prepare"
+        )
     return manifest
 
 

@@ -106,7 +106,7 @@ def bench_report(summary: Any, path: str | os.PathLike[str], *, max_reports: int
              '<div class="filters">' + _select("status", "status", ["fail", "pass"]) + _select("type", "type", types)
              + _select("jsonl", "JSONL file", jsonls) + "</div>"]  # fmt: skip
     for cand in summary.candidates:
-        parts.append(f'<h2>{_e(cand.name)}: {_e(cand.status)}</h2>')
+        parts.append(f"<h2>{_e(cand.name)}: {_e(cand.status)}</h2>")
         if cand.errors:
             parts.append(f'<p class="muted">{len(cand.errors)} error(s), first: {_e(cand.errors[0])}</p>')
         by_test: dict[str, list[dict]] = defaultdict(list)
@@ -161,7 +161,7 @@ def bench_report(summary: Any, path: str | os.PathLike[str], *, max_reports: int
                 f'<section class="page" data-status="{"fail" if n_fail else "pass"}">'
                 + (f'<img alt="{_e(pdf)} page {_e(page)}" src="{img}">' if img else '<p class="muted">(no image)</p>')
                 + f'<div class="body"><h3>{_e(pdf)} page {_e(page)}: {n_fail} of {len(outs)} tests failed</h3>'
-                + f'<table><tr><th>test</th><th>type</th><th>repeats</th><th>explanation</th></tr>{"".join(rows)}</table>'
+                + f"<table><tr><th>test</th><th>type</th><th>repeats</th><th>explanation</th></tr>{''.join(rows)}</table>"
                 + (f"<h4>{_e(md_files[0])}</h4>{''.join(texts)}" if md_files else '<p class="muted">no page files</p>')
                 + "</div></section>"
             )
@@ -268,9 +268,9 @@ def run_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str] | N
             '<section class="page">'
             + (f'<img alt="{_e(r.get("pdf"))} page {_e(r.get("page"))}" src="{img}">' if img else '<p class="muted">(no image)</p>')
             + f'<div class="body"><h3>{_e(r.get("mode"))} step {_e(r.get("step"))}: {_e(r.get("pdf"))} page {_e(r.get("page"))}, '
-            + f'reward {r.get("reward", 0):.3f} ({_e(r.get("passed"))}/{_e(r.get("total"))} tests)</h3>'
+            + f"reward {r.get('reward', 0):.3f} ({_e(r.get('passed'))}/{_e(r.get('total'))} tests)</h3>"
             + f"<table><tr><th>failed test</th><th>type</th><th>explanation</th></tr>{tests}</table>"
-            + f'<pre>{_e(r.get("completion", ""))}</pre></div></section>'
+            + f"<pre>{_e(r.get('completion', ''))}</pre></div></section>"
         )
     parts.append(f"<h2>Resolved config</h2><pre>{_e(json.dumps(config, indent=2))}</pre>")
     out = Path(path) if path else run / "report.html"

@@ -87,9 +87,7 @@ class BenchReward:
         self.average = average
         self.threads = check_threads(threads)
         # trl names the logged metrics after the reward function's __name__.
-        self.__name__ = name or {"micro": "olmocr_bench", "macro": "olmocr_bench_macro"}.get(
-            average, "olmocr_bench_graded"
-        )
+        self.__name__ = name or {"micro": "olmocr_bench", "macro": "olmocr_bench_macro"}.get(average, "olmocr_bench_graded")
 
     def score(self, completions: Sequence[Any], test_ids: Sequence[Sequence[str] | None]) -> list[PageScore | None]:
         return self.score_texts(completion_texts(completions), test_ids)
@@ -137,9 +135,7 @@ class BenchReward:
         key = {"micro": "reward", "macro": "macro", "graded": "graded"}[self.average]
         return [getattr(s, key) if s is not None else None for s in scores]
 
-    def metric_counts(
-        self, scores: Sequence[PageScore | None], test_ids: Sequence[Sequence[str] | None]
-    ) -> dict[str, tuple[int, int]]:
+    def metric_counts(self, scores: Sequence[PageScore | None], test_ids: Sequence[Sequence[str] | None]) -> dict[str, tuple[int, int]]:
         """(passed, total) of the batch by test type (`bench/<type>/pass_rate`) and by source
         JSONL (`bench/jsonl/<file>/pass_rate`): counts, so that batches (or ranks) add up."""
         counts: dict[str, list[int]] = {}
@@ -212,7 +208,9 @@ class EosReward:
     def __init__(self, eos_token_id: int | Sequence[int]):
         self.eos = {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
 
-    def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), completion_ids: Sequence[Sequence[int]] | None = None, **kwargs: Any) -> list[float]:
+    def __call__(
+        self, prompts: Any = None, completions: Sequence[Any] = (), completion_ids: Sequence[Sequence[int]] | None = None, **kwargs: Any
+    ) -> list[float]:
         if completion_ids is None:
             raise TypeError("EosReward needs completion_ids (trl passes them to reward functions)")
         return [1.0 if ids and ids[-1] in self.eos else 0.0 for ids in completion_ids]

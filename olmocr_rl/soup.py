@@ -92,8 +92,7 @@ def check_compatible(ckpts: Sequence[Path]) -> list[dict[str, Path]]:
         for key, (dtype, shape) in heads[0].items():
             if head[key] != (dtype, shape):
                 raise SoupError(
-                    f"shape/dtype mismatch for {key!r}: {ckpts[0]} has {dtype}{list(shape)}, "
-                    f"{ckpt} has {head[key][0]}{list(head[key][1])}"
+                    f"shape/dtype mismatch for {key!r}: {ckpts[0]} has {dtype}{list(shape)}, {ckpt} has {head[key][0]}{list(head[key][1])}"
                 )
     return files
 
@@ -147,8 +146,7 @@ def soup(ckpts: Sequence[str | Path], out_dir: str | Path, *, overwrite: bool = 
     if (ckpts[0] / INDEX).is_file():
         shutil.copy2(ckpts[0] / INDEX, out / INDEX)
     (out / "soup.json").write_text(
-        json.dumps({"sources": [str(c.resolve()) for c in ckpts], "method": "uniform mean (float32 accumulation)"},
-                   indent=2) + "\n",
+        json.dumps({"sources": [str(c.resolve()) for c in ckpts], "method": "uniform mean (float32 accumulation)"}, indent=2) + "\n",
         encoding="utf-8",
     )
     return out

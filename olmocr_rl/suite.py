@@ -151,9 +151,7 @@ class BenchSuite:
         return cls.from_sources([(source, text)], strict=strict)
 
     @classmethod
-    def from_sources(
-        cls, sources: Sequence[tuple[str, str]], *, strict: bool = True, unreadable: Sequence[str] = ()
-    ) -> BenchSuite:
+    def from_sources(cls, sources: Sequence[tuple[str, str]], *, strict: bool = True, unreadable: Sequence[str] = ()) -> BenchSuite:
         """`unreadable`: errors for lines dropped before parsing (not UTF-8), listed first."""
         sources = [(str(name), text) for name, text in sources]
         suite = cls(_core.Suite.from_sources(sources), sources)
@@ -207,9 +205,7 @@ class BenchSuite:
         """Runs one test on one page of model output (`text` is used as given)."""
         return CheckResult(*self._core.check(test_id, text))
 
-    def check_batch(
-        self, pages: Sequence[tuple[str, Sequence[str]]], *, threads: int | None = None
-    ) -> list[list[CheckResult]]:
+    def check_batch(self, pages: Sequence[tuple[str, Sequence[str]]], *, threads: int | None = None) -> list[list[CheckResult]]:
         """Runs each (text, test ids) page's tests; pages are checked in parallel in Rust
         (`threads` as in `score`)."""
         threads = check_threads(threads)

@@ -450,8 +450,20 @@ def run_variant(name: str, args: argparse.Namespace, settings: dict, work: Path,
 def fill(rec: dict, inner: dict) -> None:
     """A variant's record from what its process wrote (null, with the reason, where it wrote nothing)."""
     before = "the variant stopped before its trainer existed" if rec["status"] != "skipped" else "skipped: " + rec["error"]
-    for key in ("distributed", "world_size", "precision", "memory_kind", "params_total", "params_trainable",
-                "prompt_tokens", "image_tokens", "completions_per_step", "generation_timer", "setup_s", "steps_planned"):
+    for key in (
+        "distributed",
+        "world_size",
+        "precision",
+        "memory_kind",
+        "params_total",
+        "params_trainable",
+        "prompt_tokens",
+        "image_tokens",
+        "completions_per_step",
+        "generation_timer",
+        "setup_s",
+        "steps_planned",
+    ):
         null(rec, key, inner.get(key), before)
     rec["stopped_early"] = inner.get("stopped_early", "")
     rec["steps"] = inner.get("steps", [])
@@ -510,7 +522,9 @@ def outer(args: argparse.Namespace) -> int:
     work = out / "work"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    json_path = Path(args.json) if args.json else (Path(os.environ["OUT"]) / "gpu_check.json" if os.environ.get("OUT") else out / "gpu_check.json")
+    json_path = (
+        Path(args.json) if args.json else (Path(os.environ["OUT"]) / "gpu_check.json" if os.environ.get("OUT") else out / "gpu_check.json")
+    )
     json_path = json_path.resolve()
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.unlink(missing_ok=True)
@@ -871,9 +885,7 @@ def train_variant(s: dict, result: dict, save) -> int:
            "deepspeed": "ZeRO-2 with fp32 master weights" if cuda else "ZeRO-2",
            "lora": "frozen base, trainable LoRA adapters"}[variant]
     )  # fmt: skip
-    result["memory_kind"] = (
-        "torch.cuda.max_memory_allocated per step (rank 0)" if cuda else "process max RSS (CPU run; cumulative, rank 0)"
-    )
+    result["memory_kind"] = "torch.cuda.max_memory_allocated per step (rank 0)" if cuda else "process max RSS (CPU run; cumulative, rank 0)"
     result["params_total"] = sum(p.numel() for p in trainer.model.parameters())
     result["params_trainable"] = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     result["generation_timer"] = generation_timer
@@ -900,7 +912,9 @@ def main() -> int:
     p.add_argument("--per-device-batch", type=int, default=4, help="completions per forward micro-batch")
     p.add_argument("--completion-length", type=int, default=512)
     p.add_argument("--text-layers", default="auto", help="'auto' (fit the GPU) or 1-36")
-    p.add_argument("--gradient-checkpointing", choices=["auto", "on", "off"], default="auto", help="auto: on for the GPU model, off with --tiny")
+    p.add_argument(
+        "--gradient-checkpointing", choices=["auto", "on", "off"], default="auto", help="auto: on for the GPU model, off with --tiny"
+    )
     a = p.parse_args()
     if a.inner:
         from olmocr_rl.train.launch import shutdown_process_group

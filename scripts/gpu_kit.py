@@ -534,9 +534,15 @@ def build(kit: Path) -> int:
         "target": "CPython 3.12 (cp312), manylinux x86_64 (glibc <= 2.%d)" % MAX_GLIBC_MINOR,
         "pins": KIT_PINS,
         "wheels": [
-            {"file": w.path.name, "name": w.name, "version": w.version, "tags": w.tags, "size": w.path.stat().st_size,
-             "sha256": sha256(w.path),
-             "source": "maturin (this tree)" if w.name == ours.name else ("built from sdist" if w.name in BUILT_FROM_SDIST else "pypi")}
+            {
+                "file": w.path.name,
+                "name": w.name,
+                "version": w.version,
+                "tags": w.tags,
+                "size": w.path.stat().st_size,
+                "sha256": sha256(w.path),
+                "source": "maturin (this tree)" if w.name == ours.name else ("built from sdist" if w.name in BUILT_FROM_SDIST else "pypi"),
+            }
             for w in wheels.values()
         ],  # fmt: skip
         "katex": katex,
@@ -569,7 +575,7 @@ def build(kit: Path) -> int:
     rel = kit.relative_to(ROOT) if kit.is_relative_to(ROOT) else kit
     print("\nOn the GPU machine (carry the kit folder with the working tree):")
     print(f"    scripts/gpu_check.sh --kit {rel}")
-    print(f"    (a device run: carry [\"{rel}\"], timeout ~540 s (the check keeps to ~7-8 min); it writes $OUT/gpu_check.json)")
+    print(f'    (a device run: carry ["{rel}"], timeout ~540 s (the check keeps to ~7-8 min); it writes $OUT/gpu_check.json)')
     return 0
 
 

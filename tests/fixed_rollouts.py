@@ -43,12 +43,12 @@ class ParamSums(TrainerCallback):
         self.path = path
         self.sums: list[float] = []
 
-    def on_step_end(self, args, state, control, model=None, **kwargs):  # noqa: ANN001
+    def on_step_end(self, args, state, control, model=None, **kwargs):
         self.sums.append(sum(p.detach().double().sum().item() for p in model.parameters()))
         self.path.write_text(json.dumps(self.sums))
 
 
-def _fixed_generation(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):  # noqa: ANN001
+def _fixed_generation(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
     tok = self.processing_class.tokenizer
     n = len(prompt_ids)
     first = self.accelerator.process_index * n
@@ -61,7 +61,7 @@ def install(output_dir: str) -> None:
     callback = ParamSums(Path(output_dir) / f"fixed_rollouts_rank{rank}.json")
     original_init = trl.GRPOTrainer.__init__
 
-    def init(self, *args, **kwargs):  # noqa: ANN001
+    def init(self, *args, **kwargs):
         kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), callback]
         original_init(self, *args, **kwargs)
 

@@ -9,8 +9,15 @@ import random
 import zlib
 
 
-def _objects_to_pdf(objects: dict[int, bytes], root: int, *, xref_stream: bool = False, objstm: set[int] = frozenset(),
-                    predictor: bool = False, extra_trailer: bytes = b"") -> bytes:
+def _objects_to_pdf(
+    objects: dict[int, bytes],
+    root: int,
+    *,
+    xref_stream: bool = False,
+    objstm: set[int] = frozenset(),
+    predictor: bool = False,
+    extra_trailer: bytes = b"",
+) -> bytes:
     out = io.BytesIO()
     out.write(b"%PDF-1.5\n%\xe2\xe3\xcf\xd3\n")
     where: dict[int, tuple] = {}
@@ -30,8 +37,12 @@ def _objects_to_pdf(objects: dict[int, bytes], root: int, *, xref_stream: bool =
         head = b" ".join(header) + b"\n"
         data = zlib.compress(head + body)
         where[stm_num] = (1, out.tell(), 0)
-        out.write(b"%d 0 obj\n<< /Type /ObjStm /N %d /First %d /Filter /FlateDecode /Length %d >>\nstream\n"
-                  % (stm_num, len(objstm), len(head), len(data)) + data + b"\nendstream\nendobj\n")
+        out.write(
+            b"%d 0 obj\n<< /Type /ObjStm /N %d /First %d /Filter /FlateDecode /Length %d >>\nstream\n"
+            % (stm_num, len(objstm), len(head), len(data))
+            + data
+            + b"\nendstream\nendobj\n"
+        )
     if not xref_stream:
         xref = out.tell()
         out.write(b"xref\n0 %d\n0000000000 65535 f \n" % size)
@@ -52,14 +63,18 @@ def _objects_to_pdf(objects: dict[int, bytes], root: int, *, xref_stream: bool =
     if predictor:  # PNG Up rows, as many writers emit them
         width, prev, enc = 7, bytes(7), b""
         for i in range(0, len(rows), width):
-            row = rows[i:i + width]
+            row = rows[i : i + width]
             enc += b"\x02" + bytes((x - y) % 256 for x, y in zip(row, prev))
             prev = row
         rows = enc
         parms = b" /DecodeParms << /Predictor 12 /Columns 7 >>"
     data = zlib.compress(rows)
-    out.write(b"%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root %d 0 R /Filter /FlateDecode%s /Length %d %s>>\nstream\n"
-              % (xnum, size, root, parms, len(data), extra_trailer) + data + b"\nendstream\nendobj\n")
+    out.write(
+        b"%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root %d 0 R /Filter /FlateDecode%s /Length %d %s>>\nstream\n"
+        % (xnum, size, root, parms, len(data), extra_trailer)
+        + data
+        + b"\nendstream\nendobj\n"
+    )
     out.write(b"startxref\n%d\n%%%%EOF\n" % xref)
     return out.getvalue()
 
@@ -106,7 +121,8 @@ def samples(seed: int = 0) -> dict[str, bytes]:
         xs = rng.random() < 0.6
         stm = {n for n in objs if rng.random() < 0.5} if xs else set()
         out[f"gen{i}_{leaves}{'_xs' if xs else ''}{'_os' if stm else ''}"] = _objects_to_pdf(
-            objs, root, xref_stream=xs, objstm=stm, predictor=xs and rng.random() < 0.5)
+            objs, root, xref_stream=xs, objstm=stm, predictor=xs and rng.random() < 0.5
+        )
     return out
 
 

@@ -10,8 +10,12 @@ import urllib.request
 
 with urllib.request.urlopen(sys.argv[1] + "/health", timeout=5) as r:
     status = r.status
-record = {"pid": os.getpid(), "health": status, "env": {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")},
-          "argv": sys.argv[1:]}
+record = {
+    "pid": os.getpid(),
+    "health": status,
+    "env": {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")},
+    "argv": sys.argv[1:],
+}
 with open(os.environ["TRAINER_RECORD"], "w") as f:
     json.dump(record, f)
 mode = os.environ.get("TRAINER_MODE", "ok")

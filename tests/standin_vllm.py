@@ -40,7 +40,7 @@ ready_at = time.monotonic() + float(os.environ.get("STANDIN_DELAY", "0.5"))
 
 
 class Handler(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         ok = mode != "never" and time.monotonic() >= ready_at and self.path == "/health"
         self.send_response(200 if ok else 503)
         self.end_headers()

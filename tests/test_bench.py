@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import invoke
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from clirun import invoke
 
 from olmocr_rl.bench import bootstrap_ci, load_bench, percentile, run_bench, summary_dict
 
@@ -23,7 +23,7 @@ ERRORS = REPO / "tests" / "fixtures" / "bench_errors"
 GOLDEN = json.loads((REPO / "tests" / "golden" / "bench_summary.json").read_text())
 
 sys.path.insert(0, str(FIXTURES))
-from make_pdfs import make_pdf  # noqa: E402
+from make_pdfs import make_pdf
 
 sys.path.pop(0)
 
@@ -49,15 +49,15 @@ def test_summary_matches_reference(case):
         c = ours[name]
         assert c.status == ref["status"], name
         if ref["by_type"]:  # empty when the reference stopped early (a PDF without page files)
-            assert {k: (pct(s), n) for k, (s, n) in c.by_type.items()} == {
-                k: (v["avg"], v["tests"]) for k, v in ref["by_type"].items()
-            }, name
+            assert {k: (pct(s), n) for k, (s, n) in c.by_type.items()} == {k: (v["avg"], v["tests"]) for k, v in ref["by_type"].items()}, (
+                name
+            )
         jl = c.by_jsonl
         assert {k: t for k, (_, t) in jl.items()} == {k: v["total"] for k, v in ref["by_jsonl"].items()}, name
         if not c.failed:
-            assert {k: (p, pct(p / t)) for k, (p, t) in jl.items()} == {
-                k: (v["passed"], v["rate"]) for k, v in ref["by_jsonl"].items()
-            }, name
+            assert {k: (p, pct(p / t)) for k, (p, t) in jl.items()} == {k: (v["passed"], v["rate"]) for k, v in ref["by_jsonl"].items()}, (
+                name
+            )
             assert ref["average"]["tests"] == len(c.outcomes)
             # Every test below 100 % of its repeats, with its repeat counts and first explanation.
             below = {o.id: o for o in c.outcomes if o.avg < 1.0}
@@ -232,8 +232,17 @@ def test_error_candidates(tmp_path):
     unreadable = [r for r in rows if r["md"] == "a_pg1_repeat1.md" and r["candidate"] == "cand_bad_files"]
     assert unreadable and all(r["error"] and not r["passed"] and "utf-8" in r["explanation"] for r in unreadable)
     missing = [r for r in rows if r["id"] == "b2_present" and r["candidate"] == "cand_bad_files"]
-    assert missing == [{"candidate": "cand_bad_files", "id": "b2_present", "type": "present", "jsonl": "tests.jsonl",
-                        "md": None, "passed": False, "explanation": "Missing MD files"}]
+    assert missing == [
+        {
+            "candidate": "cand_bad_files",
+            "id": "b2_present",
+            "type": "present",
+            "jsonl": "tests.jsonl",
+            "md": None,
+            "passed": False,
+            "explanation": "Missing MD files",
+        }
+    ]
     js = summary_dict(summary)["candidates"][0]
     assert js["status"] == "failed" and js["score"] == 0.0 and js["score_ignoring_errors"] > 0
 
@@ -280,7 +289,7 @@ def test_workers_option_sets_the_pool_size_without_touching_the_environment(tmp_
     seen = []
     original = bench_module._check_files
 
-    def spy(*args, **kwargs):  # noqa: ANN002, ANN003
+    def spy(*args, **kwargs):
         seen.append(args[5] if len(args) > 5 else kwargs.get("threads"))
         return original(*args, **kwargs)
 
@@ -322,7 +331,9 @@ def test_bootstrap_is_seeded_and_sensible():
 
 
 _BYTES = st.lists(
-    st.sampled_from([b"\r", b"\n", b"\r\n", b"a", b" ", b"# ", b"Total", b"\xc3\xa9", b"\xef\xbb\xbf", b"\xff", b"\xed\xa0\x80", b"\xe2\x82"]),
+    st.sampled_from(
+        [b"\r", b"\n", b"\r\n", b"a", b" ", b"# ", b"Total", b"\xc3\xa9", b"\xef\xbb\xbf", b"\xff", b"\xed\xa0\x80", b"\xe2\x82"]
+    ),
     max_size=12,
 ).map(b"".join)
 
@@ -336,11 +347,16 @@ def test_files_read_in_rust_equal_python_reads(tmp_path, contents):
     from olmocr_rl import BenchSuite
     from olmocr_rl.bench import _read_page
 
-    suite = BenchSuite.from_jsonl("\n".join(json.dumps(r) for r in [
-        {"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a\nTotal"},
-        {"pdf": "a.pdf", "page": 1, "id": "h", "type": "format", "text": "Total", "format": "heading"},
-        {"pdf": "a.pdf", "page": 1, "id": "b", "type": "baseline"},
-    ]))
+    suite = BenchSuite.from_jsonl(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a\nTotal"},
+                {"pdf": "a.pdf", "page": 1, "id": "h", "type": "format", "text": "Total", "format": "heading"},
+                {"pdf": "a.pdf", "page": 1, "id": "b", "type": "baseline"},
+            ]
+        )
+    )
     items = []
     for i, data in enumerate(contents):
         path = tmp_path / f"f{i}.md"
@@ -390,10 +406,10 @@ def test_page_counts_are_pypdfs(tmp_path):
     for p, known in zip(paths, _core.pdf_page_counts(paths)):
         try:
             want: object = len(PdfReader(p).pages)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             want = type(e)
         try:
             got: object = known if known is not None else _pypdf_page_count(p)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             got = type(e)
         assert got == want, p.name

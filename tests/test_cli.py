@@ -178,7 +178,7 @@ def test_a_refused_trl_option_is_one_error_line(tmp_path):
 def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch):
     import olmocr_rl.cli.check as check_module
 
-    def boom(args):  # noqa: ANN001
+    def boom(args):
         raise RuntimeError("something broke")
 
     monkeypatch.setattr(check_module, "validate", boom)

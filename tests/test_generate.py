@@ -73,7 +73,9 @@ def test_bad_model_and_unreadable_pdf(tiny, tmp_path):
     assert res.exit_code == 1 and "error: " in res.stderr and "no-such-model" in res.stderr
     assert "Traceback" not in res.output
     (bench / "pdfs" / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
-    (bench / "broken_tests.jsonl").write_text(json.dumps({"pdf": "broken.pdf", "page": 1, "id": "b1", "type": "present", "text": "x"}) + "\n")
+    (bench / "broken_tests.jsonl").write_text(
+        json.dumps({"pdf": "broken.pdf", "page": 1, "id": "b1", "type": "present", "text": "x"}) + "\n"
+    )
     res = invoke(["generate", str(tiny), str(bench), "--candidate", "c", "--max-new-tokens", "4", "--longest-side", "112", "--quiet"])
     assert res.exit_code == 0, res.output
     assert "problem(s)" in res.stderr and "skipped" in res.stderr
@@ -91,7 +93,9 @@ def test_a_failing_page_is_recorded_and_the_rest_written(tmp_path):
     def generate(images, prompts, temperature):
         if any(im.getpixel((0, 0))[0] == 3 for im in images):
             raise RuntimeError("CUDA out of memory")
-        return ["---\nprimary_language: en\nis_rotation_valid: true\nrotation_correction: 0\nis_table: false\nis_diagram: false\n---\nHello"] * len(images)
+        return [
+            "---\nprimary_language: en\nis_rotation_valid: true\nrotation_correction: 0\nis_table: false\nis_diagram: false\n---\nHello"
+        ] * len(images)
 
     out = tmp_path / "out"
     summary = transcribe(generate, tmp_path, rows, out, batch_size=2)

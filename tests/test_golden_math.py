@@ -11,7 +11,6 @@ KaTeX 0.16.21 in headless Chromium (tests/golden/README.md, "Math cases").
 """
 
 import pytest
-
 from conftest import GOLDEN, golden_disagreement, read_jsonl
 
 pytestmark = pytest.mark.filterwarnings("ignore:skipped 1 invalid:UserWarning")
@@ -70,8 +69,7 @@ def test_strict_cases_agree(math_cases, disagreements):
 def test_overall_agreement(math_cases, disagreements):
     rate = 1 - len(disagreements) / len(math_cases)
     unlisted = [f"{cid}: {why}" for cid, why in disagreements.items() if cid not in KNOWN_DISAGREEMENTS]
-    assert not unlisted, (f"{len(unlisted)} disagreements not in KNOWN_DISAGREEMENTS "
-                          f"(agreement {rate:.2%}):\n" + "\n".join(unlisted[:30]))
+    assert not unlisted, f"{len(unlisted)} disagreements not in KNOWN_DISAGREEMENTS (agreement {rate:.2%}):\n" + "\n".join(unlisted[:30])
     assert rate >= MIN_AGREEMENT, f"agreement {rate:.2%} < {MIN_AGREEMENT:.1%}"
 
 

@@ -10,7 +10,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import golden_failures
 
 CASES = Path(__file__).parent / "golden" / "table_cases.jsonl"
@@ -37,8 +36,7 @@ def test_golden_table_agreement(table_cases, group):
 def test_golden_table_volume(table_cases):
     assert len(table_cases) >= 2000
     outcomes = Counter(
-        "load_error" if "load_error" in c else "error" if c["explanation"].startswith("error:") else c["passed"]
-        for c in table_cases
+        "load_error" if "load_error" in c else "error" if c["explanation"].startswith("error:") else c["passed"] for c in table_cases
     )
     assert outcomes[True] > 0.25 * len(table_cases)
     assert outcomes[False] > 0.25 * len(table_cases)

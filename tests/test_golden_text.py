@@ -5,9 +5,7 @@ Cases marked nondeterministic (the reference's answer depends on PYTHONHASHSEED)
 from the verdict comparison but must still load and run.
 """
 
-
 import pytest
-
 from conftest import golden_failures
 
 pytestmark = pytest.mark.filterwarnings("ignore:skipped 1 invalid:UserWarning")

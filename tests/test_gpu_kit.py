@@ -23,7 +23,7 @@ from packaging.utils import parse_wheel_filename
 ROOT = Path(__file__).resolve().parent.parent
 KIT = ROOT / "target" / "gpu-kit"
 sys.path.insert(0, str(ROOT / "scripts"))
-import gpu_kit  # noqa: E402
+import gpu_kit
 
 BUILD_LIMIT_S = 180
 MANYLINUX_X86_64 = re.compile(r"manylinux(1|2010|2014|_2_\d+)_x86_64")

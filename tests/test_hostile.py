@@ -15,7 +15,7 @@ import pytest
 from olmocr_rl import BenchReward, BenchSuite, _core
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from bench_worst_case import bomb  # noqa: E402  (macro-expansion bombs, shared with the benchmark)
+from bench_worst_case import bomb
 
 NESTED = "$" + "{" * 400 + "x" + "}" * 400 + "$"
 MATH = json.dumps({"pdf": "a.pdf", "page": 1, "id": "m", "type": "math", "math": "x"})
@@ -251,7 +251,7 @@ SURROGATE_CASES = [
     ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a?b", "max_diffs": 1}', "a\ud800b"),
     ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a\\ud800b"}', "xx a\ud800b yy"),
     ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a\\ud800b"}', "xx a?b yy"),
-    ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a\\udc00\\ud800b\\ud83d\\ude00"}', "a\udc00\ud800b\U0001F600"),
+    ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "a\\udc00\\ud800b\\ud83d\\ude00"}', "a\udc00\ud800b\U0001f600"),
     ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "absent", "text": "zz\\ud800"}', "zz\ud800"),
     ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "present", "text": "q\\ud800q"}', "nothing"),
     ('{"pdf": "a.pdf", "page": 1, "id": "p", "type": "order", "before": "x\\ud800", "after": "y"}', "y x\ud800"),
@@ -259,7 +259,9 @@ SURROGATE_CASES = [
 ]
 # The reference's (passed, explanation) for each case, then its normalize_text("a\ud800b  c"):
 # load_single_test(record).run(text) at f7cfe4c.
-SURROGATE_REFERENCE = json.loads(r'''[[true, ""], [true, ""], [false, "Expected 'a\ud800b...' with threshold 1.0 but best match ratio was 0.667"], [true, ""], [false, "Expected absence of 'zz\ud800...' with threshold 1.0 but best match ratio was 1.000"], [false, "Expected 'q\ud800q...' with threshold 1.0 but best match ratio was 0.000"], [false, "Could not find a location where 'x\ud800...' appears before 'y...'."], [false, "The text contains no alpha numeric characters"], "a\ud800b c"]''')
+SURROGATE_REFERENCE = json.loads(
+    r"""[[true, ""], [true, ""], [false, "Expected 'a\ud800b...' with threshold 1.0 but best match ratio was 0.667"], [true, ""], [false, "Expected absence of 'zz\ud800...' with threshold 1.0 but best match ratio was 1.000"], [false, "Expected 'q\ud800q...' with threshold 1.0 but best match ratio was 0.000"], [false, "Could not find a location where 'x\ud800...' appears before 'y...'."], [false, "The text contains no alpha numeric characters"], "a\ud800b c"]"""
+)
 
 
 def test_lone_surrogates_are_one_character_as_in_the_reference():

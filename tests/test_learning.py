@@ -29,10 +29,10 @@ pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_train import FIXTURES, tiny_model  # noqa: E402,F401  (session fixture shared with test_train)
+from test_train import FIXTURES, tiny_model  # noqa: F401  (session fixture shared with test_train)
 
-from olmocr_rl.train.config import load_config  # noqa: E402
-from olmocr_rl.train.worker import rank_seed  # noqa: E402
+from olmocr_rl.train.config import load_config
+from olmocr_rl.train.worker import rank_seed
 
 HERE = Path(__file__).resolve().parent
 LAUNCH = ["--num_machines", "1", "--machine_rank", "0", "--mixed_precision", "no", "--main_process_port", "0"]
@@ -61,7 +61,8 @@ def make_bench(root: Path, pages: dict[tuple[str, int], list[str]]) -> Path:
 
 
 def prepare(bench: Path, out: Path) -> Path:
-    from olmocr_rl.data import PrepareOptions, prepare as run_prepare
+    from olmocr_rl.data import PrepareOptions
+    from olmocr_rl.data import prepare as run_prepare
 
     run_prepare(bench, out, PrepareOptions(longest_side=112, eval_fraction=0.0, workers=1, seed=0), progress=False)
     return out
@@ -130,7 +131,9 @@ FIXED = [
 @pytest.fixture(scope="module")
 def one_process_fixed(two_pages, tiny_model, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fixed") / "world1"
-    run_ranks(write_config(two_pages, tiny_model, out, [*FIXED, "per_device_train_batch_size=8"]), [str(HERE / "fixed_rollouts.py")], 1, None)
+    run_ranks(
+        write_config(two_pages, tiny_model, out, [*FIXED, "per_device_train_batch_size=8"]), [str(HERE / "fixed_rollouts.py")], 1, None
+    )
     return out
 
 
@@ -139,7 +142,9 @@ def one_process_fixed(two_pages, tiny_model, tmp_path_factory) -> Path:
 def test_two_ranks_make_the_same_updates_as_one_process(zero, one_process_fixed, two_pages, tiny_model, tmp_path):
     pytest.importorskip("deepspeed") if zero else None
     out = tmp_path / "world2"
-    run_ranks(write_config(two_pages, tiny_model, out, [*FIXED, "per_device_train_batch_size=4"]), [str(HERE / "fixed_rollouts.py")], 2, zero)
+    run_ranks(
+        write_config(two_pages, tiny_model, out, [*FIXED, "per_device_train_batch_size=4"]), [str(HERE / "fixed_rollouts.py")], 2, zero
+    )
 
     one = json.loads((one_process_fixed / "fixed_rollouts_rank0.json").read_text())
     ranks = [json.loads((out / f"fixed_rollouts_rank{r}.json").read_text()) for r in (0, 1)]

@@ -114,10 +114,7 @@ def test_many_equations_on_one_page():
 
 
 def test_batch_scoring_with_math():
-    recs = [
-        {"pdf": "a.pdf", "page": 1, "id": f"m{i}", "type": "math", "math": m}
-        for i, m in enumerate(["x^2", "\\frac{a}{b}", "\\alpha"])
-    ]
+    recs = [{"pdf": "a.pdf", "page": 1, "id": f"m{i}", "type": "math", "math": m} for i, m in enumerate(["x^2", "\\frac{a}{b}", "\\alpha"])]
     suite = BenchSuite.from_jsonl("\n".join(json.dumps(r) for r in recs))
     pages = ["$x^2$ and $\\frac{a}{b}$", "$\\beta$", "$$\\alpha + 1$$"] * 4
     scores = suite.score(pages, [["m0", "m1", "m2"]] * len(pages))
@@ -139,9 +136,43 @@ def test_missing_katex_is_an_error_verdict_naming_the_fix():
     assert "olmocr-rl install-katex" in why and "OLMOCR_RL_KATEX_JS" in why
 
 
-TOKENS = ["x", "1", "+", "=", "^", "_", "{", "}", "\\frac", "\\sqrt", "\\left(", "\\right)", "\\text{a b}",
-          "\\alpha", "&", "\\\\", "\\begin{matrix}", "\\end{matrix}", "\\def\\a{\\a}", "\\a", "$", "\\(", "\\)",
-          " ", "\u00a0", "<", "\\hat", "\\mathbf", "\\tag{1}", "\\color{red}", "%", "#", "\\neq", "é", "中"]
+TOKENS = [
+    "x",
+    "1",
+    "+",
+    "=",
+    "^",
+    "_",
+    "{",
+    "}",
+    "\\frac",
+    "\\sqrt",
+    "\\left(",
+    "\\right)",
+    "\\text{a b}",
+    "\\alpha",
+    "&",
+    "\\\\",
+    "\\begin{matrix}",
+    "\\end{matrix}",
+    "\\def\\a{\\a}",
+    "\\a",
+    "$",
+    "\\(",
+    "\\)",
+    " ",
+    "\u00a0",
+    "<",
+    "\\hat",
+    "\\mathbf",
+    "\\tag{1}",
+    "\\color{red}",
+    "%",
+    "#",
+    "\\neq",
+    "é",
+    "中",
+]
 
 
 @settings(max_examples=150, deadline=None)

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from olmocr_rl import EditDistanceReward, ElementCountReward, MedoidReward, RectTablesReward, _core
 
 rapidfuzz = pytest.importorskip("rapidfuzz")
-from rapidfuzz import fuzz  # noqa: E402
-from rapidfuzz.distance import Levenshtein  # noqa: E402
+from rapidfuzz import fuzz
+from rapidfuzz.distance import Levenshtein
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -39,7 +39,9 @@ texty = st.text(alphabet=st.sampled_from("abcé😀 \n.,xyz"), max_size=300)
 def test_element_counts_match_pythons_re(a, b):
     for text in (a, b):
         assert _core.element_counts(text) == (len(TABLE.findall(text)), sum(len(p.findall(text)) for p in MATH))
-    expected = 0.5 * ((len(TABLE.findall(a)) == len(TABLE.findall(b))) + (sum(len(p.findall(a)) for p in MATH) == sum(len(p.findall(b)) for p in MATH)))
+    expected = 0.5 * (
+        (len(TABLE.findall(a)) == len(TABLE.findall(b))) + (sum(len(p.findall(a)) for p in MATH) == sum(len(p.findall(b)) for p in MATH))
+    )
     assert ElementCountReward()(completions=[a, a], claude_original=[b, None]) == [expected, 0.0]
 
 

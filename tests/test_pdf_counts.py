@@ -18,7 +18,7 @@ from olmocr_rl import _core
 def pypdf_count(path) -> object:
     try:
         return len(PdfReader(path).pages)
-    except Exception as e:  # noqa: BLE001 - the reference crashes on these
+    except Exception as e:
         return type(e)
 
 
@@ -27,8 +27,12 @@ def clean(tmp_path_factory) -> list:
     d = tmp_path_factory.mktemp("pdfs")
     paths = []
     for name, data in samples(0).items():
-        for tag, b in (("", data), ("w", via_pypdf(data)), ("i", via_pypdf(data, incremental=True)),
-                       ("wi", via_pypdf(via_pypdf(data), incremental=True))):
+        for tag, b in (
+            ("", data),
+            ("w", via_pypdf(data)),
+            ("i", via_pypdf(data, incremental=True)),
+            ("wi", via_pypdf(via_pypdf(data), incremental=True)),
+        ):
             p = d / f"{name}{tag}.pdf"
             p.write_bytes(b)
             paths.append(p)

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from PIL import Image
 from clirun import invoke
+from PIL import Image
 
 from olmocr_rl import BenchSuite
 from olmocr_rl.data import (
@@ -374,10 +374,12 @@ def test_separate_eval_folder(tmp_path: Path) -> None:
     (held / "pdfs").mkdir(parents=True)
     (held / "pdfs" / "letter.pdf").write_bytes(pdf_bytes(1))  # same key as a training PDF
     (held / "letter_tests.jsonl").write_text(
-        jsonl([
-            {"pdf": "letter.pdf", "page": 1, "id": "held_p1", "type": "present", "text": "Page 1 of 1"},
-            {"pdf": "letter.pdf", "page": 1, "id": "letter_present_salutation", "type": "baseline"},  # clashes with train
-        ])
+        jsonl(
+            [
+                {"pdf": "letter.pdf", "page": 1, "id": "held_p1", "type": "present", "text": "Page 1 of 1"},
+                {"pdf": "letter.pdf", "page": 1, "id": "letter_present_salutation", "type": "baseline"},  # clashes with train
+            ]
+        )
     )
     out = tmp_path / "out"
     result = prepare(bench, out, PrepareOptions(workers=1, eval_dir=str(held)))
@@ -403,7 +405,9 @@ def test_filters_and_max_pages(tmp_path: Path) -> None:
     assert {suite.info(i).type for i in suite.ids} == {"footnote", "baseline"}
     # annual_report page 1 has neither type: dropped; page 2 has a baseline test.
     assert [(r["pdf"], r["page"]) for r in result.train] == [
-        ("letter.pdf", 1), ("reports/annual_report.pdf", 2), ("sample_paper.pdf", 1),
+        ("letter.pdf", 1),
+        ("reports/annual_report.pdf", 2),
+        ("sample_paper.pdf", 1),
     ]
     assert result.report.summary["tests_excluded_by_type"]["present"] > 0
     assert result.report.summary["pages_excluded_by_type"] == 1

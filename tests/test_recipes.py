@@ -17,7 +17,12 @@ def test_olmocr2_recipe_values():
     assert (cfg.num_generations, cfg.gradient_accumulation_steps, cfg.per_device_train_batch_size) == (28, 28, 1)
     assert (cfg.learning_rate, cfg.beta, cfg.temperature, cfg.loss_type, cfg.scale_rewards) == (2e-6, 0.01, 0.8, "bnpo", "group")
     assert (cfg.importance_sampling_level, cfg.seed, cfg.max_completion_length) == ("token", 1, 8000)
-    assert (cfg.use_vllm, cfg.vllm_mode, cfg.vllm_importance_sampling_mode, cfg.vllm_importance_sampling_cap) == (True, "server", "sequence_mask", 3.0)
+    assert (cfg.use_vllm, cfg.vllm_mode, cfg.vllm_importance_sampling_mode, cfg.vllm_importance_sampling_cap) == (
+        True,
+        "server",
+        "sequence_mask",
+        3.0,
+    )
     assert cfg.vllm_max_model_length == 16384 and cfg.bf16 is True
     # 7 training GPUs x 1 x 28 = 196 completions = 7 pages x 28 generations per step.
     assert generation_batch(cfg, 7) == 196 and generation_batch(cfg, 7) % cfg.num_generations == 0

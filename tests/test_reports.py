@@ -81,7 +81,9 @@ def test_bench_sample_and_output_failed(tmp_path, monkeypatch):
     passed = {i for (_, i), v in reps.items() if sum(v) / len(v) > 0.5}
     assert failed and all(t["id"] not in passed for t in failed)
     assert {t["id"] for t in failed} == {i for (_, i) in reps} - passed
-    sources = {json.loads(line)["id"]: json.loads(line) for f in bench.glob("*.jsonl") for line in f.read_text().splitlines() if line.strip()}
+    sources = {
+        json.loads(line)["id"]: json.loads(line) for f in bench.glob("*.jsonl") for line in f.read_text().splitlines() if line.strip()
+    }
     assert all(t == sources[t["id"]] for t in failed)
 
 

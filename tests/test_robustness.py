@@ -67,9 +67,40 @@ def test_adversarial_megabyte_inputs_are_bounded(name):
     assert elapsed < 60, f"{name}: {elapsed:.1f}s"
 
 
-PIECES = st.sampled_from(["*", "_", "**", "#", "# ", "\n", "<b>", "</b>", "<i", "</i>", "<h2>", "</h3>",
-                          "<sup>", "</sup>", "[^1]", "[^1]:", "¹", "![a](b)", "<br>", "Σ", "İ", "\u0301",
-                          " ", "reading", "order", "page", "中", "😀", "\x1c", "\r"])
+PIECES = st.sampled_from(
+    [
+        "*",
+        "_",
+        "**",
+        "#",
+        "# ",
+        "\n",
+        "<b>",
+        "</b>",
+        "<i",
+        "</i>",
+        "<h2>",
+        "</h3>",
+        "<sup>",
+        "</sup>",
+        "[^1]",
+        "[^1]:",
+        "¹",
+        "![a](b)",
+        "<br>",
+        "Σ",
+        "İ",
+        "\u0301",
+        " ",
+        "reading",
+        "order",
+        "page",
+        "中",
+        "😀",
+        "\x1c",
+        "\r",
+    ]
+)
 
 
 @settings(max_examples=1500, deadline=None)

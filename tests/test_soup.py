@@ -10,13 +10,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-from safetensors.torch import load_file, save_file  # noqa: E402
 from clirun import invoke
+from safetensors.torch import load_file, save_file
 
-from olmocr_rl.soup import SoupError, soup  # noqa: E402
+from olmocr_rl.soup import SoupError, soup
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench_fixtures"))
-from tiny_vlm import build_tiny_vlm  # noqa: E402
+from tiny_vlm import build_tiny_vlm
 
 
 @pytest.fixture(scope="module")

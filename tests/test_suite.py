@@ -75,7 +75,9 @@ def test_missing_paths_are_clear(tmp_path):
 
 
 def test_run_errors_are_reported_not_raised():
-    suite = BenchSuite.from_jsonl(rec(1, first_n="5") + "\n" + rec(2, type="baseline", text=None, max_repeats="x").replace(', "text": null', ""))
+    suite = BenchSuite.from_jsonl(
+        rec(1, first_n="5") + "\n" + rec(2, type="baseline", text=None, max_repeats="x").replace(', "text": null', "")
+    )
     r = suite.check("t1", "hello world")
     assert (r.passed, r.error) == (False, True) and "TypeError" in r.explanation
     r = suite.check("t2", "hello world")
@@ -108,8 +110,10 @@ def test_cli_validate_reports_bad_lines(tmp_path):
 def test_help_and_version_do_not_import_heavy_modules():
     heavy = "{'torch', 'trl', 'transformers', 'deepspeed', 'datasets'}"
     for argv, first in ((["--version"], "olmocr-rl "), (["--help"], "Usage: olmocr-rl"), (["bench", "--help"], "Usage: olmocr-rl bench")):
-        code = (f"import sys; from olmocr_rl.cli import main; rc = main({argv!r}); "
-                f"assert rc == 0, rc; assert not {heavy} & set(sys.modules), sorted({heavy} & set(sys.modules))")
+        code = (
+            f"import sys; from olmocr_rl.cli import main; rc = main({argv!r}); "
+            f"assert rc == 0, rc; assert not {heavy} & set(sys.modules), sorted({heavy} & set(sys.modules))"
+        )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode == 0 and out.stdout.strip().startswith(first), (argv, out.stdout, out.stderr)
 

@@ -79,8 +79,26 @@ def _compare(text: str, markdown: bool):
 
 SPAN_VALUES = ["2", "3", "0", " 2 ", "2x", "", "-1", "1_0", "２", "&#50;", "1", "02"]
 TAGS = [
-    "table", "tr", "td", "th", "thead", "tbody", "tfoot", "b", "br", "p", "span", "caption",
-    "TD", "Tr", "script", "style", "pre", "template", "rt", "img",
+    "table",
+    "tr",
+    "td",
+    "th",
+    "thead",
+    "tbody",
+    "tfoot",
+    "b",
+    "br",
+    "p",
+    "span",
+    "caption",
+    "TD",
+    "Tr",
+    "script",
+    "style",
+    "pre",
+    "template",
+    "rt",
+    "img",
 ]
 
 
@@ -98,9 +116,38 @@ def start_tag(draw):
 
 TEXT = st.sampled_from(
     [
-        "a", "b c", "12", " ", "\n", "x<y", "p < q", "&amp;", "&#65;", "&#x42;", "&foo;", "&copy",
-        "&nbsp;", "<!-- c -->", "<!--", "<![CDATA[q]]>", "<!doctype html>", "<?pi?>", "&", "<", ">",
-        "'", '"', "</>", "</ td>", "&#", "&#12a;", "=", "/", "$x<0.5$", "| a | b |", "-->",
+        "a",
+        "b c",
+        "12",
+        " ",
+        "\n",
+        "x<y",
+        "p < q",
+        "&amp;",
+        "&#65;",
+        "&#x42;",
+        "&foo;",
+        "&copy",
+        "&nbsp;",
+        "<!-- c -->",
+        "<!--",
+        "<![CDATA[q]]>",
+        "<!doctype html>",
+        "<?pi?>",
+        "&",
+        "<",
+        ">",
+        "'",
+        '"',
+        "</>",
+        "</ td>",
+        "&#",
+        "&#12a;",
+        "=",
+        "/",
+        "$x<0.5$",
+        "| a | b |",
+        "-->",
     ]
 )
 END_TAG = st.sampled_from(TAGS).map(lambda t: f"</{t}>")
@@ -116,7 +163,11 @@ def test_html_soup_matches_reference(text):
 
 @needs_reference
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(["| a | b |", "|---|---|", "| c |", "d | e", "x", "", " | ", "|-|:-:|\r", "| f | g | h |"]), max_size=10).map("\n".join))
+@given(
+    st.lists(st.sampled_from(["| a | b |", "|---|---|", "| c |", "d | e", "x", "", " | ", "|-|:-:|\r", "| f | g | h |"]), max_size=10).map(
+        "\n".join
+    )
+)
 def test_markdown_matches_reference(text):
     _compare(text, markdown=True)
 

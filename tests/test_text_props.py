@@ -30,8 +30,21 @@ def ref_normalize(s: str) -> str:
     s = re.sub(r"(\*|_)(.*?)\1", r"\2", s)
     s = re.sub(r"\s+", " ", s)
     s = unicodedata.normalize("NFC", s)
-    table = {"‘": "'", "’": "'", "‚": "'", "“": '"', "”": '"', "„": '"', "＿": "_", "–": "-",
-             "—": "-", "‑": "-", "‒": "-", "−": "-", "\u00b5": "\u03bc"}
+    table = {
+        "‘": "'",
+        "’": "'",
+        "‚": "'",
+        "“": '"',
+        "”": '"',
+        "„": '"',
+        "＿": "_",
+        "–": "-",
+        "—": "-",
+        "‑": "-",
+        "‒": "-",
+        "−": "-",
+        "\u00b5": "\u03bc",
+    }
     for a, b in table.items():
         s = s.replace(a, b)
     return s
@@ -63,9 +76,42 @@ def test_nfc_exhaustive_singletons():
         assert _core._py_compat(joined)[4] == unicodedata.normalize("NFC", joined)
 
 
-MARKUP = st.sampled_from(["*", "**", "_", "__", "<br>", "<br/>", "<br />", "<b>", "</b>", "<i>",
-                          "</i>", "\n", " ", "\t", "\x1c", "\u00a0", "\u3000", "\u200b", "e\u0301",
-                          "\u0301", "Σ", "ς", "İ", "ﬁ", "“", "—", "−", "µ", "＿", "a", "B", "1"])
+MARKUP = st.sampled_from(
+    [
+        "*",
+        "**",
+        "_",
+        "__",
+        "<br>",
+        "<br/>",
+        "<br />",
+        "<b>",
+        "</b>",
+        "<i>",
+        "</i>",
+        "\n",
+        " ",
+        "\t",
+        "\x1c",
+        "\u00a0",
+        "\u3000",
+        "\u200b",
+        "e\u0301",
+        "\u0301",
+        "Σ",
+        "ς",
+        "İ",
+        "ﬁ",
+        "“",
+        "—",
+        "−",
+        "µ",
+        "＿",
+        "a",
+        "B",
+        "1",
+    ]
+)
 MIXED = st.lists(st.one_of(MARKUP, st.text(max_size=4)), max_size=40).map("".join)
 
 

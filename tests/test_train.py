@@ -16,8 +16,8 @@ pytest.importorskip("torch")
 
 from clirun import invoke
 
-from olmocr_rl.train.config import ConfigError, TrainConfig, build_grpo_config, grpo_kwargs, load_config  # noqa: E402
-from olmocr_rl.train.preflight import errors, preflight  # noqa: E402
+from olmocr_rl.train.config import ConfigError, TrainConfig, build_grpo_config, grpo_kwargs, load_config
+from olmocr_rl.train.preflight import errors, preflight
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "bench_fixtures"
@@ -76,8 +76,9 @@ def test_config_file_unknown_key_is_rejected_with_suggestion(tmp_path):
 def test_config_file_then_overrides_then_explicit(tmp_path):
     f = tmp_path / "recipe.toml"
     f.write_text('num_generations = 8\ntemperature = 0.7\nreport_to = ["wandb"]\n[rewards]\nbench-macro = 1.0\n')
-    cfg = load_config(f, ["temperature=0.9", "rewards.eos=0.25", "trl.top_k=7", "lora=true"], prepared_dir="p", model="m",
-                      output_dir="o", resume=None)
+    cfg = load_config(
+        f, ["temperature=0.9", "rewards.eos=0.25", "trl.top_k=7", "lora=true"], prepared_dir="p", model="m", output_dir="o", resume=None
+    )
     assert cfg.num_generations == 8 and cfg.temperature == 0.9 and cfg.lora is True
     assert cfg.rewards == {"bench-macro": 1.0, "eos": 0.25} and cfg.trl == {"top_k": 7} and cfg.report_to == ["wandb"]
     # Defaults follow olmOCR 2's recipe.
@@ -120,8 +121,16 @@ def test_preflight_rejects_bad_batch_and_names_the_fix(prepared, tmp_path):
     assert "gradient_accumulation_steps=28" in found[0].fix and "num_generations=8" in found[0].fix
     assert not errors(preflight(cfg, 7, prepared))  # olmOCR's 7 GPUs x 1 x 8 = 56 = 2 x 28
 
-    bad = cfg_for(prepared, "m", tmp_path, "per_device_eval_batch_size=3", "rewards.bench=0",
-                  "max_prompt_tokens=30", "use_vllm=true", "vllm_tensor_parallel_size=3")
+    bad = cfg_for(
+        prepared,
+        "m",
+        tmp_path,
+        "per_device_eval_batch_size=3",
+        "rewards.bench=0",
+        "max_prompt_tokens=30",
+        "use_vllm=true",
+        "vllm_tensor_parallel_size=3",
+    )
     keys = {p.key: p for p in errors(preflight(bad, 2, prepared))}
     assert "per_device_eval_batch_size" in keys and "multiple of 2" in keys["per_device_eval_batch_size"].fix
     assert "rewards" in keys and "max_prompt_tokens" in keys and "vllm_tensor_parallel_size" in keys
@@ -149,8 +158,9 @@ def test_processor_must_be_multimodal_and_rewards_build_by_name(tiny_model, prep
     from olmocr_rl.train.rewards import TrainBenchReward, build_rewards
 
     processor = load_processor(str(tiny_model))
-    funcs, weights = build_rewards({"bench": 1.0, "bench-macro": 0.5, "eos": 0.1, "front-matter": 0.2}, prepared / "tests",
-                                   processor=processor)
+    funcs, weights = build_rewards(
+        {"bench": 1.0, "bench-macro": 0.5, "eos": 0.1, "front-matter": 0.2}, prepared / "tests", processor=processor
+    )
     assert weights == [1.0, 0.5, 0.1, 0.2]
     assert [type(f) for f in funcs] == [TrainBenchReward, TrainBenchReward, EosReward, FrontMatterReward]
     assert funcs[0].suite is funcs[1].suite and funcs[0].log_metrics and not funcs[1].log_metrics
@@ -158,8 +168,9 @@ def test_processor_must_be_multimodal_and_rewards_build_by_name(tiny_model, prep
     assert funcs[2].eos == {processor.tokenizer.eos_token_id}
     logged: dict[str, float] = {}
     ids = [["letter_present_salutation", "letter_absent_generic"]] * 2
-    got = funcs[0](completions=[[{"role": "assistant", "content": "Dear Committee Members,"}], "nothing"], test_ids=ids,
-                   log_metric=logged.__setitem__)
+    got = funcs[0](
+        completions=[[{"role": "assistant", "content": "Dear Committee Members,"}], "nothing"], test_ids=ids, log_metric=logged.__setitem__
+    )
     assert got == [1.0, 0.5] and logged["bench/present/pass_rate"] == 0.5 and logged["bench/absent/pass_rate"] == 1.0
 
     # An unknown processor class: AutoProcessor silently returns the bare tokenizer (trainer-notes 7.3).
@@ -215,11 +226,15 @@ def test_grpo_run_logs_per_type_pass_rates_and_checkpoints(trained):
 def test_outputs_are_scored_by_bench(trained):
     cfg, out, summary = trained
     files = sorted(p.relative_to(out / "outputs").as_posix() for p in (out / "outputs").rglob("*.md"))
-    assert files == ["letter_pg1_repeat1.md", "reports/annual_report_pg1_repeat1.md",
-                     "reports/annual_report_pg2_repeat1.md", "sample_paper_pg1_repeat1.md"]
+    assert files == [
+        "letter_pg1_repeat1.md",
+        "reports/annual_report_pg1_repeat1.md",
+        "reports/annual_report_pg2_repeat1.md",
+        "sample_paper_pg1_repeat1.md",
+    ]
     res = invoke(["bench", str(out), "--candidate", "outputs", "--json"])
     assert res.exit_code == 0, res.output
-    summary_json = json.loads(res.output[res.output.index("{"):])
+    summary_json = json.loads(res.output[res.output.index("{") :])
     (cand,) = summary_json["candidates"]
     assert cand["name"] == "outputs" and not cand.get("errors")
 
@@ -241,8 +256,23 @@ def test_final_outputs_from_the_saved_model_batched_with_repeats(trained):
 
 def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model, caplog):
     cfg, out, _ = trained
-    res = invoke(["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE),
-                                   "--resume", "auto", "max_steps=3", "final_outputs=none", "eval_split=none"])
+    res = invoke(
+        [
+            "train",
+            str(prepared),
+            "--model",
+            str(tiny_model),
+            "-o",
+            str(out),
+            "--config",
+            str(RECIPE),
+            "--resume",
+            "auto",
+            "max_steps=3",
+            "final_outputs=none",
+            "eval_split=none",
+        ]
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["resumed_from"].endswith("checkpoint-2")
@@ -258,8 +288,20 @@ def test_lora_run(prepared, tiny_model, tmp_path):
     from olmocr_rl.train.worker import run
 
     out = tmp_path / "lora"
-    cfg = cfg_for(prepared, tiny_model, out, "lora=true", "lora_r=4", "lora_target_modules=[q_proj,v_proj]", "max_steps=1",
-                  "save_steps=0", "eval_split=none", "final_outputs=none", "report_to=none", "rewards.eos=0.5")
+    cfg = cfg_for(
+        prepared,
+        tiny_model,
+        out,
+        "lora=true",
+        "lora_r=4",
+        "lora_target_modules=[q_proj,v_proj]",
+        "max_steps=1",
+        "save_steps=0",
+        "eval_split=none",
+        "final_outputs=none",
+        "report_to=none",
+        "rewards.eos=0.5",
+    )
     summary = run(cfg)
     assert summary["global_step"] == 1
     assert (out / "adapter_config.json").is_file() and (out / "adapter_model.safetensors").is_file()
@@ -278,8 +320,9 @@ def test_other_vlm_families_train(family, prepared, tmp_path):
         sys.path.remove(str(FIXTURES))
     model = build_tiny_vlm(tmp_path / family, family)
     out = tmp_path / "run"
-    cfg = cfg_for(prepared, model, out, "max_steps=1", "save_steps=0", "eval_split=none", "final_outputs=train",
-                  "report_to=none", "max_train_pages=1")
+    cfg = cfg_for(
+        prepared, model, out, "max_steps=1", "save_steps=0", "eval_split=none", "final_outputs=train", "report_to=none", "max_train_pages=1"
+    )
     summary = run(cfg)
     assert summary["global_step"] == 1 and summary["outputs"]["files"] == 1
     assert any("bench/present/pass_rate" in r for r in _logs(out))

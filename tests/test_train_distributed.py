@@ -21,7 +21,7 @@ pytest.importorskip("deepspeed")
 torch = pytest.importorskip("torch")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_train import RECIPE, prepared, tiny_model  # noqa: E402,F401  (session fixtures shared with test_train)
+from test_train import RECIPE, prepared, tiny_model  # noqa: F401  (session fixtures shared with test_train)
 
 pytestmark = pytest.mark.distributed
 CLI = str(Path(sys.executable).parent / "olmocr-rl")

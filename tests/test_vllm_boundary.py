@@ -22,7 +22,7 @@ pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_train import cfg_for, prepared, tiny_model  # noqa: E402,F401  (session fixtures)
+from test_train import cfg_for, prepared, tiny_model  # noqa: F401  (session fixtures)
 
 COMPLETION = "The quick brown fox"
 

@@ -226,7 +226,9 @@ def _fake_environment(monkeypatch, versions: dict[str, str | None]):
     monkeypatch.setattr(preflight, "_dist_version", lambda name: versions.get(name))
     monkeypatch.setattr(preflight, "_dist_requires", lambda name: requires.get(name, []))
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (object() if versions.get("vllm") else None) if name == "vllm" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: (object() if versions.get("vllm") else None) if name == "vllm" else real(name, *a)
+    )
     return preflight
 
 
@@ -267,8 +269,8 @@ def test_vllm_preflight_runs_in_train_preflight(monkeypatch, tmp_path):
 
 pytest.importorskip("trl")
 sys.path.insert(0, str(HERE))
-from clirun import invoke  # noqa: E402
-from test_train import RECIPE, prepared, tiny_model  # noqa: E402,F401  (session fixtures)
+from clirun import invoke
+from test_train import RECIPE, prepared, tiny_model  # noqa: F401  (session fixtures)
 
 
 def _cli(prepared: Path, model: Path, out: Path, port: int, *extra: str) -> list[str]:
@@ -318,7 +320,11 @@ def test_cli_runs_server_then_training_and_cleans_up(prepared, tiny_model, tmp_p
     assert res.exit_code == 0, res.output
     assert seen["num_processes"] == 2 and seen["gpus"] == ["0", "1"]
     seen["config"] = json.loads(seen["config_path"].read_text())
-    assert (seen["config"]["vllm_mode"], seen["config"]["vllm_server_host"], seen["config"]["vllm_server_port"]) == ("server", "127.0.0.1", port)
+    assert (seen["config"]["vllm_mode"], seen["config"]["vllm_server_host"], seen["config"]["vllm_server_port"]) == (
+        "server",
+        "127.0.0.1",
+        port,
+    )
     srv, trainer = _records(tmp_path)
     assert srv["env"]["CUDA_VISIBLE_DEVICES"] == "2" and trainer["env"]["CUDA_VISIBLE_DEVICES"] == "0,1"
     assert (out / "logs" / "vllm.log").is_file()

@@ -16,6 +16,7 @@ Everything is read from Python itself:
 * the Unicode decimal digits (`Nd`) that Python's `int()` accepts, as the first code point of
   each run of ten.
 """
+
 import html
 import sys
 import unicodedata
@@ -53,11 +54,7 @@ def bs4_cp1252():
         from bs4.dammit import UnicodeDammit
     except ImportError:
         sys.exit("bs4 is needed for its Windows-1252 table")
-    return {
-        n: UnicodeDammit.WINDOWS_1252_TO_UTF8[n].decode("utf8")
-        for n in range(0x80, 0xA0)
-        if n in UnicodeDammit.WINDOWS_1252_TO_UTF8
-    }
+    return {n: UnicodeDammit.WINDOWS_1252_TO_UTF8[n].decode("utf8") for n in range(0x80, 0xA0) if n in UnicodeDammit.WINDOWS_1252_TO_UTF8}
 
 
 def ranges(points):
@@ -102,7 +99,7 @@ def main():
         print(f"    ({lit(name)}, {lit(text)}),")
     print("];")
     print()
-    print("/// BeautifulSoup's `HTML_ENTITY_TO_CHARACTER` (names without \";\"), sorted by name.")
+    print('/// BeautifulSoup\'s `HTML_ENTITY_TO_CHARACTER` (names without ";"), sorted by name.')
     print("pub static BS4_NAMED: &[(&str, &str)] = &[")
     for name, text in sorted(bs4_names().items()):
         print(f"    ({lit(name)}, {lit(text)}),")
@@ -130,7 +127,7 @@ def main():
     print("pub static DECIMAL_ZEROS: &[u32] = &[")
     zs = decimal_zeros()
     for k in range(0, len(zs), 8):
-        print("    " + " ".join(f"{z:#x}," for z in zs[k:k + 8]))
+        print("    " + " ".join(f"{z:#x}," for z in zs[k : k + 8]))
     print("];")
 
 

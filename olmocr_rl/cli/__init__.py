@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         echo("error: interrupted", err=True)
         return 130
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - sorted below: click's, then everything else as one error line
         # click's own exceptions (typer >= 0.29 vendors click, older ones use it): Exit after
         # --help/--version, Abort on Ctrl-C at a prompt, UsageError/BadParameter (status 2).
         name = type(e).__name__

@@ -16,21 +16,50 @@ rates, their mean as the score, a bootstrap CI; a candidate with any error is FA
 
 @app.command("bench", help=DESCRIPTION, short_help="Score candidate outputs in an olmOCR-bench folder, as the reference runner does.")
 def bench_command(
-    bench_dir: Annotated[Path, typer.Argument(help="A bench folder (*.jsonl, pdfs/, one folder per candidate), or one of its .jsonl files.", show_default=False)],
-    candidate: Annotated[Optional[list[str]], typer.Option("--candidate", "-c", help="Evaluate only this candidate folder (repeatable).")] = None,
-    details: Annotated[Optional[Path], typer.Option("--details", help="Write one JSON line per (test, md file): id, type, jsonl, md, passed, explanation.")] = None,
+    bench_dir: Annotated[
+        Path,
+        typer.Argument(help="A bench folder (*.jsonl, pdfs/, one folder per candidate), or one of its .jsonl files.", show_default=False),
+    ],
+    candidate: Annotated[
+        Optional[list[str]], typer.Option("--candidate", "-c", help="Evaluate only this candidate folder (repeatable).")
+    ] = None,
+    details: Annotated[
+        Optional[Path], typer.Option("--details", help="Write one JSON line per (test, md file): id, type, jsonl, md, passed, explanation.")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
-    skip_baseline: Annotated[bool, typer.Option("--skip-baseline", "--skip_baseline", help="Drop every baseline test, the auto-added ones included.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Run even if some PDF pages have no test (missing page files still fail a candidate).")] = False,
-    workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Threads for the checks (default: all cores; env OLMOCR_RL_THREADS).")] = None,
-    bootstrap_samples: Annotated[int, typer.Option("--bootstrap-samples", "--bootstrap_samples", min=0, help="Bootstrap resamples for the confidence interval.")] = 1000,
-    confidence_level: Annotated[float, typer.Option("--confidence-level", "--confidence_level", min=0.0, max=1.0, help="Confidence level of the interval.")] = 0.95,
+    skip_baseline: Annotated[
+        bool, typer.Option("--skip-baseline", "--skip_baseline", help="Drop every baseline test, the auto-added ones included.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Run even if some PDF pages have no test (missing page files still fail a candidate).")
+    ] = False,
+    workers: Annotated[
+        Optional[int], typer.Option("--workers", min=1, help="Threads for the checks (default: all cores; env OLMOCR_RL_THREADS).")
+    ] = None,
+    bootstrap_samples: Annotated[
+        int, typer.Option("--bootstrap-samples", "--bootstrap_samples", min=0, help="Bootstrap resamples for the confidence interval.")
+    ] = 1000,
+    confidence_level: Annotated[
+        float, typer.Option("--confidence-level", "--confidence_level", min=0.0, max=1.0, help="Confidence level of the interval.")
+    ] = 0.95,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap (the reference's CI is unseeded).")] = 0,
     show_failures: Annotated[bool, typer.Option("--show-failures", help="List every test that failed on some repeat.")] = False,
-    report: Annotated[Optional[Path], typer.Option("--report", "--test-report", help="Write a self-contained HTML report: page images beside test results and texts.")] = None,
-    max_reports: Annotated[Optional[int], typer.Option("--max-reports", "--max_reports", min=1, help="In the report, at most N PDFs per JSONL file.")] = None,
+    report: Annotated[
+        Optional[Path],
+        typer.Option("--report", "--test-report", help="Write a self-contained HTML report: page images beside test results and texts."),
+    ] = None,
+    max_reports: Annotated[
+        Optional[int], typer.Option("--max-reports", "--max_reports", min=1, help="In the report, at most N PDFs per JSONL file.")
+    ] = None,
     sample: Annotated[Optional[int], typer.Option("--sample", min=1, help="Score only N tests, drawn with --seed.")] = None,
-    output_failed: Annotated[Optional[Path], typer.Option("--output-failed", "--output_failed", help="Write the tests no candidate passed as JSONL (a path as given; the reference puts a relative one in the bench folder, where the next run would read it as tests).")] = None,
+    output_failed: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--output-failed",
+            "--output_failed",
+            help="Write the tests no candidate passed as JSONL (a path as given; the reference puts a relative one in the bench folder, where the next run would read it as tests).",
+        ),
+    ] = None,
 ) -> int:
     return run(Namespace(**locals()))
 
@@ -59,10 +88,20 @@ def run(args: Namespace) -> int:
     try:
         if bar is not None:
             bar.start()
-        summary = run_bench(args.bench_dir, args.candidate, skip_baseline=args.skip_baseline, force=args.force,
-                            details=args.details, threads=args.workers, bootstrap_samples=args.bootstrap_samples,
-                            confidence_level=args.confidence_level, seed=args.seed, progress=progress,
-                            sample=args.sample, keep_details=args.report is not None)
+        summary = run_bench(
+            args.bench_dir,
+            args.candidate,
+            skip_baseline=args.skip_baseline,
+            force=args.force,
+            details=args.details,
+            threads=args.workers,
+            bootstrap_samples=args.bootstrap_samples,
+            confidence_level=args.confidence_level,
+            seed=args.seed,
+            progress=progress,
+            sample=args.sample,
+            keep_details=args.report is not None,
+        )
     except (BenchError, OSError) as e:  # OSError: e.g. the details file cannot be written
         fail(str(e))
     finally:

@@ -22,7 +22,9 @@ def validate_command(
 def check_command(
     tests: Annotated[Path, typer.Argument(help="A bench folder or a .jsonl file.", show_default=False)],
     page: Annotated[Path, typer.Argument(help="A markdown/text file: the model's output for one page.", show_default=False)],
-    test_id: Annotated[Optional[list[str]], typer.Option("--test", "-t", help="Test id to run (repeatable; default: all tests of --pdf).")] = None,
+    test_id: Annotated[
+        Optional[list[str]], typer.Option("--test", "-t", help="Test id to run (repeatable; default: all tests of --pdf).")
+    ] = None,
     pdf: Annotated[Optional[str], typer.Option("--pdf", help="Run every test of this PDF (as named in the JSONL).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per test.")] = False,
 ) -> int:

@@ -22,7 +22,9 @@ def generate_command(
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Longest completion, tokens.")] = 8000,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Pages per generate call.")] = 8,
     engine: Annotated[str, typer.Option("--engine", help="transformers, or vllm (its offline engine, when installed).")] = "transformers",
-    prompt_file: Annotated[Optional[Path], typer.Option("--prompt-file", help="UTF-8 file with the instruction (default: prepare's).")] = None,
+    prompt_file: Annotated[
+        Optional[Path], typer.Option("--prompt-file", help="UTF-8 file with the instruction (default: prepare's).")
+    ] = None,
     longest_side: Annotated[int, typer.Option("--longest-side", min=1, help="Longest side of rendered pages, px (as prepare).")] = 1288,
     raw: Annotated[bool, typer.Option("--raw", help="Write whole completions (front matter kept).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
@@ -72,7 +74,7 @@ def run(args: Namespace) -> int:
     return 0
 
 
-def _engine(args: Namespace):  # noqa: ANN202
+def _engine(args: Namespace):
     from olmocr_rl.generate import transformers_generate, vllm_generate
     from olmocr_rl.train.config import ConfigError
     from olmocr_rl.train.modeling import load_processor, load_trained
@@ -92,7 +94,7 @@ def _engine(args: Namespace):  # noqa: ANN202
     return transformers_generate(model, processor, max_new_tokens=args.max_new_tokens)
 
 
-def _progress(total: int, quiet: bool):  # noqa: ANN202
+def _progress(total: int, quiet: bool):
     if quiet:
         return None, lambda: None
     from rich.progress import Progress

@@ -15,8 +15,10 @@ point finds it. OLMOCR_RL_KATEX_JS, when set, still takes precedence."""
 
 @app.command("install-katex", help=ABOUT, short_help="Install KaTeX 0.16.21 for math checks (into the user cache).")
 def install_katex_command(
-    from_wheel: Annotated[Optional[Path], typer.Option("--from-wheel", help="Use this olmocr 0.4.27 wheel file instead of downloading it.")] = None,
-    dir: Annotated[Optional[Path], typer.Option("--dir", help="Store katex.min.js here instead of the user cache.")] = None,  # noqa: A002
+    from_wheel: Annotated[
+        Optional[Path], typer.Option("--from-wheel", help="Use this olmocr 0.4.27 wheel file instead of downloading it.")
+    ] = None,
+    dir: Annotated[Optional[Path], typer.Option("--dir", help="Store katex.min.js here instead of the user cache.")] = None,
 ) -> int:
     from olmocr_rl import _katex
 

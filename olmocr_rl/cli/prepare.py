@@ -17,16 +17,26 @@ Broken tests and PDFs are reported (a table here, report.json in OUT_DIR) and sk
 def prepare_command(
     bench_dir: Annotated[Path, typer.Argument(help="olmOCR-bench folder: top-level *.jsonl tests and pdfs/**.pdf.", show_default=False)],
     out_dir: Annotated[Path, typer.Argument(help="Where to write the prepared dataset (a re-run resumes).", show_default=False)],
-    longest_side: Annotated[int, typer.Option("--longest-side", "--target-longest-image-dim", min=1, help="Longest side of rendered pages, px.")] = 1288,
-    jsonl_filter: Annotated[Optional[str], typer.Option("--jsonl-filter", help="Only JSONL files whose name matches this regex (case-insensitive search).")] = None,
+    longest_side: Annotated[
+        int, typer.Option("--longest-side", "--target-longest-image-dim", min=1, help="Longest side of rendered pages, px.")
+    ] = 1288,
+    jsonl_filter: Annotated[
+        Optional[str], typer.Option("--jsonl-filter", help="Only JSONL files whose name matches this regex (case-insensitive search).")
+    ] = None,
     type_filter: Annotated[Optional[list[str]], typer.Option("--type-filter", help="Only tests of this type (repeatable).")] = None,
-    max_pages: Annotated[Optional[int], typer.Option("--max-pages", min=1, help="At most this many pages, first in (pdf, page) order.")] = None,
+    max_pages: Annotated[
+        Optional[int], typer.Option("--max-pages", min=1, help="At most this many pages, first in (pdf, page) order.")
+    ] = None,
     eval_fraction: Annotated[float, typer.Option("--eval-fraction", help="Hold out this fraction of the PDFs as the eval split.")] = 0.0,
     eval_dir: Annotated[Optional[Path], typer.Option("--eval-dir", help="A separate bench folder to prepare as the eval split.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the --eval-fraction split.")] = 0,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Render processes (default: one per CPU).")] = None,
-    prompt_file: Annotated[Optional[Path], typer.Option("--prompt-file", help="UTF-8 file with the exact instruction your checkpoint was trained with.")] = None,
-    patch_size: Annotated[int, typer.Option("--patch-size", min=1, help="Pixels per image token side for the estimate (Qwen2.5-VL: 28).")] = 28,
+    prompt_file: Annotated[
+        Optional[Path], typer.Option("--prompt-file", help="UTF-8 file with the exact instruction your checkpoint was trained with.")
+    ] = None,
+    patch_size: Annotated[
+        int, typer.Option("--patch-size", min=1, help="Pixels per image token side for the estimate (Qwen2.5-VL: 28).")
+    ] = 28,
     strict: Annotated[bool, typer.Option("--strict", help="Exit with status 1 if any problem was found.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:

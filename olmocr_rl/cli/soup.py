@@ -16,7 +16,9 @@ config, tokenizer and processor files are copied from the first checkpoint."""
 
 @app.command("soup", help=DESCRIPTION)
 def soup_command(
-    checkpoints: Annotated[list[Path], typer.Argument(help="Two or more checkpoint folders (save_pretrained layout, safetensors).", show_default=False)],
+    checkpoints: Annotated[
+        list[Path], typer.Argument(help="Two or more checkpoint folders (save_pretrained layout, safetensors).", show_default=False)
+    ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the averaged model to.", show_default=False)],
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace files in a non-empty --output folder.")] = False,
 ) -> int:

@@ -10,7 +10,6 @@ import typer
 
 from olmocr_rl.cli import app, debug_enabled, echo, fail
 
-
 ABOUT = "Train a VLM with GRPO, the olmOCR-bench pass rate as the reward (olmOCR 2 recipe defaults)."
 
 
@@ -35,26 +34,57 @@ def _options(value: bool) -> None:
 def train_command(
     prepared_dir: Annotated[Path, typer.Argument(help="A folder made by `olmocr-rl prepare`.", show_default=False)],
     # KEY=VALUE words anywhere on the line (click collects positionals between options).
-    overrides: Annotated[Optional[list[str]], typer.Argument(metavar="[KEY=VALUE]...", help="Config overrides (rewards.eos=0.1, trl.top_k=50).", show_default=False)] = None,
+    overrides: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="[KEY=VALUE]...", help="Config overrides (rewards.eos=0.1, trl.top_k=50).", show_default=False),
+    ] = None,
     model: Annotated[str, typer.Option("--model", help="Model path or hub id (an image-text-to-text VLM).")] = "",
     output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Checkpoints, logs, outputs.")] = None,
-    config: Annotated[Optional[str], typer.Option("--config", "-c", help="A recipe: a YAML/TOML file, or a packaged one by name (olmocr2).")] = None,
+    config: Annotated[
+        Optional[str], typer.Option("--config", "-c", help="A recipe: a YAML/TOML file, or a packaged one by name (olmocr2).")
+    ] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Config override (repeatable).")] = None,
-    resume: Annotated[Optional[str], typer.Option("--resume", help="'auto' (latest checkpoint in --output-dir) or a checkpoint folder.")] = None,
-    num_processes: Annotated[Optional[int], typer.Option("--num-processes", min=1, help="Training processes in total (all machines). Default 1, or every training GPU with --vllm-gpus.", show_default=False)] = None,
+    resume: Annotated[
+        Optional[str], typer.Option("--resume", help="'auto' (latest checkpoint in --output-dir) or a checkpoint folder.")
+    ] = None,
+    num_processes: Annotated[
+        Optional[int],
+        typer.Option(
+            "--num-processes",
+            min=1,
+            help="Training processes in total (all machines). Default 1, or every training GPU with --vllm-gpus.",
+            show_default=False,
+        ),
+    ] = None,
     zero: Annotated[Optional[int], typer.Option("--zero", min=1, max=3, help="DeepSpeed ZeRO stage (1, 2 or 3).")] = None,
     launcher: Annotated[str, typer.Option("--launcher", help="What starts the ranks: accelerate or deepspeed.")] = "accelerate",
-    vllm_gpus: Annotated[Optional[int], typer.Option("--vllm-gpus", min=1, help="Serve generation with vLLM on this node's last K GPUs; train on the others.")] = None,
+    vllm_gpus: Annotated[
+        Optional[int],
+        typer.Option("--vllm-gpus", min=1, help="Serve generation with vLLM on this node's last K GPUs; train on the others."),
+    ] = None,
     num_machines: Annotated[int, typer.Option("--num-machines", min=1, help="Machines (nodes) in the run.")] = 1,
     machine_rank: Annotated[int, typer.Option("--machine-rank", min=0, help="This machine's rank, 0 to --num-machines - 1.")] = 0,
-    main_process_ip: Annotated[Optional[str], typer.Option("--main-process-ip", help="Address of the rank-0 machine (several machines).")] = None,
-    main_process_port: Annotated[Optional[int], typer.Option("--main-process-port", help="Its port (default: a free one; 29500 for several machines).")] = None,
-    hostfile: Annotated[Optional[Path], typer.Option("--hostfile", help="DeepSpeed hostfile (--launcher deepspeed on several machines).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (config, batch arithmetic, GPU split, commands) and exit.")] = False,
+    main_process_ip: Annotated[
+        Optional[str], typer.Option("--main-process-ip", help="Address of the rank-0 machine (several machines).")
+    ] = None,
+    main_process_port: Annotated[
+        Optional[int], typer.Option("--main-process-port", help="Its port (default: a free one; 29500 for several machines).")
+    ] = None,
+    hostfile: Annotated[
+        Optional[Path], typer.Option("--hostfile", help="DeepSpeed hostfile (--launcher deepspeed on several machines).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan (config, batch arithmetic, GPU split, commands) and exit.")
+    ] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show the traceback when the training stack refuses the configuration.")] = False,
     # What the `deepspeed` launcher passes each rank it starts (`deepspeed -m olmocr_rl.train ...`).
     local_rank: Annotated[Optional[int], typer.Option("--local_rank", "--local-rank", hidden=True)] = None,
-    options: Annotated[Optional[bool], typer.Option("--options", callback=_options, is_eager=True, help="List every config key with its type, default and meaning, and exit.")] = None,
+    options: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--options", callback=_options, is_eager=True, help="List every config key with its type, default and meaning, and exit."
+        ),
+    ] = None,
 ) -> int:
     if debug:
         os.environ["OLMOCR_RL_DEBUG"] = "1"  # also for the launched ranks
@@ -79,8 +109,14 @@ def run(args: Namespace) -> int:
 
     rank_mode = launched_rank(args)
     try:
-        cfg = load_config(args.config, [*(args.set_ or []), *args.overrides], prepared_dir=str(args.prepared_dir),
-                          model=args.model or None, output_dir=str(args.output_dir) if args.output_dir else None, resume=args.resume)
+        cfg = load_config(
+            args.config,
+            [*(args.set_ or []), *args.overrides],
+            prepared_dir=str(args.prepared_dir),
+            model=args.model or None,
+            output_dir=str(args.output_dir) if args.output_dir else None,
+            resume=args.resume,
+        )
         cuda = cuda_available()
         if cfg.bf16 is None:
             cfg.bf16 = cuda  # resolved here so every rank (and accelerate's mixed precision) agrees
@@ -129,7 +165,7 @@ def run(args: Namespace) -> int:
     return 0
 
 
-def plan_launch(args: Namespace, cfg) -> Namespace:  # noqa: ANN001
+def plan_launch(args: Namespace, cfg) -> Namespace:
     """How the ranks start: the launcher command and environment, and with --vllm-gpus the GPU
     split and the server command (the resolved config then points at the server)."""
     from olmocr_rl.train.launch import launch_env, launcher_argv
@@ -143,8 +179,10 @@ def plan_launch(args: Namespace, cfg) -> Namespace:  # noqa: ANN001
         split = split_gpus(visible_gpus(), args.vllm_gpus, cfg.vllm_data_parallel_size)
         per_node = len(split.train) if args.num_processes is None else args.num_processes // args.num_machines
         if per_node > len(split.train):
-            raise ValueError(f"--num-processes {args.num_processes} needs {per_node} training GPUs per machine; "
-                             f"--vllm-gpus {args.vllm_gpus} leaves {len(split.train)} ({','.join(split.train)})")
+            raise ValueError(
+                f"--num-processes {args.num_processes} needs {per_node} training GPUs per machine; "
+                f"--vllm-gpus {args.vllm_gpus} leaves {len(split.train)} ({','.join(split.train)})"
+            )
         num_processes = per_node * args.num_machines
         gpus = list(split.train)
         cfg.use_vllm, cfg.vllm_mode, cfg.vllm_server_base_url = True, "server", None
@@ -160,19 +198,29 @@ def plan_launch(args: Namespace, cfg) -> Namespace:  # noqa: ANN001
     config_path = Path(cfg.output_dir) / "train_config.json"
     argv = env = None
     if distributed:
-        argv = launcher_argv(config_path, args.launcher, num_processes=num_processes, zero=args.zero, num_machines=args.num_machines,
-                             machine_rank=args.machine_rank, main_process_ip=args.main_process_ip,
-                             main_process_port=args.main_process_port, hostfile=args.hostfile, gpus=gpus)
+        argv = launcher_argv(
+            config_path,
+            args.launcher,
+            num_processes=num_processes,
+            zero=args.zero,
+            num_machines=args.num_machines,
+            machine_rank=args.machine_rank,
+            main_process_ip=args.main_process_ip,
+            main_process_port=args.main_process_port,
+            hostfile=args.hostfile,
+            gpus=gpus,
+        )
         env = launch_env(num_processes // args.num_machines)
         if split is not None and args.launcher == "accelerate":
             env["CUDA_VISIBLE_DEVICES"] = ",".join(split.train)
         elif gpus is not None:
             env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher's --include names them
-    return Namespace(num_processes=num_processes, distributed=distributed, argv=argv, env=env, split=split, server=server,
-                     machine_rank=args.machine_rank)
+    return Namespace(
+        num_processes=num_processes, distributed=distributed, argv=argv, env=env, split=split, server=server, machine_rank=args.machine_rank
+    )
 
 
-def _launch(plan: Namespace, config_path: Path, cfg) -> int:  # noqa: ANN001
+def _launch(plan: Namespace, config_path: Path, cfg) -> int:
     from olmocr_rl.train.launch import launch
 
     if plan.split is None:
@@ -194,14 +242,12 @@ def _launch(plan: Namespace, config_path: Path, cfg) -> int:  # noqa: ANN001
         fail(f"interrupted ({e}); the vLLM server and the training ranks were stopped", 130)
 
 
-def run_rank(cfg, zero: Optional[int], config_path: Path) -> int:  # noqa: ANN001
+def run_rank(cfg, zero: Optional[int], config_path: Path) -> int:
     """This process is one rank of a launcher's job: train here, then rank 0 writes the outputs."""
     from olmocr_rl.train.config import ConfigError
-    from olmocr_rl.train.launch import shutdown_process_group, use_deepspeed_preset
+    from olmocr_rl.train.launch import launch_env, shutdown_process_group, use_deepspeed_preset
     from olmocr_rl.train.worker import run as run_worker
     from olmocr_rl.train.worker import write_final_outputs
-
-    from olmocr_rl.train.launch import launch_env
 
     rank = int(os.environ.get("RANK", "0"))
     # What `olmocr-rl train` gives the ranks it launches: ninja on PATH, the stable op cache.
@@ -222,13 +268,15 @@ def run_rank(cfg, zero: Optional[int], config_path: Path) -> int:  # noqa: ANN00
     return 0
 
 
-def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path, plan: Namespace) -> None:  # noqa: ANN001
+def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path, plan: Namespace) -> None:
     echo("resolved config:")
     echo(json.dumps(cfg.to_dict(), indent=2))
     echo(f"world size: {world}")
     steps = cfg.steps_per_generation or cfg.gradient_accumulation_steps
-    echo(f"generation batch: {cfg.per_device_train_batch_size} per device x {world} processes x {steps} steps = {gen_batch} "
-         f"completions = {gen_batch / cfg.num_generations:g} pages x {cfg.num_generations} generations")
+    echo(
+        f"generation batch: {cfg.per_device_train_batch_size} per device x {world} processes x {steps} steps = {gen_batch} "
+        f"completions = {gen_batch / cfg.num_generations:g} pages x {cfg.num_generations} generations"
+    )
     echo("trl.GRPOConfig: " + json.dumps({k: v for k, v in kwargs.items() if k != "output_dir"}, default=str))
     if plan.split is not None:
         from olmocr_rl.train.launch import format_plan
@@ -238,12 +286,17 @@ def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path
         if plan.server is not None:
             echo("server: " + format_plan(plan.server, None, server_env(plan.split, base={})))
         else:
-            echo(f"server: none on this machine (machine rank {plan.machine_rank}); the trainer connects to {cfg.vllm_server_host}:{cfg.vllm_server_port}")
+            echo(
+                f"server: none on this machine (machine rank {plan.machine_rank}); the trainer connects to {cfg.vllm_server_host}:{cfg.vllm_server_port}"
+            )
     if plan.distributed:
         from olmocr_rl.train.launch import format_plan
 
-        shown = {"CUDA_VISIBLE_DEVICES": plan.env["CUDA_VISIBLE_DEVICES"]} if plan.split is not None and "CUDA_VISIBLE_DEVICES" in plan.env else {}
+        shown = (
+            {"CUDA_VISIBLE_DEVICES": plan.env["CUDA_VISIBLE_DEVICES"]}
+            if plan.split is not None and "CUDA_VISIBLE_DEVICES" in plan.env
+            else {}
+        )
         echo("command: " + format_plan(plan.argv, plan.env, shown))
     else:
         echo(f"command: python -m olmocr_rl.train.worker {config_path}  (in this process)")
-

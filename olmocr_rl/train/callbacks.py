@@ -27,7 +27,7 @@ class MetricsJsonlCallback(TrainerCallback):
     def __init__(self, output_dir: str | Path):
         self.path = Path(output_dir) / "logs" / "metrics.jsonl"  # not top level: output_dir is also a bench folder
 
-    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
+    def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,7 +47,7 @@ class RichProgressCallback(TrainerCallback):
         self.console: Any = None
         self.status: Any = None
 
-    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_train_begin(self, args, state, control, **kwargs):
         if not state.is_world_process_zero:
             return
         from rich.console import Console, Group
@@ -59,7 +59,11 @@ class RichProgressCallback(TrainerCallback):
         if not self.console.is_terminal:
             return
         self.progress = Progress(
-            TextColumn("[bold blue]GRPO"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+            TextColumn("[bold blue]GRPO"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=self.console,
         )
         self.task = self.progress.add_task("train", total=state.max_steps, completed=state.global_step)
@@ -67,15 +71,19 @@ class RichProgressCallback(TrainerCallback):
         self.live = Live(Group(self.progress, self.status), console=self.console, refresh_per_second=4)
         self.live.start()
 
-    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_step_end(self, args, state, control, **kwargs):
         if self.progress is not None:
             self.progress.update(self.task, completed=state.global_step)
 
-    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
+    def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs:
             return
         parts = [f"{k}={_fmt(logs[k])}" for k in HEADLINE if k in logs]
-        parts += [f"{k.removesuffix('/pass_rate')}={_fmt(v)}" for k, v in sorted(logs.items()) if k.startswith(("bench/", "eval_bench/")) and "/jsonl/" not in k]
+        parts += [
+            f"{k.removesuffix('/pass_rate')}={_fmt(v)}"
+            for k, v in sorted(logs.items())
+            if k.startswith(("bench/", "eval_bench/")) and "/jsonl/" not in k
+        ]
         if not parts:  # e.g. the end-of-training runtime summary
             return
         line = f"step {state.global_step}/{state.max_steps}: " + "  ".join(parts)
@@ -92,7 +100,7 @@ class RichProgressCallback(TrainerCallback):
 
         return Group(self.progress, self.status)
 
-    def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_train_end(self, args, state, control, **kwargs):
         if self.live is not None:
             self.live.stop()
             self.live = None

@@ -56,7 +56,7 @@ class ConfigError(ValueError):
     """A configuration problem the user fixes by editing the config or the command line."""
 
 
-def opt(default: Any = None, help: str = "", *, trl: str | None = None, factory: Any = None) -> Any:  # noqa: A002
+def opt(default: Any = None, help: str = "", *, trl: str | None = None, factory: Any = None) -> Any:
     """A TrainConfig field with its help text (read by `olmocr-rl train --options` and the docs);
     `trl`: "direct" when trl.GRPOConfig takes the value under the same name, "vllm" when it does
     so only with use_vllm."""
@@ -205,10 +205,7 @@ def _suggest(key: str, known: list[str]) -> str:
 
 def unknown_key_error(key: str, source: str) -> ConfigError:
     known = sorted(f.name for f in dataclasses.fields(TrainConfig))
-    return ConfigError(
-        f"{source}: unknown key {key!r}{_suggest(key, known)}; "
-        "pass trl.GRPOConfig options under 'trl:' (e.g. trl.top_k=50)"
-    )
+    return ConfigError(f"{source}: unknown key {key!r}{_suggest(key, known)}; pass trl.GRPOConfig options under 'trl:' (e.g. trl.top_k=50)")
 
 
 def _coerce(name: str, typ: Any, value: Any, source: str) -> Any:
@@ -224,7 +221,9 @@ def _coerce(name: str, typ: Any, value: Any, source: str) -> Any:
         choices = get_args(typ)
         if value in choices:
             return value
-        raise ConfigError(f"{source}: {name} must be one of {', '.join(map(str, choices))}, not {value!r}{_suggest(str(value), [str(c) for c in choices])}")
+        raise ConfigError(
+            f"{source}: {name} must be one of {', '.join(map(str, choices))}, not {value!r}{_suggest(str(value), [str(c) for c in choices])}"
+        )
     if typ is bool:
         if isinstance(value, bool):
             return value
@@ -431,7 +430,6 @@ def grpo_kwargs(
     """The keyword arguments for trl.GRPOConfig (for the installed trl), before construction.
     Raises ConfigError on a `trl:` key the installed GRPOConfig does not have."""
     import trl
-
     from trl import GRPOConfig
 
     if cuda is None:
@@ -493,9 +491,7 @@ def grpo_kwargs(
         kw.pop("eval_on_start", None)
     for key, value in cfg.trl.items():
         if key not in names:
-            raise ConfigError(
-                f"trl.{key}: not a GRPOConfig option in trl {trl.__version__}{_suggest(key, sorted(names))}"
-            )
+            raise ConfigError(f"trl.{key}: not a GRPOConfig option in trl {trl.__version__}{_suggest(key, sorted(names))}")
         kw[key] = value
     return kw
 

@@ -14,7 +14,8 @@ from olmocr_rl.train.config import ConfigError
 
 def read_manifest(prepared_dir: str | os.PathLike[str]) -> dict:
     """`olmocr_rl.prepared.read_manifest`, its errors as ConfigError (the trainer's one error)."""
-    from olmocr_rl.prepared import PreparedError, read_manifest as read
+    from olmocr_rl.prepared import PreparedError
+    from olmocr_rl.prepared import read_manifest as read
 
     try:
         return read(prepared_dir)
@@ -24,7 +25,8 @@ def read_manifest(prepared_dir: str | os.PathLike[str]) -> dict:
 
 def read_split(prepared_dir: str | os.PathLike[str], split: str) -> list[dict]:
     """`olmocr_rl.prepared.read_split`, its errors as ConfigError."""
-    from olmocr_rl.prepared import PreparedError, read_split as read
+    from olmocr_rl.prepared import PreparedError
+    from olmocr_rl.prepared import read_split as read
 
     try:
         return read(prepared_dir, split)

@@ -75,7 +75,7 @@ def torch_extensions_dir() -> Path:
 
 
 def _mixed_precision(config_path: Path) -> str:
-    """"bf16"/"fp16"/"no" from the resolved training config (a JSON object, possibly nested one
+    """ "bf16"/"fp16"/"no" from the resolved training config (a JSON object, possibly nested one
     level, e.g. {"grpo": {"bf16": true}}); "no" when it says nothing."""
     try:
         data = json.loads(Path(config_path).read_text(encoding="utf-8"))
@@ -109,8 +109,7 @@ def build_launch_argv(
         raise ValueError(f"--num-machines must be at least 1, got {num_machines}")
     if num_processes % num_machines:
         raise ValueError(
-            f"--num-processes ({num_processes}) is the total over all machines and must be divisible by "
-            f"--num-machines ({num_machines})"
+            f"--num-processes ({num_processes}) is the total over all machines and must be divisible by --num-machines ({num_machines})"
         )
     if not 0 <= machine_rank < num_machines:
         raise ValueError(f"--machine-rank must be in [0, {num_machines}), got {machine_rank}")
@@ -159,7 +158,9 @@ def build_deepspeed_argv(
     if num_processes < 1:
         raise ValueError(f"--num-processes must be at least 1, got {num_processes}")
     if num_processes % num_machines:
-        raise ValueError(f"--num-processes ({num_processes}) is the total over all machines and must be divisible by --num-machines ({num_machines})")
+        raise ValueError(
+            f"--num-processes ({num_processes}) is the total over all machines and must be divisible by --num-machines ({num_machines})"
+        )
     argv = [sys.executable, "-m", "deepspeed.launcher.runner"]
     per_node = num_processes // num_machines
     if num_machines > 1:
@@ -215,7 +216,7 @@ def format_plan(argv: list[str], env: dict[str, str] | None = None, shown: dict[
     return " ".join(words + [shlex.join(argv)])
 
 
-def launcher_argv(config_path: str | Path, launcher: str = "accelerate", **kw) -> list[str]:  # noqa: ANN003
+def launcher_argv(config_path: str | Path, launcher: str = "accelerate", **kw) -> list[str]:
     """The launch command for `launcher` ("accelerate" or "deepspeed"); `kw` as `olmocr-rl train`'s
     flags (num_processes, zero, num_machines, machine_rank, main_process_ip, main_process_port,
     hostfile, gpus)."""

@@ -21,7 +21,10 @@ CANDIDATE = "outputs"
 
 
 def select_rows(
-    prepared_dir: str | os.PathLike[str], which: str, train_split: str = "train", eval_split: str = "eval",
+    prepared_dir: str | os.PathLike[str],
+    which: str,
+    train_split: str = "train",
+    eval_split: str = "eval",
     limits: dict[str, int | None] | None = None,
 ) -> list[dict]:
     """The pages of `which` ("train", "eval", "all", "none"), each split cut to `limits[split]`
@@ -75,7 +78,9 @@ def write_outputs(
             model.train()
     if summary["errors"]:
         first = summary["errors"][0]
-        raise RuntimeError(f"generating the outputs failed on {len(summary['errors'])} page(s), first {first['pdf']} page {first['page']}: {first['error']}")
+        raise RuntimeError(
+            f"generating the outputs failed on {len(summary['errors'])} page(s), first {first['pdf']} page {first['page']}: {first['error']}"
+        )
     layout = make_bench_folder(prepared, out, rows)
     return {"candidate": str(cand), "files": summary["written"], **layout}
 
@@ -118,5 +123,9 @@ def make_bench_folder(prepared_dir: Path, output_dir: Path, rows: list[dict]) ->
             n_tests += len(keep)
         elif target.exists():
             target.unlink()
-    return {"pdfs": len({p for p, _ in pages}), "tests": n_tests, "test_files": written,
-            "bench_command": f"olmocr-rl bench {output_dir} --candidate {CANDIDATE}"}
+    return {
+        "pdfs": len({p for p, _ in pages}),
+        "tests": n_tests,
+        "test_files": written,
+        "bench_command": f"olmocr-rl bench {output_dir} --candidate {CANDIDATE}",
+    }

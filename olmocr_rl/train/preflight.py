@@ -71,15 +71,23 @@ def preflight(
     # --- the batch arithmetic trl enforces at construction (divisibility) ------------------
     g = cfg.num_generations
     if g < 2:
-        add(Problem("num_generations", f"GRPO needs at least 2 generations per page, got {g}", "set num_generations=2 or more (olmOCR 2 uses 28)"))
+        add(
+            Problem(
+                "num_generations",
+                f"GRPO needs at least 2 generations per page, got {g}",
+                "set num_generations=2 or more (olmOCR 2 uses 28)",
+            )
+        )
     elif (batch := generation_batch(cfg, world_size)) % g:
         steps_name = "steps_per_generation" if cfg.steps_per_generation else "gradient_accumulation_steps"
-        add(Problem(
-            "num_generations",
-            f"the generation batch per_device_train_batch_size ({cfg.per_device_train_batch_size}) x processes ({world_size}) x "
-            f"{steps_name} ({cfg.steps_per_generation or cfg.gradient_accumulation_steps}) = {batch} is not divisible by num_generations ({g})",
-            _batch_fix(cfg, world_size),
-        ))
+        add(
+            Problem(
+                "num_generations",
+                f"the generation batch per_device_train_batch_size ({cfg.per_device_train_batch_size}) x processes ({world_size}) x "
+                f"{steps_name} ({cfg.steps_per_generation or cfg.gradient_accumulation_steps}) = {batch} is not divisible by num_generations ({g})",
+                _batch_fix(cfg, world_size),
+            )
+        )
     if cfg.steps_per_generation and "generation_batch_size" in cfg.trl:
         add(Problem("steps_per_generation", "both steps_per_generation and trl.generation_batch_size are set", "set only one of them"))
 
@@ -98,14 +106,26 @@ def preflight(
         except ConfigError as e:
             add(Problem("prepared_dir", str(e), "re-run `olmocr-rl prepare`"))
         if not train_rows:
-            add(Problem("train_split", f"{prepared / (cfg.train_split + '.jsonl')} has no pages", "check train_split, or re-run prepare with more pages"))
+            add(
+                Problem(
+                    "train_split",
+                    f"{prepared / (cfg.train_split + '.jsonl')} has no pages",
+                    "check train_split, or re-run prepare with more pages",
+                )
+            )
         if not any(tests_dir(prepared).glob("*.jsonl")):
             add(Problem("prepared_dir", f"{tests_dir(prepared)} holds no test files", "re-run `olmocr-rl prepare`"))
         elif any(n.startswith("bench") for n in cfg.rewards):
             add_environment_problem(add, tests_dir(prepared))
         if cfg.eval_enabled and not eval_rows:
-            add(Problem("eval_split", f"no {cfg.eval_split!r} pages in {prepared}; evaluation during training is off",
-                        "re-run prepare with an eval split, or set eval_split=none", "warning"))
+            add(
+                Problem(
+                    "eval_split",
+                    f"no {cfg.eval_split!r} pages in {prepared}; evaluation during training is off",
+                    "re-run prepare with an eval split, or set eval_split=none",
+                    "warning",
+                )
+            )
 
     # --- eval batch --------------------------------------------------------------------------
     if cfg.eval_enabled and eval_rows and cfg.eval_steps > 0:
@@ -113,27 +133,47 @@ def preflight(
         eb = cfg.per_device_eval_batch_size * world_size
         if ge < 1 or eb % ge:
             good = ge // math.gcd(ge, world_size)
-            add(Problem(
-                "per_device_eval_batch_size",
-                f"the eval batch per_device_eval_batch_size ({cfg.per_device_eval_batch_size}) x processes ({world_size}) = {eb} "
-                f"is not divisible by num_generations_eval ({ge})",
-                f"set per_device_eval_batch_size to a multiple of {good}, or num_generations_eval to a divisor of {eb}",
-            ))
+            add(
+                Problem(
+                    "per_device_eval_batch_size",
+                    f"the eval batch per_device_eval_batch_size ({cfg.per_device_eval_batch_size}) x processes ({world_size}) = {eb} "
+                    f"is not divisible by num_generations_eval ({ge})",
+                    f"set per_device_eval_batch_size to a multiple of {good}, or num_generations_eval to a divisor of {eb}",
+                )
+            )
 
     # --- rewards -----------------------------------------------------------------------------
     weights = list(cfg.rewards.values())
     if weights and all(float(w) == 0 for w in weights):
-        add(Problem("rewards", "every reward weight is 0: no learning signal", "give at least one reward a non-zero weight, e.g. rewards.bench=1.0"))
+        add(
+            Problem(
+                "rewards",
+                "every reward weight is 0: no learning signal",
+                "give at least one reward a non-zero weight, e.g. rewards.bench=1.0",
+            )
+        )
     if not any(n.startswith("bench") for n in cfg.rewards):
-        add(Problem("rewards", "no bench reward: the olmOCR-bench tests are not used for training",
-                    "add rewards.bench=1.0 (or bench-macro / bench-graded)", "warning"))
+        add(
+            Problem(
+                "rewards",
+                "no bench reward: the olmOCR-bench tests are not used for training",
+                "add rewards.bench=1.0 (or bench-macro / bench-graded)",
+                "warning",
+            )
+        )
     needing = [n for n in cfg.rewards if n in NEEDS_REFERENCE]
     if needing and (train_rows or manifest is None) and not any(r.get("reference") for r in train_rows):
         what = {"front-matter": "scores only the format (0 or 0.5)", "edit-distance": "is 0 for every completion",
                 "element-count": "is 0 for every completion"}  # fmt: skip
         for n in needing:
-            add(Problem(f"rewards.{n}", f"no prepared page has a reference output (claude_original/), so {n} {what[n]}",
-                        "prepare a bench folder with claude_original/ files, or drop it", "warning"))
+            add(
+                Problem(
+                    f"rewards.{n}",
+                    f"no prepared page has a reference output (claude_original/), so {n} {what[n]}",
+                    "prepare a bench folder with claude_original/ files, or drop it",
+                    "warning",
+                )
+            )
     for n in cfg.rewards:
         if is_user_reward(n):
             from olmocr_rl.train.rewards import load_user_reward
@@ -141,7 +181,13 @@ def preflight(
             try:
                 load_user_reward(n)
             except ConfigError as e:
-                add(Problem(f"rewards.{n}", str(e).split(": ", 1)[-1], "fix the module path or the function's signature (prompts, completions, **kwargs)"))
+                add(
+                    Problem(
+                        f"rewards.{n}",
+                        str(e).split(": ", 1)[-1],
+                        "fix the module path or the function's signature (prompts, completions, **kwargs)",
+                    )
+                )
 
     # --- prompt + image token budget -----------------------------------------------------
     over = []
@@ -153,12 +199,14 @@ def preflight(
             over.append((n, f"{r['pdf']} page {r['page']}"))
     if over:
         worst = max(over)
-        add(Problem(
-            "max_prompt_tokens",
-            f"{len(over)} page(s) need more than max_prompt_tokens={cfg.max_prompt_tokens} prompt tokens "
-            f"(worst: {worst[1]}, about {worst[0]} = image + instruction)",
-            f"re-run prepare with a smaller --target-longest-image-dim, or raise max_prompt_tokens to {worst[0]}",
-        ))
+        add(
+            Problem(
+                "max_prompt_tokens",
+                f"{len(over)} page(s) need more than max_prompt_tokens={cfg.max_prompt_tokens} prompt tokens "
+                f"(worst: {worst[1]}, about {worst[0]} = image + instruction)",
+                f"re-run prepare with a smaller --target-longest-image-dim, or raise max_prompt_tokens to {worst[0]}",
+            )
+        )
 
     # --- generation backend --------------------------------------------------------------
     if cfg.use_vllm:
@@ -170,11 +218,22 @@ def preflight(
             add(p)
         tp = cfg.vllm_tensor_parallel_size
         if cfg.vllm_mode == "colocate" and (tp < 1 or world_size % tp):
-            add(Problem("vllm_tensor_parallel_size", f"colocated vLLM with tensor parallel {tp} does not divide the {world_size} training processes",
-                        f"set vllm_tensor_parallel_size to a divisor of {world_size}, or use vllm_mode=server"))
+            add(
+                Problem(
+                    "vllm_tensor_parallel_size",
+                    f"colocated vLLM with tensor parallel {tp} does not divide the {world_size} training processes",
+                    f"set vllm_tensor_parallel_size to a divisor of {world_size}, or use vllm_mode=server",
+                )
+            )
         if cfg.vllm_mode == "server" and not cfg.vllm_server_base_url and cfg.vllm_server_host == "0.0.0.0":
-            add(Problem("vllm_server_host", "server mode will connect to 0.0.0.0:%d" % cfg.vllm_server_port,
-                        "start `trl vllm-serve --model MODEL` on other GPUs first, or set vllm_server_base_url", "warning"))
+            add(
+                Problem(
+                    "vllm_server_host",
+                    "server mode will connect to 0.0.0.0:%d" % cfg.vllm_server_port,
+                    "start `trl vllm-serve --model MODEL` on other GPUs first, or set vllm_server_base_url",
+                    "warning",
+                )
+            )
 
     # --- optional packages -----------------------------------------------------------------
     if cfg.lora:
@@ -183,10 +242,14 @@ def preflight(
         if not cfg.lora_target_modules:
             add(Problem("lora_target_modules", "LoRA needs target modules", "set lora_target_modules=[q_proj,v_proj]"))
     for backend, pkg in (("wandb", "wandb"), ("tensorboard", "tensorboard")):
-        if backend in cfg.report_to and importlib.util.find_spec(pkg) is None and not (
-            backend == "tensorboard" and importlib.util.find_spec("tensorboardX")
+        if (
+            backend in cfg.report_to
+            and importlib.util.find_spec(pkg) is None
+            and not (backend == "tensorboard" and importlib.util.find_spec("tensorboardX"))
         ):
-            add(Problem("report_to", f"{backend} logging requested but {pkg} is not installed", f"pip install {pkg}, or set report_to=none"))
+            add(
+                Problem("report_to", f"{backend} logging requested but {pkg} is not installed", f"pip install {pkg}, or set report_to=none")
+            )
 
     # --- resume ----------------------------------------------------------------------------
     if cfg.resume == "auto" and not any(Path(cfg.output_dir).glob("checkpoint-*")):
@@ -212,7 +275,7 @@ def _dist_requires(name: str) -> list[str]:
         return []
 
 
-def _requirement_of(dist: str, package: str, extra: str | None = None):  # noqa: ANN202
+def _requirement_of(dist: str, package: str, extra: str | None = None):
     """`dist`'s requirement on `package` (in `extra`, if given), as a packaging Requirement."""
     from packaging.requirements import InvalidRequirement, Requirement
 
@@ -256,12 +319,17 @@ def vllm_problems(cuda: bool) -> list[Problem]:
             if not need.specifier.contains(Version(Version(have).base_version), prereleases=True):
                 out.append(Problem("use_vllm", f"vLLM {vllm} needs {package}{need.specifier}, but {package} {have} is installed", fix))
     if not cuda:
-        out.append(Problem("use_vllm", "vLLM generation needs CUDA GPUs, and torch sees none here",
-                           "run on a GPU machine (check nvidia-smi and CUDA_VISIBLE_DEVICES), or set use_vllm=false"))
+        out.append(
+            Problem(
+                "use_vllm",
+                "vLLM generation needs CUDA GPUs, and torch sees none here",
+                "run on a GPU machine (check nvidia-smi and CUDA_VISIBLE_DEVICES), or set use_vllm=false",
+            )
+        )
     return out
 
 
-def add_environment_problem(add, tests: Path) -> None:  # noqa: ANN001
+def add_environment_problem(add, tests: Path) -> None:
     """An error when the tests the bench reward will score include ones this environment would
     turn into error verdicts (math tests without KaTeX 0.16.21): a silently wrong reward."""
     from olmocr_rl.suite import BenchSuite, SuiteError

@@ -56,17 +56,19 @@ class CompletionRecorder:
         for i, (text, s) in enumerate(zip(texts, scores)):
             if s is None:
                 continue
-            rows.append({
-                "step": step,
-                "mode": mode,
-                "pdf": meta["pdf"][i] if "pdf" in meta else None,
-                "page": meta["page"][i] if "page" in meta else None,
-                "reward": s.reward,
-                "passed": s.passed,
-                "total": s.total,
-                "failed": [{"id": r.id, "type": r.type, "explanation": r.explanation} for r in s.results if not r.passed],
-                "completion": text,
-            })
+            rows.append(
+                {
+                    "step": step,
+                    "mode": mode,
+                    "pdf": meta["pdf"][i] if "pdf" in meta else None,
+                    "page": meta["page"][i] if "page" in meta else None,
+                    "reward": s.reward,
+                    "passed": s.passed,
+                    "total": s.total,
+                    "failed": [{"id": r.id, "type": r.type, "explanation": r.explanation} for r in s.results if not r.passed],
+                    "completion": text,
+                }
+            )
         if mode == "train":
             rows = rows[: self.per_call]
         if not rows:
@@ -134,7 +136,9 @@ def load_user_reward(name: str) -> Callable:
         try:
             obj = obj()
         except Exception as e:  # noqa: BLE001
-            raise ConfigError(f"reward {name!r}: {attr}() failed ({type(e).__name__}: {e}); a reward class must take no arguments") from None
+            raise ConfigError(
+                f"reward {name!r}: {attr}() failed ({type(e).__name__}: {e}); a reward class must take no arguments"
+            ) from None
     if not callable(obj):
         raise ConfigError(f"reward {name!r}: {type(obj).__name__} is not callable")
     try:
@@ -156,7 +160,15 @@ class TrainBenchReward(BenchReward):
     bench rewards one logs them), records failing tests, and adds the failing test ids to trl's
     completions table (`log_extra`)."""
 
-    def __init__(self, suite: BenchSuite, average: str, *, log_metrics: bool = True, recorder: CompletionRecorder | None = None, threads: int | None = None):
+    def __init__(
+        self,
+        suite: BenchSuite,
+        average: str,
+        *,
+        log_metrics: bool = True,
+        recorder: CompletionRecorder | None = None,
+        threads: int | None = None,
+    ):
         super().__init__(suite, average, threads=threads)  # type: ignore[arg-type]
         self.log_metrics = log_metrics
         self.recorder = recorder
@@ -184,9 +196,7 @@ class TrainBenchReward(BenchReward):
             for name, value in rates(sum_over_ranks(self.metric_counts(scores, test_ids))).items():
                 log_metric(name, value)
         if self.log_metrics and log_extra is not None:
-            log_extra("failed_tests", [
-                ",".join(r.id for r in s.results if not r.passed) if s is not None else "" for s in scores
-            ])
+            log_extra("failed_tests", [",".join(r.id for r in s.results if not r.passed) if s is not None else "" for s in scores])
         if self.recorder is not None:
             step = int(getattr(trainer_state, "global_step", 0) or 0)
             self.recorder.record(step, texts, scores, kwargs)
@@ -225,7 +235,9 @@ def build_rewards(
         if name in _AVERAGE:
             if suite is None:
                 suite = tests if isinstance(tests, BenchSuite) else BenchSuite.load(tests)
-            funcs.append(TrainBenchReward(suite, _AVERAGE[name], log_metrics=not logged, recorder=None if logged else recorder, threads=threads))
+            funcs.append(
+                TrainBenchReward(suite, _AVERAGE[name], log_metrics=not logged, recorder=None if logged else recorder, threads=threads)
+            )
             logged = True
         elif name == "eos":
             funcs.append(EosReward(eos_token_ids(processor, model)))

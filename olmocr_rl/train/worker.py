@@ -103,7 +103,9 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     if not cfg.use_vllm:
         # A sampled image/video placeholder token would not match the image features in the
         # log-prob pass (trl#3847); trl >= 1.16 suppresses the image token itself.
-        placeholders = [i for i in (getattr(model.config, "image_token_id", None), getattr(model.config, "video_token_id", None)) if isinstance(i, int)]
+        placeholders = [
+            i for i in (getattr(model.config, "image_token_id", None), getattr(model.config, "video_token_id", None)) if isinstance(i, int)
+        ]
         gen_kwargs = dict(args.generation_kwargs or {})
         if placeholders and "suppress_tokens" not in gen_kwargs:
             gen_kwargs["suppress_tokens"] = placeholders
@@ -111,8 +113,14 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     if cfg.progress:
         args.disable_tqdm = True  # our rich display replaces the tqdm bar
 
-    recorder = CompletionRecorder(cfg.output_dir, rank=rank(), world_size=world, every=cfg.logging_steps) if cfg.write_failing_completions else None
-    funcs, weights = build_rewards(cfg.rewards, tests_dir(cfg.prepared_dir), processor=processor, model=model, recorder=recorder, threads=cfg.reward_threads)
+    recorder = (
+        CompletionRecorder(cfg.output_dir, rank=rank(), world_size=world, every=cfg.logging_steps)
+        if cfg.write_failing_completions
+        else None
+    )
+    funcs, weights = build_rewards(
+        cfg.rewards, tests_dir(cfg.prepared_dir), processor=processor, model=model, recorder=recorder, threads=cfg.reward_threads
+    )
     if list(args.reward_weights) != weights:  # both come from cfg.rewards, in order
         raise RuntimeError(f"reward weights {args.reward_weights} do not match the reward functions' {weights}")
     callbacks: list[Any] = [MetricsJsonlCallback(cfg.output_dir)]
@@ -188,8 +196,14 @@ def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = No
     limits = {cfg.train_split: cfg.max_train_pages, eval_split: cfg.max_eval_pages}
     rows = select_rows(cfg.prepared_dir, cfg.final_outputs, cfg.train_split, eval_split, limits)
     return write_outputs(
-        model, processor, cfg.prepared_dir, cfg.output_dir, rows,
-        repeats=cfg.final_output_repeats, max_new_tokens=cfg.max_completion_length, temperature=cfg.final_temperature,
+        model,
+        processor,
+        cfg.prepared_dir,
+        cfg.output_dir,
+        rows,
+        repeats=cfg.final_output_repeats,
+        max_new_tokens=cfg.max_completion_length,
+        temperature=cfg.final_temperature,
         batch_size=cfg.final_batch_size,
     )
 

@@ -39,7 +39,9 @@ FAIL = re.compile(
     r"\((?P<passes>\d+)/(?P<repeats>\d+) repeats passed\)\. Ex: (?P<ex>.*)$"
 )
 AVERAGE = re.compile(r"^  Average Score: (?P<score>[\d.]+)% \(95% CI: \[(?P<lo>[\d.]+)%, (?P<hi>[\d.]+)%\]\) over (?P<n>\d+) tests\.$")
-FINAL = re.compile(r"^(?P<name>.*?)\s* : Average Score: (?P<status>FAILED \(errors\)|[\d.]+%) ?(?P<ci>.*?) \(average of per-JSONL scores\)$")
+FINAL = re.compile(
+    r"^(?P<name>.*?)\s* : Average Score: (?P<status>FAILED \(errors\)|[\d.]+%) ?(?P<ci>.*?) \(average of per-JSONL scores\)$"
+)
 TYPE = re.compile(r"^    (?P<type>\w+)\s*: (?P<avg>[\d.]+)% average pass rate over (?P<n>\d+) tests$")
 JSONL = re.compile(r"^        (?P<file>.+?)\s*: (?P<rate>[\d.]+)% \((?P<passed>\d+)/(?P<total>\d+) tests\)$")
 
@@ -64,7 +66,10 @@ def parse(stdout: str) -> dict:
                 last_fail = None
             elif m := FAIL.match(line):
                 last_fail = cur["failures"][m["id"]] = {
-                    "page": m["page"], "passes": int(m["passes"]), "repeats": int(m["repeats"]), "explanation": m["ex"]
+                    "page": m["page"],
+                    "passes": int(m["passes"]),
+                    "repeats": int(m["repeats"]),
+                    "explanation": m["ex"],
                 }
             elif m := AVERAGE.match(line):
                 cur["average"] = {"score": m["score"], "ci": [m["lo"], m["hi"]], "tests": int(m["n"])}
@@ -95,8 +100,7 @@ def main() -> None:
             cmd = [args.python, str(HERE / "run_reference_bench.py"), args.olmocr_tree, "--", "--dir", str(copy / target), *flags]
             p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
             stdout = p.stdout.replace(str(copy) + "/", "")  # paths relative to the fixture
-        case = {"case": name, "fixture": fixture, "dir": target, "flags": flags, "exit_code": p.returncode,
-                "candidates": parse(stdout)}
+        case = {"case": name, "fixture": fixture, "dir": target, "flags": flags, "exit_code": p.returncode, "candidates": parse(stdout)}
         if p.returncode:
             case["message"] = (stdout.strip().splitlines() or p.stderr.strip().splitlines() or [""])[-1]
         out.append(case)

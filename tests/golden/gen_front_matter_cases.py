@@ -8,7 +8,6 @@ the upstream FrontMatterParser and PageResponse. Needs pyyaml in that venv. Not 
 """
 
 import ast
-import itertools
 import json
 import logging
 import random
@@ -17,13 +16,12 @@ from typing import Optional
 
 tree = sys.argv[1]
 sys.path.insert(0, tree)
-from olmocr.prompts.prompts import PageResponse  # noqa: E402
-from olmocr.train.front_matter import FrontMatterParser  # noqa: E402
+from olmocr.prompts.prompts import PageResponse
+from olmocr.train.front_matter import FrontMatterParser
 
 src = open(f"{tree}/olmocr/train/grpo_train.py", encoding="utf-8").read()
 fn = next(n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef) and n.name == "reward_front_matter")
-ns = {"FrontMatterParser": FrontMatterParser, "PageResponse": PageResponse, "Optional": Optional,
-      "logger": logging.getLogger("ref")}
+ns = {"FrontMatterParser": FrontMatterParser, "PageResponse": PageResponse, "Optional": Optional, "logger": logging.getLogger("ref")}
 exec(compile(ast.Module([fn], []), "grpo_train.py", "exec"), ns)
 reward_front_matter = ns["reward_front_matter"]
 
@@ -46,9 +44,13 @@ def pick(odd, usual):
 
 def random_fields():
     b = ["True", "False"]
-    fields = [("primary_language", pick(LANG, ["en", "de", "null"])), ("is_rotation_valid", pick(BOOL, b)),
-              ("rotation_correction", pick(ROT, ["0", "90", "180", "270"])), ("is_table", pick(BOOL, b)),
-              ("is_diagram", pick(BOOL, b))]
+    fields = [
+        ("primary_language", pick(LANG, ["en", "de", "null"])),
+        ("is_rotation_valid", pick(BOOL, b)),
+        ("rotation_correction", pick(ROT, ["0", "90", "180", "270"])),
+        ("is_table", pick(BOOL, b)),
+        ("is_diagram", pick(BOOL, b)),
+    ]
     r = rng.random()
     if r < 0.08:
         fields.pop(rng.randrange(len(fields)))
@@ -60,11 +62,27 @@ def random_fields():
 
 
 cases = []
-good = [("primary_language", "en"), ("is_rotation_valid", "True"), ("rotation_correction", "0"),
-        ("is_table", "False"), ("is_diagram", "False")]
-fixed = [front(good, "Hello"), front(good, ""), front(good, "x", 1), front(good, "x", 2), front(good, "x", 3),
-         "---\n---\nHello", "no front matter", "", "---\nprimary_language: [unclosed\n---\nx",
-         "---\n- a list\n---\nx", "---\n42\n---\nx", "---\nprimary_language\n---\nx"]
+good = [
+    ("primary_language", "en"),
+    ("is_rotation_valid", "True"),
+    ("rotation_correction", "0"),
+    ("is_table", "False"),
+    ("is_diagram", "False"),
+]
+fixed = [
+    front(good, "Hello"),
+    front(good, ""),
+    front(good, "x", 1),
+    front(good, "x", 2),
+    front(good, "x", 3),
+    "---\n---\nHello",
+    "no front matter",
+    "",
+    "---\nprimary_language: [unclosed\n---\nx",
+    "---\n- a list\n---\nx",
+    "---\n42\n---\nx",
+    "---\nprimary_language\n---\nx",
+]
 for c in fixed:
     for r in [None, front(good, "ref"), "not parseable"]:
         cases.append((c, r))

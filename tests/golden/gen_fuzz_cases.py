@@ -14,6 +14,7 @@ depend on the JSON float parser being correctly rounded).
 characters, needles up to 250), for a one-off local run of the Rust test with
 `FUZZ_GOLDEN=path cargo test --release golden`.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -26,6 +26,7 @@ Sub-commands
         layout  passed only through the glyph-layout comparison;
         fail    the test failed;  error  MathTest.run raised.
 """
+
 import argparse
 import json
 import os
@@ -53,8 +54,7 @@ class Cases:
         self.counts[group] += 1
         cid = "%s-%04d" % (group, self.counts[group])
         if record is None:
-            rec = OrderedDict([("pdf", "golden/math.pdf"), ("page", 1), ("id", cid), ("type", "math"),
-                               ("math", math)])
+            rec = OrderedDict([("pdf", "golden/math.pdf"), ("page", 1), ("id", cid), ("type", "math"), ("math", math)])
             rec.update(extra or {})
         else:
             rec = OrderedDict(record)
@@ -79,136 +79,378 @@ FAMILIES = [
     # sub/superscript order, braces, spacing
     (r"x_i^2", [r"x^2_i", r"x_{i}^{2}", r"{x}_{i}^{2}", r"x _ i ^ 2"], [r"x_2^i", r"x^i_2", r"x_i^3", r"y_i^2"]),
     (r"a_{n+1}^{k}", [r"a^{k}_{n+1}", r"a_{n + 1}^k", r"{a}^{k}_{{n+1}}"], [r"a_{n-1}^{k}", r"a_{n+1}^{j}", r"a^{n+1}_{k}"]),
-    (r"e^{i\pi}+1=0", [r"e^{i \pi} + 1 = 0", r"e^{i\pi}+1 = 0", r"{e}^{{i}{\pi}}+1=0"], [r"e^{i\pi}-1=0", r"e^{-i\pi}+1=0", r"e^{i\pi}+1=1"]),
+    (
+        r"e^{i\pi}+1=0",
+        [r"e^{i \pi} + 1 = 0", r"e^{i\pi}+1 = 0", r"{e}^{{i}{\pi}}+1=0"],
+        [r"e^{i\pi}-1=0", r"e^{-i\pi}+1=0", r"e^{i\pi}+1=1"],
+    ),
     (r"x^{2}", [r"x^2", r"{x}^{2}", r"x^{ 2 }"], [r"x_{2}", r"x^{3}", r"X^{2}"]),
     (r"x^2", [r"x^{2}", r"x ^2"], [r"x_2", r"x2", r"2^x"]),
     (r"12^2", [r"12^{2}", r"{12}^2", r"1 2^2"], [r"12^3", r"21^2", r"122", r"12_2"]),
     (r"1{,}000.5", [r"1{,}000.5", r"1{,}000{.}5", r"1 {,} 000.5"], [r"1,000.5", r"1000.5", r"1{,}000.6", r"1.000{,}5"]),
     (r"3.14159", [r"3.14159", r"3 .14159"], [r"3.1416", r"3,14159"]),
     # fractions
-    (r"\frac{a}{b}", [r"{a \over b}", r"a \over b", r"\dfrac{a}{b}", r"\frac a b", r"\frac{ a }{ b }", r"\tfrac{a}{b}"],
-     [r"\frac{b}{a}", r"a/b", r"\frac{a}{c}", r"\binom{a}{b}"]),
+    (
+        r"\frac{a}{b}",
+        [r"{a \over b}", r"a \over b", r"\dfrac{a}{b}", r"\frac a b", r"\frac{ a }{ b }", r"\tfrac{a}{b}"],
+        [r"\frac{b}{a}", r"a/b", r"\frac{a}{c}", r"\binom{a}{b}"],
+    ),
     (r"\frac{1}{2}", [r"\frac12", r"{1 \over 2}", r"\dfrac{1}{2}"], [r"\frac{2}{1}", r"1/2", r"\frac{1}{3}", r"\tfrac{1}{4}"]),
-    (r"\frac{x+1}{x-1}", [r"{x+1 \over x-1}", r"\frac{x + 1}{x - 1}", r"\dfrac{x+1}{x-1}"], [r"\frac{x-1}{x+1}", r"\frac{x+1}{x+1}", r"(x+1)/(x-1)"]),
-    (r"\frac{\partial f}{\partial x}", [r"{\partial f \over \partial x}", r"\frac{\partial f}{\partial x}", r"\dfrac{\partial f}{\partial x}"],
-     [r"\frac{\partial x}{\partial f}", r"\frac{d f}{d x}", r"\frac{\partial f}{\partial y}"]),
+    (
+        r"\frac{x+1}{x-1}",
+        [r"{x+1 \over x-1}", r"\frac{x + 1}{x - 1}", r"\dfrac{x+1}{x-1}"],
+        [r"\frac{x-1}{x+1}", r"\frac{x+1}{x+1}", r"(x+1)/(x-1)"],
+    ),
+    (
+        r"\frac{\partial f}{\partial x}",
+        [r"{\partial f \over \partial x}", r"\frac{\partial f}{\partial x}", r"\dfrac{\partial f}{\partial x}"],
+        [r"\frac{\partial x}{\partial f}", r"\frac{d f}{d x}", r"\frac{\partial f}{\partial y}"],
+    ),
     (r"\frac{a+b}{c}", [r"{{a+b} \over c}", r"\frac{{a+b}}{c}"], [r"a+\frac{b}{c}", r"\frac{c}{a+b}"]),
     # \left/\right, delimiters
-    (r"\left( x+y \right)^2", [r"(x+y)^2", r"\left(x + y\right)^{2}", r"\bigl(x+y\bigr)^2", r"\Big(x+y\Big)^2"],
-     [r"\left[ x+y \right]^2", r"(x-y)^2", r"(x+y)^3", r"\left\{ x+y \right\}^2"]),
-    (r"\left[ \frac{a}{b} \right]", [r"[\frac{a}{b}]", r"\left[\frac ab\right]", r"\Bigl[ \frac{a}{b} \Bigr]"],
-     [r"\left\{ \frac{a}{b} \right\}", r"\left( \frac{a}{b} \right)", r"\left[ \frac{b}{a} \right]"]),
+    (
+        r"\left( x+y \right)^2",
+        [r"(x+y)^2", r"\left(x + y\right)^{2}", r"\bigl(x+y\bigr)^2", r"\Big(x+y\Big)^2"],
+        [r"\left[ x+y \right]^2", r"(x-y)^2", r"(x+y)^3", r"\left\{ x+y \right\}^2"],
+    ),
+    (
+        r"\left[ \frac{a}{b} \right]",
+        [r"[\frac{a}{b}]", r"\left[\frac ab\right]", r"\Bigl[ \frac{a}{b} \Bigr]"],
+        [r"\left\{ \frac{a}{b} \right\}", r"\left( \frac{a}{b} \right)", r"\left[ \frac{b}{a} \right]"],
+    ),
     (r"\left| x \right|", [r"|x|", r"\lvert x \rvert", r"\vert x \vert", r"\left|x\right|"], [r"\|x\|", r"\left| y \right|", r"(x)"]),
     (r"\langle u, v \rangle", [r"\left\langle u,v \right\rangle", r"\langle u,v\rangle"], [r"\langle v, u \rangle", r"(u, v)", r"<u, v>"]),
     # \limits, big operators
-    (r"\int_a^b f(x)\,dx", [r"\int\limits_a^b f(x)\,dx", r"\int_{a}^{b} f(x) \, dx", r"\int_a^b f(x) dx", r"\int_a^b{f(x)\,dx}"],
-     [r"\int_b^a f(x)\,dx", r"\int_a^b g(x)\,dx", r"\oint_a^b f(x)\,dx", r"\int_a^b f(y)\,dy"]),
-    (r"\sum_{i=1}^{n} x_i", [r"\sum\limits_{i=1}^{n} x_i", r"\sum_{i=1}^n x_i", r"\sum^{n}_{i=1} x_{i}", r"\displaystyle\sum_{i=1}^{n} x_i"],
-     [r"\sum_{i=0}^{n} x_i", r"\prod_{i=1}^{n} x_i", r"\sum_{i=1}^{n} x_j", r"\sum_{j=1}^{n} x_j"]),
-    (r"\lim_{x \to 0} \frac{\sin x}{x} = 1", [r"\lim\limits_{x\to 0}\frac{\sin x}{x}=1", r"\lim_{x \rightarrow 0} \frac{\sin x}{x} = 1", r"\lim_{x\to0}{\sin x \over x}=1"],
-     [r"\lim_{x \to 1} \frac{\sin x}{x} = 1", r"\lim_{x \to 0} \frac{\cos x}{x} = 1", r"\lim_{x \to 0} \frac{x}{\sin x} = 1"]),
-    (r"\prod_{k=1}^{\infty} (1 - q^k)", [r"\prod\limits_{k=1}^{\infty}(1-q^k)", r"\prod_{k=1}^\infty \left(1-q^{k}\right)"],
-     [r"\prod_{k=0}^{\infty} (1 - q^k)", r"\prod_{k=1}^{\infty} (1 + q^k)", r"\sum_{k=1}^{\infty} (1 - q^k)"]),
+    (
+        r"\int_a^b f(x)\,dx",
+        [r"\int\limits_a^b f(x)\,dx", r"\int_{a}^{b} f(x) \, dx", r"\int_a^b f(x) dx", r"\int_a^b{f(x)\,dx}"],
+        [r"\int_b^a f(x)\,dx", r"\int_a^b g(x)\,dx", r"\oint_a^b f(x)\,dx", r"\int_a^b f(y)\,dy"],
+    ),
+    (
+        r"\sum_{i=1}^{n} x_i",
+        [r"\sum\limits_{i=1}^{n} x_i", r"\sum_{i=1}^n x_i", r"\sum^{n}_{i=1} x_{i}", r"\displaystyle\sum_{i=1}^{n} x_i"],
+        [r"\sum_{i=0}^{n} x_i", r"\prod_{i=1}^{n} x_i", r"\sum_{i=1}^{n} x_j", r"\sum_{j=1}^{n} x_j"],
+    ),
+    (
+        r"\lim_{x \to 0} \frac{\sin x}{x} = 1",
+        [r"\lim\limits_{x\to 0}\frac{\sin x}{x}=1", r"\lim_{x \rightarrow 0} \frac{\sin x}{x} = 1", r"\lim_{x\to0}{\sin x \over x}=1"],
+        [r"\lim_{x \to 1} \frac{\sin x}{x} = 1", r"\lim_{x \to 0} \frac{\cos x}{x} = 1", r"\lim_{x \to 0} \frac{x}{\sin x} = 1"],
+    ),
+    (
+        r"\prod_{k=1}^{\infty} (1 - q^k)",
+        [r"\prod\limits_{k=1}^{\infty}(1-q^k)", r"\prod_{k=1}^\infty \left(1-q^{k}\right)"],
+        [r"\prod_{k=0}^{\infty} (1 - q^k)", r"\prod_{k=1}^{\infty} (1 + q^k)", r"\sum_{k=1}^{\infty} (1 - q^k)"],
+    ),
     (r"\max_{x \in X} f(x)", [r"\max\limits_{x \in X} f(x)", r"\max_{x\in X}f(x)"], [r"\min_{x \in X} f(x)", r"\max_{x \in Y} f(x)"]),
     # arrows, symbols
-    (r"f: X \to Y", [r"f : X \rightarrow Y", r"f\colon X\to Y", r"f:X\to Y"], [r"f: X \leftarrow Y", r"f: X \mapsto Y", r"f: Y \to X", r"f: X \Rightarrow Y"]),
+    (
+        r"f: X \to Y",
+        [r"f : X \rightarrow Y", r"f\colon X\to Y", r"f:X\to Y"],
+        [r"f: X \leftarrow Y", r"f: X \mapsto Y", r"f: Y \to X", r"f: X \Rightarrow Y"],
+    ),
     (r"a \leq b", [r"a \le b", r"a\leq b", r"a ≤ b"], [r"a < b", r"a \geq b", r"a \leqslant b", r"b \leq a"]),
     (r"x \neq y", [r"x \ne y", r"x ≠ y", r"x \not= y"], [r"x = y", r"x \equiv y", r"y \neq x"]),
     (r"\phi(x)", [r"\phi (x)", r"{\phi}(x)"], [r"\varphi(x)", r"\Phi(x)", r"\psi(x)"]),
     (r"\epsilon > 0", [r"\epsilon>0", r"ϵ > 0"], [r"\varepsilon > 0", r"\epsilon < 0", r"\eta > 0"]),
     (r"\theta + \vartheta", [r"\theta+\vartheta"], [r"\vartheta + \theta", r"\theta + \theta", r"\Theta + \vartheta"]),
-    (r"\alpha + \beta = \gamma", [r"α + β = γ", r"\alpha+\beta=\gamma"], [r"\alpha + \beta = \delta", r"a + b = c", r"\alpha - \beta = \gamma"]),
+    (
+        r"\alpha + \beta = \gamma",
+        [r"α + β = γ", r"\alpha+\beta=\gamma"],
+        [r"\alpha + \beta = \delta", r"a + b = c", r"\alpha - \beta = \gamma"],
+    ),
     (r"a \times b", [r"a × b", r"a\times b"], [r"a \cdot b", r"a * b", r"a \otimes b"]),
     (r"x - y", [r"x − y", r"x-y"], [r"x + y", r"x - z", r"y - x"]),
-    (r"A \cap B = \emptyset", [r"A\cap B=\emptyset", r"A ∩ B = ∅"], [r"A \cup B = \emptyset", r"A \cap B = \varnothing", r"B \cap A = \emptyset"]),
+    (
+        r"A \cap B = \emptyset",
+        [r"A\cap B=\emptyset", r"A ∩ B = ∅"],
+        [r"A \cup B = \emptyset", r"A \cap B = \varnothing", r"B \cap A = \emptyset"],
+    ),
     (r"\infty", [r"∞", r"{\infty}"], [r"0", r"\propto"]),
-    (r"\nabla \cdot \mathbf{E} = \frac{\rho}{\varepsilon_0}", [r"\nabla\cdot\mathbf E=\frac{\rho}{\varepsilon_0}", r"\nabla \cdot \mathbf{E} = {\rho \over \varepsilon_0}"],
-     [r"\nabla \times \mathbf{E} = \frac{\rho}{\varepsilon_0}", r"\nabla \cdot \mathbf{B} = \frac{\rho}{\varepsilon_0}", r"\nabla \cdot E = \frac{\rho}{\varepsilon_0}", r"\nabla \cdot \mathbf{E} = \frac{\rho}{\epsilon_0}"]),
+    (
+        r"\nabla \cdot \mathbf{E} = \frac{\rho}{\varepsilon_0}",
+        [r"\nabla\cdot\mathbf E=\frac{\rho}{\varepsilon_0}", r"\nabla \cdot \mathbf{E} = {\rho \over \varepsilon_0}"],
+        [
+            r"\nabla \times \mathbf{E} = \frac{\rho}{\varepsilon_0}",
+            r"\nabla \cdot \mathbf{B} = \frac{\rho}{\varepsilon_0}",
+            r"\nabla \cdot E = \frac{\rho}{\varepsilon_0}",
+            r"\nabla \cdot \mathbf{E} = \frac{\rho}{\epsilon_0}",
+        ],
+    ),
     # accents
     (r"\hat{x}", [r"\hat x", r"\hat{ x }"], [r"\widehat{x}", r"\tilde{x}", r"\bar{x}", r"\hat{y}"]),
     (r"\widehat{xy}", [r"\widehat{x y}"], [r"\hat{xy}", r"\widetilde{xy}", r"\widehat{yx}"]),
     (r"\bar{z} = x - iy", [r"\overline{z} = x - iy", r"\bar z=x-iy"], [r"\bar{z} = x + iy", r"z = x - iy", r"\tilde{z} = x - iy"]),
-    (r"\vec{v} \cdot \vec{w}", [r"\vec v\cdot\vec w", r"\vec{v}\cdot\vec{w}"], [r"\vec{v} \times \vec{w}", r"\vec{w} \cdot \vec{v}", r"\mathbf{v} \cdot \mathbf{w}"]),
+    (
+        r"\vec{v} \cdot \vec{w}",
+        [r"\vec v\cdot\vec w", r"\vec{v}\cdot\vec{w}"],
+        [r"\vec{v} \times \vec{w}", r"\vec{w} \cdot \vec{v}", r"\mathbf{v} \cdot \mathbf{w}"],
+    ),
     (r"\dot{x} = -kx", [r"\dot x=-kx", r"\dot{x}=-k x"], [r"\ddot{x} = -kx", r"x = -kx", r"\dot{x} = kx"]),
     # indices
     (r"x_{i,j}", [r"x_{i, j}", r"{x}_{i,j}", r"x_{i ,j}"], [r"x_{j,i}", r"x_{i;j}", r"x_{ij}", r"x^{i,j}"]),
     (r"A_{ij} = A_{ji}", [r"A_{ij}=A_{ji}", r"A_{i j} = A_{j i}"], [r"A_{ij} = A_{ij}", r"A_{ji} = A_{ij}", r"A_{ij} = -A_{ji}"]),
-    (r"T^{\mu\nu}_{\ \ \ \rho}", [r"T^{\mu\nu}{}_{\rho}", r"T^{\mu \nu}_{\ \ \ \rho}"], [r"T^{\nu\mu}_{\ \ \ \rho}", r"T_{\mu\nu}^{\ \ \ \rho}"]),
+    (
+        r"T^{\mu\nu}_{\ \ \ \rho}",
+        [r"T^{\mu\nu}{}_{\rho}", r"T^{\mu \nu}_{\ \ \ \rho}"],
+        [r"T^{\nu\mu}_{\ \ \ \rho}", r"T_{\mu\nu}^{\ \ \ \rho}"],
+    ),
     # functions / operatorname / text
-    (r"\sin^2\theta + \cos^2\theta = 1", [r"\sin^{2}\theta+\cos^{2}\theta=1", r"\sin^2 \theta + \cos^2 \theta = 1", r"\operatorname{sin}^2\theta+\operatorname{cos}^2\theta=1"],
-     [r"\sin^2\theta - \cos^2\theta = 1", r"\sin\theta^2 + \cos\theta^2 = 1", r"sin^2\theta + cos^2\theta = 1", r"\sin^2\theta + \cos^2\theta = 0"]),
+    (
+        r"\sin^2\theta + \cos^2\theta = 1",
+        [
+            r"\sin^{2}\theta+\cos^{2}\theta=1",
+            r"\sin^2 \theta + \cos^2 \theta = 1",
+            r"\operatorname{sin}^2\theta+\operatorname{cos}^2\theta=1",
+        ],
+        [
+            r"\sin^2\theta - \cos^2\theta = 1",
+            r"\sin\theta^2 + \cos\theta^2 = 1",
+            r"sin^2\theta + cos^2\theta = 1",
+            r"\sin^2\theta + \cos^2\theta = 0",
+        ],
+    ),
     (r"\sin(\theta)", [r"\sin (\theta)", r"\sin\left(\theta\right)"], [r"\sin\theta", r"\cos(\theta)", r"sin(\theta)"]),
-    (r"\operatorname{Tr}(A)", [r"\mathrm{Tr}(A)", r"\operatorname{Tr} (A)", r"\operatorname{T r}(A)"], [r"Tr(A)", r"\operatorname{tr}(A)", r"\operatorname{Tr}(B)"]),
-    (r"\operatorname{argmax}_x f", [r"\operatorname*{argmax}_x f", r"\mathop{\rm argmax}_x f", r"\text{argmax}_x f"], [r"\operatorname{argmin}_x f", r"\operatorname{argmax}_y f"]),
+    (
+        r"\operatorname{Tr}(A)",
+        [r"\mathrm{Tr}(A)", r"\operatorname{Tr} (A)", r"\operatorname{T r}(A)"],
+        [r"Tr(A)", r"\operatorname{tr}(A)", r"\operatorname{Tr}(B)"],
+    ),
+    (
+        r"\operatorname{argmax}_x f",
+        [r"\operatorname*{argmax}_x f", r"\mathop{\rm argmax}_x f", r"\text{argmax}_x f"],
+        [r"\operatorname{argmin}_x f", r"\operatorname{argmax}_y f"],
+    ),
     (r"\log_2 n", [r"\log_{2} n", r"\log_2{n}", r"\operatorname{log}_2 n"], [r"\ln n", r"\log_3 n", r"\log^2 n", r"\lg n"]),
-    (r"x = 1 \text{ if } y > 0", [r"x=1\text{ if }y>0", r"x = 1 \mbox{ if } y > 0", r"x = 1 \textrm{ if } y > 0", r"x = 1 \quad\text{if}\quad y > 0"],
-     [r"x = 1 \text{ if } y < 0", r"x = 1 \text{ when } y > 0", r"x = 1 if y > 0", r"x = 1 \text{ if } y \geq 0"]),
-    (r"\text{Re}(z) > 0", [r"\mathrm{Re}(z)>0", r"\textrm{Re}(z) > 0", r"\operatorname{Re}(z)>0"], [r"\Re(z) > 0", r"\text{Im}(z) > 0", r"Re(z) > 0"]),
+    (
+        r"x = 1 \text{ if } y > 0",
+        [r"x=1\text{ if }y>0", r"x = 1 \mbox{ if } y > 0", r"x = 1 \textrm{ if } y > 0", r"x = 1 \quad\text{if}\quad y > 0"],
+        [r"x = 1 \text{ if } y < 0", r"x = 1 \text{ when } y > 0", r"x = 1 if y > 0", r"x = 1 \text{ if } y \geq 0"],
+    ),
+    (
+        r"\text{Re}(z) > 0",
+        [r"\mathrm{Re}(z)>0", r"\textrm{Re}(z) > 0", r"\operatorname{Re}(z)>0"],
+        [r"\Re(z) > 0", r"\text{Im}(z) > 0", r"Re(z) > 0"],
+    ),
     (r"\mathbb{R}^n", [r"\Bbb{R}^n", r"\mathbb R^n", r"ℝ^n"], [r"\mathbf{R}^n", r"\mathbb{C}^n", r"\mathbb{R}^m", r"R^n"]),
     (r"\mathcal{L}(\theta)", [r"\mathcal L(\theta)", r"\mathscr{L}(\theta)"], [r"L(\theta)", r"\mathcal{L}(\phi)", r"\mathbb{L}(\theta)"]),
-    (r"\mathbf{x}^\top \mathbf{y}", [r"\mathbf x^{\top}\mathbf y", r"\mathbf{x}^T \mathbf{y}", r"\boldsymbol{x}^\top\boldsymbol{y}"], [r"\mathbf{y}^\top \mathbf{x}", r"\mathbf{x} \mathbf{y}^\top", r"x^\top y"]),
+    (
+        r"\mathbf{x}^\top \mathbf{y}",
+        [r"\mathbf x^{\top}\mathbf y", r"\mathbf{x}^T \mathbf{y}", r"\boldsymbol{x}^\top\boldsymbol{y}"],
+        [r"\mathbf{y}^\top \mathbf{x}", r"\mathbf{x} \mathbf{y}^\top", r"x^\top y"],
+    ),
     # colour
-    (r"E = mc^2", [r"{\color{red} E = mc^2}", r"\textcolor{blue}{E} = mc^2", r"\color{green}E=mc^2", r"E=m{\color{#f00}c}^2", r"E = m c^{2}", r"\colorbox{yellow}{$E = mc^2$}"],
-     [r"E = mc^3", r"E = m^2c", r"E \approx mc^2", r"e = mc^2", r"E = mc"]),
+    (
+        r"E = mc^2",
+        [
+            r"{\color{red} E = mc^2}",
+            r"\textcolor{blue}{E} = mc^2",
+            r"\color{green}E=mc^2",
+            r"E=m{\color{#f00}c}^2",
+            r"E = m c^{2}",
+            r"\colorbox{yellow}{$E = mc^2$}",
+        ],
+        [r"E = mc^3", r"E = m^2c", r"E \approx mc^2", r"e = mc^2", r"E = mc"],
+    ),
     (r"\color{blue} a + b", [r"a+b", r"\textcolor{blue}{a+b}", r"{\color{red}a}+b"], [r"a - b", r"b + a"]),
     # environments
-    (r"\begin{pmatrix} a & b \\ c & d \end{pmatrix}", [r"\left(\begin{matrix} a & b \\ c & d \end{matrix}\right)", r"\begin{pmatrix}a&b\\c&d\end{pmatrix}", r"\left(\begin{array}{cc} a & b \\ c & d \end{array}\right)"],
-     [r"\begin{pmatrix} a & c \\ b & d \end{pmatrix}", r"\begin{bmatrix} a & b \\ c & d \end{bmatrix}", r"\begin{pmatrix} a & b \\ c & e \end{pmatrix}", r"\begin{vmatrix} a & b \\ c & d \end{vmatrix}"]),
-    (r"\begin{bmatrix} 1 & 0 \\ 0 & 1 \end{bmatrix}", [r"\left[\begin{matrix}1&0\\0&1\end{matrix}\right]", r"\begin{bmatrix}1&0\\0&1\end{bmatrix}"],
-     [r"\begin{bmatrix} 0 & 1 \\ 1 & 0 \end{bmatrix}", r"\begin{pmatrix} 1 & 0 \\ 0 & 1 \end{pmatrix}", r"\begin{bmatrix} 1 & 0 & 0 \\ 0 & 1 & 0 \end{bmatrix}"]),
-    (r"\begin{aligned} a &= b + c \\ d &= e \end{aligned}", [r"\begin{aligned}a&=b+c\\d&=e\end{aligned}", r"\begin{align*} a &= b + c \\ d &= e \end{align*}", r"\begin{array}{rl} a &= b + c \\ d &= e \end{array}", r"\begin{gathered} a = b + c \\ d = e \end{gathered}"],
-     [r"\begin{aligned} a &= b - c \\ d &= e \end{aligned}", r"\begin{aligned} d &= e \\ a &= b + c \end{aligned}", r"a = b + c, \quad d = e"]),
-    (r"f(x) = \begin{cases} 1 & x > 0 \\ 0 & \text{otherwise} \end{cases}", [r"f(x)=\begin{cases}1&x>0\\0&\text{otherwise}\end{cases}", r"f(x) = \left\{ \begin{array}{ll} 1 & x > 0 \\ 0 & \text{otherwise} \end{array} \right."],
-     [r"f(x) = \begin{cases} 0 & x > 0 \\ 1 & \text{otherwise} \end{cases}", r"f(x) = \begin{cases} 1 & x < 0 \\ 0 & \text{otherwise} \end{cases}", r"f(x) = \begin{cases} 1 & x > 0 \\ 0 & \text{else} \end{cases}"]),
-    (r"\det \begin{vmatrix} a & b \\ c & d \end{vmatrix} = ad - bc", [r"\det\begin{vmatrix}a&b\\c&d\end{vmatrix}=ad-bc", r"\det \left|\begin{matrix} a & b \\ c & d \end{matrix}\right| = ad - bc"],
-     [r"\det \begin{vmatrix} a & b \\ c & d \end{vmatrix} = ad + bc", r"\det \begin{vmatrix} a & b \\ c & d \end{vmatrix} = bc - ad"]),
+    (
+        r"\begin{pmatrix} a & b \\ c & d \end{pmatrix}",
+        [
+            r"\left(\begin{matrix} a & b \\ c & d \end{matrix}\right)",
+            r"\begin{pmatrix}a&b\\c&d\end{pmatrix}",
+            r"\left(\begin{array}{cc} a & b \\ c & d \end{array}\right)",
+        ],
+        [
+            r"\begin{pmatrix} a & c \\ b & d \end{pmatrix}",
+            r"\begin{bmatrix} a & b \\ c & d \end{bmatrix}",
+            r"\begin{pmatrix} a & b \\ c & e \end{pmatrix}",
+            r"\begin{vmatrix} a & b \\ c & d \end{vmatrix}",
+        ],
+    ),
+    (
+        r"\begin{bmatrix} 1 & 0 \\ 0 & 1 \end{bmatrix}",
+        [r"\left[\begin{matrix}1&0\\0&1\end{matrix}\right]", r"\begin{bmatrix}1&0\\0&1\end{bmatrix}"],
+        [
+            r"\begin{bmatrix} 0 & 1 \\ 1 & 0 \end{bmatrix}",
+            r"\begin{pmatrix} 1 & 0 \\ 0 & 1 \end{pmatrix}",
+            r"\begin{bmatrix} 1 & 0 & 0 \\ 0 & 1 & 0 \end{bmatrix}",
+        ],
+    ),
+    (
+        r"\begin{aligned} a &= b + c \\ d &= e \end{aligned}",
+        [
+            r"\begin{aligned}a&=b+c\\d&=e\end{aligned}",
+            r"\begin{align*} a &= b + c \\ d &= e \end{align*}",
+            r"\begin{array}{rl} a &= b + c \\ d &= e \end{array}",
+            r"\begin{gathered} a = b + c \\ d = e \end{gathered}",
+        ],
+        [
+            r"\begin{aligned} a &= b - c \\ d &= e \end{aligned}",
+            r"\begin{aligned} d &= e \\ a &= b + c \end{aligned}",
+            r"a = b + c, \quad d = e",
+        ],
+    ),
+    (
+        r"f(x) = \begin{cases} 1 & x > 0 \\ 0 & \text{otherwise} \end{cases}",
+        [
+            r"f(x)=\begin{cases}1&x>0\\0&\text{otherwise}\end{cases}",
+            r"f(x) = \left\{ \begin{array}{ll} 1 & x > 0 \\ 0 & \text{otherwise} \end{array} \right.",
+        ],
+        [
+            r"f(x) = \begin{cases} 0 & x > 0 \\ 1 & \text{otherwise} \end{cases}",
+            r"f(x) = \begin{cases} 1 & x < 0 \\ 0 & \text{otherwise} \end{cases}",
+            r"f(x) = \begin{cases} 1 & x > 0 \\ 0 & \text{else} \end{cases}",
+        ],
+    ),
+    (
+        r"\det \begin{vmatrix} a & b \\ c & d \end{vmatrix} = ad - bc",
+        [r"\det\begin{vmatrix}a&b\\c&d\end{vmatrix}=ad-bc", r"\det \left|\begin{matrix} a & b \\ c & d \end{matrix}\right| = ad - bc"],
+        [r"\det \begin{vmatrix} a & b \\ c & d \end{vmatrix} = ad + bc", r"\det \begin{vmatrix} a & b \\ c & d \end{vmatrix} = bc - ad"],
+    ),
     # roots, misc
-    (r"\sqrt{x^2 + y^2}", [r"\sqrt{x^{2}+y^{2}}", r"\sqrt {x^2+y^2}", r"\sqrt{{x^2} + {y^2}}"], [r"\sqrt{x^2 - y^2}", r"\sqrt[3]{x^2 + y^2}", r"(x^2 + y^2)^{1/2}", r"\sqrt{x^2} + y^2"]),
+    (
+        r"\sqrt{x^2 + y^2}",
+        [r"\sqrt{x^{2}+y^{2}}", r"\sqrt {x^2+y^2}", r"\sqrt{{x^2} + {y^2}}"],
+        [r"\sqrt{x^2 - y^2}", r"\sqrt[3]{x^2 + y^2}", r"(x^2 + y^2)^{1/2}", r"\sqrt{x^2} + y^2"],
+    ),
     (r"\sqrt[3]{8} = 2", [r"\sqrt[3] 8=2", r"\sqrt[3]{8}=2"], [r"\sqrt{8} = 2", r"\sqrt[3]{8} = 3", r"\sqrt[2]{8} = 2"]),
-    (r"\binom{n}{k} = \frac{n!}{k!(n-k)!}", [r"{n \choose k} = \frac{n!}{k!(n-k)!}", r"\binom nk=\frac{n!}{k!\,(n-k)!}", r"\dbinom{n}{k} = \dfrac{n!}{k!(n-k)!}"],
-     [r"\binom{k}{n} = \frac{n!}{k!(n-k)!}", r"\binom{n}{k} = \frac{n!}{(n-k)!}", r"\binom{n}{k} = \frac{k!(n-k)!}{n!}"]),
-    (r"P(A \mid B) = \frac{P(B \mid A) P(A)}{P(B)}", [r"P(A|B)=\frac{P(B|A)P(A)}{P(B)}", r"P(A \vert B) = \frac{P(B \vert A)\,P(A)}{P(B)}"],
-     [r"P(B \mid A) = \frac{P(A \mid B) P(B)}{P(A)}", r"P(A \mid B) = \frac{P(B \mid A)}{P(B)}", r"P(A \mid B) = \frac{P(B)}{P(B \mid A) P(A)}"]),
-    (r"\mathbb{E}[X] = \sum_x x\,p(x)", [r"\mathbb E[X]=\sum_x x p(x)", r"\mathbb{E}\left[X\right] = \sum\limits_{x} x \, p(x)"], [r"\mathbb{E}[X] = \int x\,p(x)\,dx", r"\mathbb{E}[Y] = \sum_x x\,p(x)", r"E[X] = \sum_x x\,p(x)"]),
+    (
+        r"\binom{n}{k} = \frac{n!}{k!(n-k)!}",
+        [r"{n \choose k} = \frac{n!}{k!(n-k)!}", r"\binom nk=\frac{n!}{k!\,(n-k)!}", r"\dbinom{n}{k} = \dfrac{n!}{k!(n-k)!}"],
+        [r"\binom{k}{n} = \frac{n!}{k!(n-k)!}", r"\binom{n}{k} = \frac{n!}{(n-k)!}", r"\binom{n}{k} = \frac{k!(n-k)!}{n!}"],
+    ),
+    (
+        r"P(A \mid B) = \frac{P(B \mid A) P(A)}{P(B)}",
+        [r"P(A|B)=\frac{P(B|A)P(A)}{P(B)}", r"P(A \vert B) = \frac{P(B \vert A)\,P(A)}{P(B)}"],
+        [
+            r"P(B \mid A) = \frac{P(A \mid B) P(B)}{P(A)}",
+            r"P(A \mid B) = \frac{P(B \mid A)}{P(B)}",
+            r"P(A \mid B) = \frac{P(B)}{P(B \mid A) P(A)}",
+        ],
+    ),
+    (
+        r"\mathbb{E}[X] = \sum_x x\,p(x)",
+        [r"\mathbb E[X]=\sum_x x p(x)", r"\mathbb{E}\left[X\right] = \sum\limits_{x} x \, p(x)"],
+        [r"\mathbb{E}[X] = \int x\,p(x)\,dx", r"\mathbb{E}[Y] = \sum_x x\,p(x)", r"E[X] = \sum_x x\,p(x)"],
+    ),
     (r"\|x\|_2", [r"\lVert x \rVert_2", r"\left\| x \right\|_{2}", r"\Vert x\Vert_2"], [r"|x|_2", r"\|x\|_1", r"\|x\|^2"]),
-    (r"a \equiv b \pmod{n}", [r"a\equiv b\pmod n", r"a \equiv b \; (\mathrm{mod}\ n)"], [r"a \equiv b \bmod{n}", r"a = b \pmod{n}", r"a \equiv b \pmod{m}"]),
-    (r"\forall \epsilon > 0 \, \exists \delta > 0", [r"\forall\epsilon>0\,\exists\delta>0", r"\forall \epsilon > 0 \; \exists \delta > 0", r"∀ \epsilon > 0 \, ∃ \delta > 0"],
-     [r"\exists \epsilon > 0 \, \forall \delta > 0", r"\forall \delta > 0 \, \exists \epsilon > 0"]),
-    (r"\overbrace{1+1+\cdots+1}^{n}", [r"\overbrace{1 + 1 + \cdots + 1}^{n}"], [r"\underbrace{1+1+\cdots+1}_{n}", r"\overbrace{1+1+\dots+1}^{n}", r"1+1+\cdots+1"]),
+    (
+        r"a \equiv b \pmod{n}",
+        [r"a\equiv b\pmod n", r"a \equiv b \; (\mathrm{mod}\ n)"],
+        [r"a \equiv b \bmod{n}", r"a = b \pmod{n}", r"a \equiv b \pmod{m}"],
+    ),
+    (
+        r"\forall \epsilon > 0 \, \exists \delta > 0",
+        [r"\forall\epsilon>0\,\exists\delta>0", r"\forall \epsilon > 0 \; \exists \delta > 0", r"∀ \epsilon > 0 \, ∃ \delta > 0"],
+        [r"\exists \epsilon > 0 \, \forall \delta > 0", r"\forall \delta > 0 \, \exists \epsilon > 0"],
+    ),
+    (
+        r"\overbrace{1+1+\cdots+1}^{n}",
+        [r"\overbrace{1 + 1 + \cdots + 1}^{n}"],
+        [r"\underbrace{1+1+\cdots+1}_{n}", r"\overbrace{1+1+\dots+1}^{n}", r"1+1+\cdots+1"],
+    ),
     (r"\stackrel{\text{def}}{=}", [r"\overset{\text{def}}{=}", r"\stackrel{\rm def}{=}"], [r"\underset{\text{def}}{=}", r"="]),
-    (r"H(p) = -\sum_i p_i \log p_i", [r"H(p)=-\sum_{i}p_{i}\log p_{i}", r"H(p) = - \sum\limits_i p_i \log p_i"], [r"H(p) = \sum_i p_i \log p_i", r"H(p) = -\sum_i p_i \ln p_i", r"H(q) = -\sum_i p_i \log p_i"]),
+    (
+        r"H(p) = -\sum_i p_i \log p_i",
+        [r"H(p)=-\sum_{i}p_{i}\log p_{i}", r"H(p) = - \sum\limits_i p_i \log p_i"],
+        [r"H(p) = \sum_i p_i \log p_i", r"H(p) = -\sum_i p_i \ln p_i", r"H(q) = -\sum_i p_i \log p_i"],
+    ),
     (r"\mathrm{d}x", [r"\mathrm dx", r"{\rm d}x", r"\text{d}x"], [r"dx", r"\partial x", r"\mathrm{d}y"]),
     (r"\ce{H2O}", [], [r"H_2O"]),  # \ce is not in KaTeX core: reference error
     (r"x \tag{1}", [r"x \tag 1", r"x\tag{1}"], [r"x \tag{2}", r"x"]),
     (r"\cancel{x}", [r"\cancel x"], [r"x", r"\bcancel{x}"]),
-    (r"\boxed{a^2+b^2=c^2}", [r"\boxed{a^{2}+b^{2}=c^{2}}", r"a^2+b^2=c^2", r"\fbox{$a^2+b^2=c^2$}"], [r"\boxed{a^2+b^2=c^3}", r"\boxed{a^2-b^2=c^2}"]),
-    (r"a^2+b^2=c^2", [r"a^{2}+b^{2}=c^{2}", r"\boxed{a^2+b^2=c^2}", r"a^2 + b^2 = c^2 \quad (1)"], [r"a^2+b^2=c^3", r"a_2+b_2=c_2", r"a^2+c^2=b^2"]),
+    (
+        r"\boxed{a^2+b^2=c^2}",
+        [r"\boxed{a^{2}+b^{2}=c^{2}}", r"a^2+b^2=c^2", r"\fbox{$a^2+b^2=c^2$}"],
+        [r"\boxed{a^2+b^2=c^3}", r"\boxed{a^2-b^2=c^2}"],
+    ),
+    (
+        r"a^2+b^2=c^2",
+        [r"a^{2}+b^{2}=c^{2}", r"\boxed{a^2+b^2=c^2}", r"a^2 + b^2 = c^2 \quad (1)"],
+        [r"a^2+b^2=c^3", r"a_2+b_2=c_2", r"a^2+c^2=b^2"],
+    ),
     (r"a+b", [r"a + b", r"{a}+{b}", r"a+b=c", r"(a+b)", r"x + a+b"], [r"b+a", r"a-b", r"ab", r"a+c"]),
     (r"ab", [r"a b", r"{a}{b}", r"ab+c"], [r"ba", r"a\,b", r"a \cdot b"]),
-    (r"\newcommand{\R}{\mathbb{R}} x \in \R", [r"x \in \mathbb{R}", r"x\in\mathbb R", r"\def\R{\mathbb{R}} x \in \R"], [r"x \in \mathbb{C}", r"x \notin \mathbb{R}", r"x \in R"]),
-    (r"x \in \mathbb{R}", [r"\newcommand{\R}{\mathbb{R}} x \in \R", r"\def\RR{\mathbb R}x\in\RR", r"x ∈ ℝ"], [r"\newcommand{\R}{\mathbb{C}} x \in \R", r"x \subset \mathbb{R}"]),
+    (
+        r"\newcommand{\R}{\mathbb{R}} x \in \R",
+        [r"x \in \mathbb{R}", r"x\in\mathbb R", r"\def\R{\mathbb{R}} x \in \R"],
+        [r"x \in \mathbb{C}", r"x \notin \mathbb{R}", r"x \in R"],
+    ),
+    (
+        r"x \in \mathbb{R}",
+        [r"\newcommand{\R}{\mathbb{R}} x \in \R", r"\def\RR{\mathbb R}x\in\RR", r"x ∈ ℝ"],
+        [r"\newcommand{\R}{\mathbb{C}} x \in \R", r"x \subset \mathbb{R}"],
+    ),
     (r"x²", [r"x^2", r"x^{2}"], [r"x_2", r"x^3"]),
     (r"∑_{i} a_i", [r"\sum_i a_i", r"\sum_{i} a_{i}"], [r"\prod_i a_i", r"\sum_j a_j"]),
     (r"f'(x) = 2x", [r"f^{\prime}(x)=2x", r"f^\prime(x) = 2x", r"f'(x)=2 x"], [r"f''(x) = 2x", r"f(x) = 2x", r"f'(x) = 2y"]),
     (r"\cdots", [r"\dots", r"\ldots", r"⋯"], [r"\vdots", r"\ddots", r"..."]),
-    (r"\{x : x > 0\}", [r"\left\{ x : x > 0 \right\}", r"\lbrace x : x>0 \rbrace", r"\{x\colon x>0\}"], [r"(x : x > 0)", r"\{x : x < 0\}", r"\{x \mid x > 0\}"]),
+    (
+        r"\{x : x > 0\}",
+        [r"\left\{ x : x > 0 \right\}", r"\lbrace x : x>0 \rbrace", r"\{x\colon x>0\}"],
+        [r"(x : x > 0)", r"\{x : x < 0\}", r"\{x \mid x > 0\}"],
+    ),
 ]
 
 # Equations that distract: other formulas on the same page.
-POOL = [r"y = mx + b", r"F = ma", r"\alpha", r"n \geq 1", r"\lambda_1", r"p < 0.05", r"k", r"2",
-        r"\Delta t", r"\sigma^2", r"i = 1, \dots, n", r"\mathcal{O}(n \log n)", r"\omega",
-        r"r^2 = x^2 + y^2", r"\hbar \omega", r"x_0", r"N(\mu, \sigma^2)", r"t \in [0, T]",
-        r"\beta_1", r"\theta^*", r"V = IR", r"\frac{dy}{dt} = ky", r"G = (V, E)", r"\pi r^2",
-        r"e^{-x}", r"\nabla f", r"\mathbf{A}", r"c", r"1", r"10^{-3}"]
+POOL = [
+    r"y = mx + b",
+    r"F = ma",
+    r"\alpha",
+    r"n \geq 1",
+    r"\lambda_1",
+    r"p < 0.05",
+    r"k",
+    r"2",
+    r"\Delta t",
+    r"\sigma^2",
+    r"i = 1, \dots, n",
+    r"\mathcal{O}(n \log n)",
+    r"\omega",
+    r"r^2 = x^2 + y^2",
+    r"\hbar \omega",
+    r"x_0",
+    r"N(\mu, \sigma^2)",
+    r"t \in [0, T]",
+    r"\beta_1",
+    r"\theta^*",
+    r"V = IR",
+    r"\frac{dy}{dt} = ky",
+    r"G = (V, E)",
+    r"\pi r^2",
+    r"e^{-x}",
+    r"\nabla f",
+    r"\mathbf{A}",
+    r"c",
+    r"1",
+    r"10^{-3}",
+]
 
-PROSE = ["The result follows from", "We obtain", "Substituting, we find", "Recall that",
-         "where", "Hence", "It is easy to verify that", "The energy satisfies", "Consider",
-         "In the limit we get", "Equation (3) reads", "By definition,"]
-TAIL = ["for all admissible inputs.", "as required.", "which completes the proof.", "",
-        "(see Section 2).", "in this regime.", "with equality iff the terms vanish."]
+PROSE = [
+    "The result follows from",
+    "We obtain",
+    "Substituting, we find",
+    "Recall that",
+    "where",
+    "Hence",
+    "It is easy to verify that",
+    "The energy satisfies",
+    "Consider",
+    "In the limit we get",
+    "Equation (3) reads",
+    "By definition,",
+]
+TAIL = [
+    "for all admissible inputs.",
+    "as required.",
+    "which completes the proof.",
+    "",
+    "(see Section 2).",
+    "in this regime.",
+    "with equality iff the terms vanish.",
+]
 
-WRAPS = ["inline", "display", "paren", "bracket", "display_nl", "bracket_nl", "prose", "table",
-         "heading", "list"]
+WRAPS = ["inline", "display", "paren", "bracket", "display_nl", "bracket_nl", "prose", "table", "heading", "list"]
 
 
 def wrap(rng, eq, how=None, dollars=True):
@@ -263,8 +505,12 @@ def gen_families(C, rng):
             C.add("miss", ref, page(rng, [h] + rng.sample(POOL, rng.randint(1, 4))))
         # the reference equation only as dollars, with ignore_dollar_delimited
         C.add("ignore", ref, wrap(rng, ref, "inline"), extra={"ignore_dollar_delimited": True})
-        C.add("ignore", ref, wrap(rng, equivs[0] if equivs else ref, rng.choice(["paren", "bracket"])),
-              extra={"ignore_dollar_delimited": True})
+        C.add(
+            "ignore",
+            ref,
+            wrap(rng, equivs[0] if equivs else ref, rng.choice(["paren", "bracket"])),
+            extra={"ignore_dollar_delimited": True},
+        )
         # correct equation among many on the page
         eqs = rng.sample(POOL, rng.randint(2, 6))
         eqs.insert(rng.randrange(len(eqs) + 1), rng.choice(equivs or [ref]))
@@ -366,11 +612,44 @@ def gen_delims(C, rng):
         C.add("currency", rng.choice([eq, amounts[0][1:], "x"]), text)
 
 
-ERR_REFS = [r"\frac{a}{", r"\undefinedcommand x", r"x^^2", r"}", r"\left( x", r"a_b_c", r"\sqrt[",
-            r"\begin{matrix} a", r"x^{2", r"\end{aligned}", r"&", r"\label{eq1} x", r"\ce{H2O}",
-            r"a \\\\ b \over c \over d", r"\href{http://x}{y}", r"x_", "\\", r"\frac{}{}{}{"]
-GLYPHLESS = [r"\quad", r"\,", r"\;", r"\ ", r"\qquad", r"~", r"\!", r"\hspace{1em}", r"{}",
-             r"\phantom{x}", r"\vphantom{x}", r"\kern1em", r"\mathstrut", r"\enspace", r"\:", r"\;\;"]
+ERR_REFS = [
+    r"\frac{a}{",
+    r"\undefinedcommand x",
+    r"x^^2",
+    r"}",
+    r"\left( x",
+    r"a_b_c",
+    r"\sqrt[",
+    r"\begin{matrix} a",
+    r"x^{2",
+    r"\end{aligned}",
+    r"&",
+    r"\label{eq1} x",
+    r"\ce{H2O}",
+    r"a \\\\ b \over c \over d",
+    r"\href{http://x}{y}",
+    r"x_",
+    "\\",
+    r"\frac{}{}{}{",
+]
+GLYPHLESS = [
+    r"\quad",
+    r"\,",
+    r"\;",
+    r"\ ",
+    r"\qquad",
+    r"~",
+    r"\!",
+    r"\hspace{1em}",
+    r"{}",
+    r"\phantom{x}",
+    r"\vphantom{x}",
+    r"\kern1em",
+    r"\mathstrut",
+    r"\enspace",
+    r"\:",
+    r"\;\;",
+]
 
 
 def gen_render_errors(C, rng):
@@ -380,9 +659,19 @@ def gen_render_errors(C, rng):
     C.add("reffail", r"\frac{a}{", "no math here", spec="10.15", expect=False)
     C.add("glyphless", r"\quad", "text $z$", spec="10.16", expect=True)
     C.add("glyphless", r"\quad", "no equations", spec="10.16", expect=False)
-    contents = ["$x$", "$$ $$", "no math here", "", "\\(\\alpha\\)", "$\\frac{a}{$",
-                "costs $5 and $6", "\\[ \\undefined \\]", "$$\\quad$$", "plain $ sign",
-                "$%s$" % r"\frac{a}{"]
+    contents = [
+        "$x$",
+        "$$ $$",
+        "no math here",
+        "",
+        "\\(\\alpha\\)",
+        "$\\frac{a}{$",
+        "costs $5 and $6",
+        "\\[ \\undefined \\]",
+        "$$\\quad$$",
+        "plain $ sign",
+        "$%s$" % r"\frac{a}{",
+    ]
     for ref in ERR_REFS:
         for t in rng.sample(contents, 4):
             C.add("reffail", ref, t)
@@ -394,12 +683,22 @@ def gen_render_errors(C, rng):
         C.add("glyphless", ref, "$%s$" % ref)
         C.add("glyphless", ref, "\\[%s x\\]" % ref)
     # hypotheses that do not render
-    for ref, bad in [(r"a+b", r"a+b}"), (r"\frac{a}{b}", r"\frac{a}{b"), (r"x^2", r"x^^2"),
-                     (r"x^2", r"x^{2"), (r"\alpha", r"\alpa"), (r"\quad", r"\qaud"),
-                     (r"\frac{a}{", r"\frac{a}{"), (r"\frac{a}{", r"\frac{b}{"),
-                     (r"\sqrt{2}", r"\sqrt{2"), (r"E=mc^2", r"E=mc^^2"), (r"f(x)", r"f(x"),
-                     (r"\left(x\right)", r"\left(x\right"), (r"\alpha", r"\alpha }"),
-                     (r"a", r"\undefined a")]:
+    for ref, bad in [
+        (r"a+b", r"a+b}"),
+        (r"\frac{a}{b}", r"\frac{a}{b"),
+        (r"x^2", r"x^^2"),
+        (r"x^2", r"x^{2"),
+        (r"\alpha", r"\alpa"),
+        (r"\quad", r"\qaud"),
+        (r"\frac{a}{", r"\frac{a}{"),
+        (r"\frac{a}{", r"\frac{b}{"),
+        (r"\sqrt{2}", r"\sqrt{2"),
+        (r"E=mc^2", r"E=mc^^2"),
+        (r"f(x)", r"f(x"),
+        (r"\left(x\right)", r"\left(x\right"),
+        (r"\alpha", r"\alpha }"),
+        (r"a", r"\undefined a"),
+    ]:
         C.add("hypfail", ref, "$%s$" % bad)
         C.add("hypfail", ref, "$%s$ and $%s$" % (bad, ref.replace("\\frac{a}{", "x")))
         C.add("hypfail", ref, "\\[%s\\] then \\(%s\\)" % (bad, rng.choice(POOL)))
@@ -407,25 +706,85 @@ def gen_render_errors(C, rng):
 
 def gen_layout(C, rng):
     """Spec §5.6 layout-sensitive outcomes, single glyph and neighbour-free references."""
-    pairs = [("x^2", "$x_2$"), ("ab", "$ba$"), (r"\frac{a}{b}", "$a/b$"), (r"\frac{a}{b}", r"$\dfrac{a}{b}$"),
-             ("a+b", "$a + b$"), (r"\to", r"$\rightarrow$"), (r"\phi", r"$\varphi$"), (r"\hat{x}", r"$\widehat{x}$"),
-             (r"\sin(\theta)", r"$\sin\theta$"), ("x_{i,j}", "$x_{j,i}$"), (r"\left[x\right]", r"$\left\{x\right\}$"),
-             (r"\int_a^b", r"$\int\limits_a^b$"), (r"{\color{red}x}", "$x$"), ("a+b", "$a+b=c$"),
-             ("x", "$y + x$"), ("x", "$xyz$"), ("x", "$X$"), ("1", "$10$"), ("1", "$21$"), ("=", "$a=b$"),
-             ("+", "$a+b$"), ("a", r"$\mathbf{a}$"), ("a", r"$\mathrm{a}$"), ("a", r"$\alpha$"),
-             ("2", "$x^2$"), ("i", "$x_i$"), ("x^2", "$x^2_i$"), ("x_i", "$x_i^2$"), ("x^2", "$x^{2}y$"),
-             ("xy", "$x y$"), ("xy", r"$x\,y$"), ("xy", r"$x\quad y$"), ("x y", "$xy$"), ("xy", "$x\\cdot y$"),
-             ("a=b", "$a = b$"), ("a=b", "$b=a$"), ("a=b", r"$a \equiv b$"), ("ab", "$a_b$"), ("ab", "$a^b$"),
-             (r"\alpha\beta", r"$\beta\alpha$"), (r"\sum", r"$\sum_{i}$"), (r"\sum_i", r"$\sum$"),
-             (r"\int", r"$\int_0^1$"), (r"\frac{1}{2}", r"$\frac{1}{2}x$"), (r"\frac{1}{2}x", r"$\frac{1}{2}$"),
-             (r"x", r"$\frac{x}{y}$"), (r"\frac{x}{y}", r"$\frac{x}{y+z}$"), (r"\frac{x}{y+z}", r"$\frac{x}{y}$"),
-             (r"\sqrt{x}", r"$\sqrt{xy}$"), (r"\sqrt{x}", r"$\sqrt[n]{x}$"), (r"\bar{x}", r"$x$"), (r"x", r"$\bar{x}$"),
-             (r"x'", r"$x^\prime$"), (r"x''", r"$x'$"), (r"-", r"$−$"), (r"-1", r"$−1$"), (r"\ldots", r"$...$"),
-             ("A", "$A$ and $B$"), ("AB", "$A$ and $B$"), (r"\mathbb{R}", r"$\mathbb{R}^n$"), (r"R", r"$\mathbb{R}$"),
-             (r"\pi", r"$π$"), (r"\pi", r"$\varpi$"), (r"\ell", r"$l$"), (r"\imath", r"$i$"), (r"0", r"$O$"),
-             (r"\{a\}", r"$\{a,b\}$"), (r"(a)", r"$(a, b)$"), (r"[0,1]", r"$[0, 1)$"), (r"f(x)", r"$f (x)$"),
-             (r"\dfrac{a}{b}", r"$\frac{a}{b}$"), (r"\tfrac{a}{b}", r"$\frac{a}{b}$"), (r"\displaystyle\sum_i x", r"$\sum_i x$"),
-             (r"\textstyle\sum_i x", r"$\sum_i x$"), (r"\scriptstyle x", r"$x$"), (r"\large x", r"$x$"), (r"\Huge x+y", r"$x+y$")]
+    pairs = [
+        ("x^2", "$x_2$"),
+        ("ab", "$ba$"),
+        (r"\frac{a}{b}", "$a/b$"),
+        (r"\frac{a}{b}", r"$\dfrac{a}{b}$"),
+        ("a+b", "$a + b$"),
+        (r"\to", r"$\rightarrow$"),
+        (r"\phi", r"$\varphi$"),
+        (r"\hat{x}", r"$\widehat{x}$"),
+        (r"\sin(\theta)", r"$\sin\theta$"),
+        ("x_{i,j}", "$x_{j,i}$"),
+        (r"\left[x\right]", r"$\left\{x\right\}$"),
+        (r"\int_a^b", r"$\int\limits_a^b$"),
+        (r"{\color{red}x}", "$x$"),
+        ("a+b", "$a+b=c$"),
+        ("x", "$y + x$"),
+        ("x", "$xyz$"),
+        ("x", "$X$"),
+        ("1", "$10$"),
+        ("1", "$21$"),
+        ("=", "$a=b$"),
+        ("+", "$a+b$"),
+        ("a", r"$\mathbf{a}$"),
+        ("a", r"$\mathrm{a}$"),
+        ("a", r"$\alpha$"),
+        ("2", "$x^2$"),
+        ("i", "$x_i$"),
+        ("x^2", "$x^2_i$"),
+        ("x_i", "$x_i^2$"),
+        ("x^2", "$x^{2}y$"),
+        ("xy", "$x y$"),
+        ("xy", r"$x\,y$"),
+        ("xy", r"$x\quad y$"),
+        ("x y", "$xy$"),
+        ("xy", "$x\\cdot y$"),
+        ("a=b", "$a = b$"),
+        ("a=b", "$b=a$"),
+        ("a=b", r"$a \equiv b$"),
+        ("ab", "$a_b$"),
+        ("ab", "$a^b$"),
+        (r"\alpha\beta", r"$\beta\alpha$"),
+        (r"\sum", r"$\sum_{i}$"),
+        (r"\sum_i", r"$\sum$"),
+        (r"\int", r"$\int_0^1$"),
+        (r"\frac{1}{2}", r"$\frac{1}{2}x$"),
+        (r"\frac{1}{2}x", r"$\frac{1}{2}$"),
+        (r"x", r"$\frac{x}{y}$"),
+        (r"\frac{x}{y}", r"$\frac{x}{y+z}$"),
+        (r"\frac{x}{y+z}", r"$\frac{x}{y}$"),
+        (r"\sqrt{x}", r"$\sqrt{xy}$"),
+        (r"\sqrt{x}", r"$\sqrt[n]{x}$"),
+        (r"\bar{x}", r"$x$"),
+        (r"x", r"$\bar{x}$"),
+        (r"x'", r"$x^\prime$"),
+        (r"x''", r"$x'$"),
+        (r"-", r"$−$"),
+        (r"-1", r"$−1$"),
+        (r"\ldots", r"$...$"),
+        ("A", "$A$ and $B$"),
+        ("AB", "$A$ and $B$"),
+        (r"\mathbb{R}", r"$\mathbb{R}^n$"),
+        (r"R", r"$\mathbb{R}$"),
+        (r"\pi", r"$π$"),
+        (r"\pi", r"$\varpi$"),
+        (r"\ell", r"$l$"),
+        (r"\imath", r"$i$"),
+        (r"0", r"$O$"),
+        (r"\{a\}", r"$\{a,b\}$"),
+        (r"(a)", r"$(a, b)$"),
+        (r"[0,1]", r"$[0, 1)$"),
+        (r"f(x)", r"$f (x)$"),
+        (r"\dfrac{a}{b}", r"$\frac{a}{b}$"),
+        (r"\tfrac{a}{b}", r"$\frac{a}{b}$"),
+        (r"\displaystyle\sum_i x", r"$\sum_i x$"),
+        (r"\textstyle\sum_i x", r"$\sum_i x$"),
+        (r"\scriptstyle x", r"$x$"),
+        (r"\large x", r"$x$"),
+        (r"\Huge x+y", r"$x+y$"),
+    ]
     for ref, text in pairs:
         C.add("layout", ref, text)
         inner = text[1:-1] if text.count("$") == 2 and text[0] == text[-1] == "$" else None
@@ -433,15 +792,47 @@ def gen_layout(C, rng):
 
 
 def gen_unicode(C, rng):
-    pairs = [(r"α", r"\alpha"), (r"\alpha", r"α"), (r"x ∈ A", r"x \in A"), (r"∫_0^1 f", r"\int_0^1 f"),
-             (r"√2", r"\sqrt{2}"), (r"\sqrt{2}", r"√2"), (r"x₁", r"x_1"), (r"x_1", r"x₁"), (r"½", r"\frac{1}{2}"),
-             (r"→", r"\to"), (r"\to", r"→"), (r"ℏ", r"\hbar"), (r"°C", r"^\circ C"), (r"45^\circ", r"45°"),
-             (r"Ω", r"\Omega"), (r"µ", r"\mu"), (r"\mu", r"μ"), (r"x·y", r"x \cdot y"), (r"∂_t u", r"\partial_t u"),
-             (r"ℕ", r"\mathbb{N}"), (r"a ⊆ b", r"a \subseteq b"), (r"x′", r"x'"), (r"é", r"\acute{e}"),
-             (r"\text{café}", r"\text{cafe}"), (r"\text{日本}", r"\text{日本}"), (r"\text{Größe} = 5", r"\text{Grösse} = 5"),
-             (r"x＋y", r"x+y"), (r"ｘ", r"x"), (r"😀", r"x"), (r"\text{😀}", r"\text{😀}"),
-             ("a\u200bb", "ab"), ("a\u00a0b", "a b"), ("a\u2009b", "a b"), ("x\u2212y", "x-y"), ("x\ufeff", "x"),
-             (r"Δx", r"\Delta x"), (r"𝑥", r"x"), (r"𝐱", r"\mathbf{x}"), (r"ℒ", r"\mathcal{L}")]
+    pairs = [
+        (r"α", r"\alpha"),
+        (r"\alpha", r"α"),
+        (r"x ∈ A", r"x \in A"),
+        (r"∫_0^1 f", r"\int_0^1 f"),
+        (r"√2", r"\sqrt{2}"),
+        (r"\sqrt{2}", r"√2"),
+        (r"x₁", r"x_1"),
+        (r"x_1", r"x₁"),
+        (r"½", r"\frac{1}{2}"),
+        (r"→", r"\to"),
+        (r"\to", r"→"),
+        (r"ℏ", r"\hbar"),
+        (r"°C", r"^\circ C"),
+        (r"45^\circ", r"45°"),
+        (r"Ω", r"\Omega"),
+        (r"µ", r"\mu"),
+        (r"\mu", r"μ"),
+        (r"x·y", r"x \cdot y"),
+        (r"∂_t u", r"\partial_t u"),
+        (r"ℕ", r"\mathbb{N}"),
+        (r"a ⊆ b", r"a \subseteq b"),
+        (r"x′", r"x'"),
+        (r"é", r"\acute{e}"),
+        (r"\text{café}", r"\text{cafe}"),
+        (r"\text{日本}", r"\text{日本}"),
+        (r"\text{Größe} = 5", r"\text{Grösse} = 5"),
+        (r"x＋y", r"x+y"),
+        (r"ｘ", r"x"),
+        (r"😀", r"x"),
+        (r"\text{😀}", r"\text{😀}"),
+        ("a\u200bb", "ab"),
+        ("a\u00a0b", "a b"),
+        ("a\u2009b", "a b"),
+        ("x\u2212y", "x-y"),
+        ("x\ufeff", "x"),
+        (r"Δx", r"\Delta x"),
+        (r"𝑥", r"x"),
+        (r"𝐱", r"\mathbf{x}"),
+        (r"ℒ", r"\mathcal{L}"),
+    ]
     for ref, hyp in pairs:
         C.add("unicode", ref, "$%s$" % hyp)
         C.add("unicode", ref, "Das Ergebnis ist \\(%s\\) für alle Werte." % hyp)
@@ -451,10 +842,21 @@ def gen_unicode(C, rng):
 
 
 def gen_noeq(C, rng):
-    texts = ["", " ", "\n\n", "Just prose without any equations at all.", "# Heading\n\nSome text.",
-             "| a | b |\n|---|---|\n| 1 | 2 |", "x^2 + y^2 = z^2 written plainly", "\\frac{a}{b}",
-             "Use the $ sign for dollars", "A single \\( without close", "\\) reversed \\(",
-             "\\] reversed \\[", "<span>$</span>"]
+    texts = [
+        "",
+        " ",
+        "\n\n",
+        "Just prose without any equations at all.",
+        "# Heading\n\nSome text.",
+        "| a | b |\n|---|---|\n| 1 | 2 |",
+        "x^2 + y^2 = z^2 written plainly",
+        "\\frac{a}{b}",
+        "Use the $ sign for dollars",
+        "A single \\( without close",
+        "\\) reversed \\(",
+        "\\] reversed \\[",
+        "<span>$</span>",
+    ]
     for t in texts:
         for m in ["x", r"\frac{a}{b}", r"\quad", r"\frac{a}{"]:
             C.add("noeq", m, t)
@@ -463,20 +865,34 @@ def gen_noeq(C, rng):
 def gen_load(C, rng):
     base = lambda **kw: OrderedDict([("pdf", "golden/math.pdf"), ("page", 1), ("id", "@"), ("type", "math")] + list(kw.items()))
     recs = [
-        (base(), "missing math"), (base(math=""), "empty"), (base(math="   "), "blank"), (base(math="\n\t"), "blank"),
-        (base(math=5), "int"), (base(math=1.5), "float"), (base(math=None), "null"), (base(math=["x"]), "list"),
-        (base(math={"a": 1}), "object"), (base(math=True), "bool"), (base(math="x", foo=1), "unknown key"),
-        (base(math="x", max_diffs=-1), "negative max_diffs"), (base(math="x", max_diffs=2), "max_diffs ok"),
-        (base(math="x", max_diffs=1.0), "float max_diffs"), (base(math="x", checked="verified"), "checked"),
-        (base(math="x", url="http://example.com"), "url"), (base(math="x", ignore_dollar_delimited="no"), "str flag"),
+        (base(), "missing math"),
+        (base(math=""), "empty"),
+        (base(math="   "), "blank"),
+        (base(math="\n\t"), "blank"),
+        (base(math=5), "int"),
+        (base(math=1.5), "float"),
+        (base(math=None), "null"),
+        (base(math=["x"]), "list"),
+        (base(math={"a": 1}), "object"),
+        (base(math=True), "bool"),
+        (base(math="x", foo=1), "unknown key"),
+        (base(math="x", max_diffs=-1), "negative max_diffs"),
+        (base(math="x", max_diffs=2), "max_diffs ok"),
+        (base(math="x", max_diffs=1.0), "float max_diffs"),
+        (base(math="x", checked="verified"), "checked"),
+        (base(math="x", url="http://example.com"), "url"),
+        (base(math="x", ignore_dollar_delimited="no"), "str flag"),
         (OrderedDict([("pdf", ""), ("page", 1), ("id", "@"), ("type", "math"), ("math", "x")]), "empty pdf"),
         (OrderedDict([("pdf", "a.pdf"), ("page", 1), ("id", ""), ("type", "math"), ("math", "x")]), "empty id"),
         (OrderedDict([("page", 1), ("id", "@"), ("type", "math"), ("math", "x")]), "missing pdf"),
         (OrderedDict([("pdf", "a.pdf"), ("id", "@"), ("type", "math"), ("math", "x")]), "missing page"),
         (OrderedDict([("pdf", "a.pdf"), ("page", 1), ("id", "@"), ("type", "Math"), ("math", "x")]), "type case"),
-        (base(math=r"\frac{a}{"), "unrenderable loads"), (base(math=r"\quad"), "glyph-less loads"),
-        (base(math="\u200b"), "zero-width is not blank"), (base(math="\u00a0"), "nbsp is blank"),
-        (base(math="\x1c"), "\\x1c is blank"), (base(math="x", page="1"), "page as string"),
+        (base(math=r"\frac{a}{"), "unrenderable loads"),
+        (base(math=r"\quad"), "glyph-less loads"),
+        (base(math="\u200b"), "zero-width is not blank"),
+        (base(math="\u00a0"), "nbsp is blank"),
+        (base(math="\x1c"), "\\x1c is blank"),
+        (base(math="x", page="1"), "page as string"),
         (base(math="x", text="y"), "field of another type"),
     ]
     for rec, note in recs:
@@ -526,8 +942,11 @@ def gen_random_pages(C, rng):
     for _ in range(220):
         ref, equivs, misses = rng.choice(FAMILIES)
         roll = rng.random()
-        target = [ref] if roll < 0.2 else ([rng.choice(equivs)] if equivs and roll < 0.6 else
-                                            ([rng.choice(misses)] if misses and roll < 0.9 else []))
+        target = (
+            [ref]
+            if roll < 0.2
+            else ([rng.choice(equivs)] if equivs and roll < 0.6 else ([rng.choice(misses)] if misses and roll < 0.9 else []))
+        )
         others = [rng.choice(f[1] or [f[0]]) for f in rng.sample(FAMILIES, rng.randint(0, 3))]
         others += rng.sample(POOL, rng.randint(0, 3))
         eqs = others + target
@@ -642,9 +1061,22 @@ def build(args):
     run_paths = []
     for k in range(args.runs):
         outp = os.path.join(tmp, "run%d.jsonl" % k)
-        subprocess.run([args.ref_python, os.path.abspath(__file__), "judge", args.ref_tree, inp, outp,
-                        "--workers", str(args.workers), "--tool-dir", args.tool_dir],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                args.ref_python,
+                os.path.abspath(__file__),
+                "judge",
+                args.ref_tree,
+                inp,
+                outp,
+                "--workers",
+                str(args.workers),
+                "--tool-dir",
+                args.tool_dir,
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         run_paths.append(outp)
     merge(cases, run_paths, args.out)
 

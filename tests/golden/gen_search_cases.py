@@ -31,6 +31,7 @@ Each line holds:
 The Rust test (golden_cases_against_fuzzysearch in rust/search.rs) requires
 equality with `matches` when there is no tie and with `tie_break` otherwise.
 """
+
 import json
 import os
 import random
@@ -137,14 +138,16 @@ def make_heavy_cases():
         if m // (k + 1) >= 3:
             continue
         sub = rand_str(rng, alphabet, m)
-        seq = (rand_str(rng, alphabet, rng.randint(0, 4))
-               + mutate(rng, sub, alphabet, rng.randint(0, k))
-               + rand_str(rng, alphabet, rng.randint(0, 4)))
+        seq = (
+            rand_str(rng, alphabet, rng.randint(0, 4))
+            + mutate(rng, sub, alphabet, rng.randint(0, k))
+            + rand_str(rng, alphabet, rng.randint(0, 4))
+        )
         cases.append((sub, seq, k))
     return cases
 
 
-WORKER = r'''
+WORKER = r"""
 import json, sys
 from fuzzysearch import find_near_matches
 from fuzzysearch.common import group_matches
@@ -195,14 +198,16 @@ for sub, seq, k, limit in cases:
                 assert rec["tb"] == res, (sub, seq, k, res, rec["tb"])
     out.append(rec)
 json.dump(out, sys.stdout)
-'''
+"""
 
 
 def run_worker(wpath, cpath, seed, want_tie):
     env = dict(os.environ, PYTHONHASHSEED=str(seed))
     return subprocess.Popen(
         [sys.executable, wpath, cpath, "1" if want_tie else "0"],
-        env=env, stdout=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -227,8 +232,8 @@ def main():
         with open(cpath, "w", encoding="utf-8") as f:
             json.dump(drawn + heavy, f, ensure_ascii=False)
         first = finish(run_worker(wpath, cpath, SEEDS[0], True))
-        kept = [i for i, r in enumerate(first[:len(drawn)]) if r is not None][:N_CASES]
-        kept += [len(drawn) + i for i, r in enumerate(first[len(drawn):]) if r is not None]
+        kept = [i for i, r in enumerate(first[: len(drawn)]) if r is not None][:N_CASES]
+        kept += [len(drawn) + i for i, r in enumerate(first[len(drawn) :]) if r is not None]
         all_drawn = drawn + heavy
         cases = [all_drawn[i][:3] for i in kept]
         per_seed = [[first[i] for i in kept]]
@@ -238,7 +243,7 @@ def main():
             json.dump([c + (0,) for c in cases], f, ensure_ascii=False)
         rest = SEEDS[1:]
         for b in range(0, len(rest), 2):
-            procs = [run_worker(wpath, cpath, s, False) for s in rest[b:b + 2]]
+            procs = [run_worker(wpath, cpath, s, False) for s in rest[b : b + 2]]
             per_seed.extend(finish(p) for p in procs)
     n_hash = n_tie = 0
     with open(OUT, "w", encoding="utf-8") as f:
@@ -253,15 +258,13 @@ def main():
                 assert base["tie"], (sub, seq, k)
             n_hash += hd
             n_tie += base["tie"]
-            line = {"sub": sub, "seq": seq, "k": k, "matches": base["r"],
-                    "hash_dependent": hd, "tie": base["tie"]}
+            line = {"sub": sub, "seq": seq, "k": k, "matches": base["r"], "hash_dependent": hd, "tie": base["tie"]}
             if hd:
                 line["all_results"] = results
             if base["tie"]:
                 line["tie_break"] = base["tb"]
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
-    print(f"{len(cases)} cases, {n_tie} with ties, {n_hash} hash-dependent -> {OUT}",
-          file=sys.stderr)
+    print(f"{len(cases)} cases, {n_tie} with ties, {n_hash} hash-dependent -> {OUT}", file=sys.stderr)
 
 
 if __name__ == "__main__":

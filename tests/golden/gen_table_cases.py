@@ -16,6 +16,7 @@ right (max_diffs boundaries), tied between several neighbours (set-order explana
 `build` = generate + reference verdicts + the expectations written below (spec section 10) +
 a summary on stderr.
 """
+
 import argparse
 import json
 import os
@@ -36,18 +37,95 @@ RELATIONS = ["up", "down", "left", "right", "top_heading", "left_heading"]
 
 LETTERS = list("abcdefghijklmnopqrstuvwxyz")
 WORDS = [
-    "Name", "Value", "Total", "Year", "Mean", "SD", "n", "p", "Group", "Control", "Treatment",
-    "Revenue", "Cost", "2019", "2020", "2021", "12.5", "3.14", "1,234", "-0.5", "N/A", "—", "",
-    "Age (years)", "BMI", "Height", "Weight", "Country", "Région", "東京", "Ελλάδα", "Zürich",
-    "**Bold**", "*it*", "a_b_c", "x²", "µm", "“quoted”", "it’s", "A–B", "50%", "$5", "α", "β",
-    "Sub total", "Grand total", "Q1", "Q2", "Q3", "Q4", "Model", "Acc.", "F1", "Params",
+    "Name",
+    "Value",
+    "Total",
+    "Year",
+    "Mean",
+    "SD",
+    "n",
+    "p",
+    "Group",
+    "Control",
+    "Treatment",
+    "Revenue",
+    "Cost",
+    "2019",
+    "2020",
+    "2021",
+    "12.5",
+    "3.14",
+    "1,234",
+    "-0.5",
+    "N/A",
+    "—",
+    "",
+    "Age (years)",
+    "BMI",
+    "Height",
+    "Weight",
+    "Country",
+    "Région",
+    "東京",
+    "Ελλάδα",
+    "Zürich",
+    "**Bold**",
+    "*it*",
+    "a_b_c",
+    "x²",
+    "µm",
+    "“quoted”",
+    "it’s",
+    "A–B",
+    "50%",
+    "$5",
+    "α",
+    "β",
+    "Sub total",
+    "Grand total",
+    "Q1",
+    "Q2",
+    "Q3",
+    "Q4",
+    "Model",
+    "Acc.",
+    "F1",
+    "Params",
 ]
 MARKUP_WRAPS = [
-    ("<b>", "</b>"), ("<i>", "</i>"), ("<strong>", "</strong>"), ("<em>", "</em>"),
-    ("<span class='x'>", "</span>"), ("<sup>", "</sup>"), ("<p>", "</p>"), ("<B>", "</B>"),
+    ("<b>", "</b>"),
+    ("<i>", "</i>"),
+    ("<strong>", "</strong>"),
+    ("<em>", "</em>"),
+    ("<span class='x'>", "</span>"),
+    ("<sup>", "</sup>"),
+    ("<p>", "</p>"),
+    ("<B>", "</B>"),
 ]
-SPAN_JUNK = ["2x", "", "0", " 3 ", "1_0", "２", "-1", "+2", "02", "3.0", "two", "&#50;", "1e1",
-             "\u00a02", "\x1c0", " 0 ", "00", "-0", "0x2", "1__0", "٣", "12"]
+SPAN_JUNK = [
+    "2x",
+    "",
+    "0",
+    " 3 ",
+    "1_0",
+    "２",
+    "-1",
+    "+2",
+    "02",
+    "3.0",
+    "two",
+    "&#50;",
+    "1e1",
+    "\u00a02",
+    "\x1c0",
+    " 0 ",
+    "00",
+    "-0",
+    "0x2",
+    "1__0",
+    "٣",
+    "12",
+]
 
 
 def cell_text(rng, pool="mixed"):
@@ -97,9 +175,27 @@ def md_table(rng, rows, cols, *, pool="mixed", ragged=0.0, sep=True, pipes="both
     return "\n".join(lines)
 
 
-def html_table(rng, rows, cols, *, pool="mixed", spans=0.15, junk=0.0, head="none", unclosed=0.0,
-               markup=0.15, upper=0.0, ws=0.3, caption=False, tbody=False, nested=0.0, br=0.1,
-               entities=0.1, comments=0.0, empty=0.05):
+def html_table(
+    rng,
+    rows,
+    cols,
+    *,
+    pool="mixed",
+    spans=0.15,
+    junk=0.0,
+    head="none",
+    unclosed=0.0,
+    markup=0.15,
+    upper=0.0,
+    ws=0.3,
+    caption=False,
+    tbody=False,
+    nested=0.0,
+    br=0.1,
+    entities=0.1,
+    comments=0.0,
+    empty=0.05,
+):
     def tag(name):
         return name.upper() if rng.random() < upper else name
 
@@ -123,7 +219,11 @@ def html_table(rng, rows, cols, *, pool="mixed", spans=0.15, junk=0.0, head="non
         out.append(nl() + "<%s>" % tag("tr"))
         c = 0
         while c < cols:
-            name = "th" if (r < head_rows and head in ("th", "thead") and rng.random() < 0.9) or (head == "th" and c == 0 and rng.random() < 0.3) else "td"
+            name = (
+                "th"
+                if (r < head_rows and head in ("th", "thead") and rng.random() < 0.9) or (head == "th" and c == 0 and rng.random() < 0.3)
+                else "td"
+            )
             attrs = ""
             if rng.random() < spans:
                 kind = rng.choice(["rowspan", "colspan"])
@@ -155,11 +255,24 @@ def html_table(rng, rows, cols, *, pool="mixed", spans=0.15, junk=0.0, head="non
 
 
 PROSE = [
-    "Table 1 shows the results.", "The values below are means.", "See the appendix for details.",
-    "Results were significant (p < 0.05).", "where $x<y$ holds for all x.", "Note: $p<0.05$.",
-    "We compare a < b and c > d.", "Costs rose 5% & revenue fell.", "# Results", "## Methods",
-    "Source: annual report.", "<!-- page break -->", "x<sup>2</sup> is shown.", "$|x| + |y|$",
-    "A <b>bold</b> claim.", "Line one.\nLine two.", "", "* item one\n* item two",
+    "Table 1 shows the results.",
+    "The values below are means.",
+    "See the appendix for details.",
+    "Results were significant (p < 0.05).",
+    "where $x<y$ holds for all x.",
+    "Note: $p<0.05$.",
+    "We compare a < b and c > d.",
+    "Costs rose 5% & revenue fell.",
+    "# Results",
+    "## Methods",
+    "Source: annual report.",
+    "<!-- page break -->",
+    "x<sup>2</sup> is shown.",
+    "$|x| + |y|$",
+    "A <b>bold</b> claim.",
+    "Line one.\nLine two.",
+    "",
+    "* item one\n* item two",
 ]
 
 
@@ -340,11 +453,31 @@ def rule_cases(cs):
     add({"cell": "x"}, "<table><tr><td>x</td></tr></table>&a", expect=True)
     # spans
     for value in SPAN_JUNK:
-        add({"cell": "B", "left": "A", "down": "D"}, "<table><tr><td>A</td><td rowspan='%s'>B</td></tr><tr><td>C</td><td>D</td></tr></table>" % value, note="rowspan %r" % value)
-        add({"cell": "B", "left": "A", "down": "C"}, "<table><tr><td>A</td><td colspan=\"%s\">B</td><td>E</td></tr><tr><td>C</td><td>D</td><td>F</td></tr></table>" % value, note="colspan %r" % value)
-    add({"cell": "C", "up": "A"}, "<table><tr><td>A</td><td rowspan='2'>B</td></tr><tr><td colspan='2'>C</td></tr></table>", note="colspan cancels rowspan, no crash")
-    add({"cell": "B", "left": "C"}, "<table><tr><td>A</td><td rowspan='2'>B</td></tr><tr><td colspan='2'>C</td></tr></table>", note="relations over rows B lost")
-    add({"cell": "X", "down": "Y"}, "<table><tr><td colspan=2 rowspan=5>X</td></tr><tr></tr><tr><td>Y</td></tr></table>", note="full-width span past the end")
+        add(
+            {"cell": "B", "left": "A", "down": "D"},
+            "<table><tr><td>A</td><td rowspan='%s'>B</td></tr><tr><td>C</td><td>D</td></tr></table>" % value,
+            note="rowspan %r" % value,
+        )
+        add(
+            {"cell": "B", "left": "A", "down": "C"},
+            '<table><tr><td>A</td><td colspan="%s">B</td><td>E</td></tr><tr><td>C</td><td>D</td><td>F</td></tr></table>' % value,
+            note="colspan %r" % value,
+        )
+    add(
+        {"cell": "C", "up": "A"},
+        "<table><tr><td>A</td><td rowspan='2'>B</td></tr><tr><td colspan='2'>C</td></tr></table>",
+        note="colspan cancels rowspan, no crash",
+    )
+    add(
+        {"cell": "B", "left": "C"},
+        "<table><tr><td>A</td><td rowspan='2'>B</td></tr><tr><td colspan='2'>C</td></tr></table>",
+        note="relations over rows B lost",
+    )
+    add(
+        {"cell": "X", "down": "Y"},
+        "<table><tr><td colspan=2 rowspan=5>X</td></tr><tr></tr><tr><td>Y</td></tr></table>",
+        note="full-width span past the end",
+    )
     add({"cell": "Z"}, "<table><tr><td>Z</td><td rowspan=9>Q</td></tr><tr><td colspan=3>W</td></tr></table>", expect="error")
     add({"cell": "y"}, "<table><tr><td>y</td><td rowspan=%s>big</td></tr></table>" % ("9" * 4301), note="4301-digit span")
 
@@ -353,9 +486,16 @@ def random_md_cases(cs, rng, n):
     for _ in range(n):
         rows, cols = rng.randint(2, 8), rng.randint(1, 6)
         pool = rng.choice(["mixed", "letters", "numbers", "mixed"])
-        table = md_table(rng, rows, cols, pool=pool, ragged=rng.choice([0, 0, 0.2]),
-                         sep=rng.random() < 0.85, pipes=rng.choice(["both", "both", "both", "lead", "trail", "none"]),
-                         align=rng.random() < 0.3)
+        table = md_table(
+            rng,
+            rows,
+            cols,
+            pool=pool,
+            ragged=rng.choice([0, 0, 0.2]),
+            sep=rng.random() < 0.85,
+            pipes=rng.choice(["both", "both", "both", "lead", "trail", "none"]),
+            align=rng.random() < 0.3,
+        )
         parts = [table]
         if rng.random() < 0.5:
             parts.insert(0, prose(rng))
@@ -431,7 +571,11 @@ def heading_set_cases(cs, rng, n):
             cols = rng.randint(2, 5)
             out = ["<table><thead>"]
             for r in range(heads):
-                out.append("<tr>" + "".join("<th%s>%s</th>" % (" colspan=2" if rng.random() < 0.3 else "", rng.choice(LETTERS)) for _ in range(cols)) + "</tr>")
+                out.append(
+                    "<tr>"
+                    + "".join("<th%s>%s</th>" % (" colspan=2" if rng.random() < 0.3 else "", rng.choice(LETTERS)) for _ in range(cols))
+                    + "</tr>"
+                )
             out.append("</thead>")
             for r in range(rng.randint(1, 4)):
                 out.append("<tr>" + "".join("<td>%s</td>" % rng.choice(LETTERS) for _ in range(cols)) + "</tr>")
@@ -455,15 +599,30 @@ def heading_set_cases(cs, rng, n):
 def load_cases(cs):
     base = {"pdf": "golden/load.pdf", "page": 1, "type": "table"}
     table = "| a | b |\n| c | d |"
-    for k, extra in enumerate([
-        {"cell": 5}, {"cell": ["a"]}, {"cell": None}, {}, {"cell": "a", "up": 3},
-        {"cell": "a", "up": None}, {"cell": "a", "top_heading": True}, {"cell": "a", "max_diffs": -1},
-        {"cell": "a", "max_diffs": 1.0}, {"cell": "a", "max_diffs": True}, {"cell": "a", "notes": "x"},
-        {"cell": "a", "text": "a"}, {"cell": "", "up": "x"}, {"cell": "**", "down": "c"},
-        {"cell": "a", "ignore_markdown_tables": None}, {"cell": "a", "ignore_markdown_tables": 0},
-        {"cell": "a", "left_heading": ""}, {"cell": "a", "checked": "verified", "url": "u"},
-        {"cell": "a", "down": "__c__"}, {"cell": "c", "up": "<b>a</b>"},
-    ]):
+    for k, extra in enumerate(
+        [
+            {"cell": 5},
+            {"cell": ["a"]},
+            {"cell": None},
+            {},
+            {"cell": "a", "up": 3},
+            {"cell": "a", "up": None},
+            {"cell": "a", "top_heading": True},
+            {"cell": "a", "max_diffs": -1},
+            {"cell": "a", "max_diffs": 1.0},
+            {"cell": "a", "max_diffs": True},
+            {"cell": "a", "notes": "x"},
+            {"cell": "a", "text": "a"},
+            {"cell": "", "up": "x"},
+            {"cell": "**", "down": "c"},
+            {"cell": "a", "ignore_markdown_tables": None},
+            {"cell": "a", "ignore_markdown_tables": 0},
+            {"cell": "a", "left_heading": ""},
+            {"cell": "a", "checked": "verified", "url": "u"},
+            {"cell": "a", "down": "__c__"},
+            {"cell": "c", "up": "<b>a</b>"},
+        ]
+    ):
         rec = OrderedDict(base, id="load-%04d" % (k + 1))
         rec.update(extra)
         cs.add("load", rec, table, full=True)
@@ -493,8 +652,7 @@ def build(args):
         with open(cases, "w", encoding="utf-8") as f:
             generate(f)
         env = dict(os.environ, PYTHONHASHSEED="0")
-        res = subprocess.run([sys.executable, args.tool, args.ref_tree, cases], env=env,
-                             capture_output=True, text=True, check=True)
+        res = subprocess.run([sys.executable, args.tool, args.ref_tree, cases], env=env, capture_output=True, text=True, check=True)
     lines = [json.loads(l) for l in res.stdout.splitlines() if l.strip()]
     bad = 0
     stats = Counter()
@@ -509,7 +667,11 @@ def build(args):
                 outcome = case["passed"]
             if expect is not None and expect != outcome:
                 bad += 1
-                print("expectation failed: %s expected %r got %r (%s)" % (case["case"], expect, outcome, case.get("explanation", case.get("load_error"))), file=sys.stderr)
+                print(
+                    "expectation failed: %s expected %r got %r (%s)"
+                    % (case["case"], expect, outcome, case.get("explanation", case.get("load_error"))),
+                    file=sys.stderr,
+                )
             group = case["case"].split("-")[0]
             stats[(group, {True: "pass", False: "fail"}.get(outcome, outcome))] += 1
             f.write(json.dumps(case, ensure_ascii=False) + "\n")

@@ -28,6 +28,7 @@ Output line format (text_cases.jsonl):
 Records written with duplicate JSON keys keep them verbatim in the "test" object (the reference
 reads JSON with the last value winning).
 """
+
 import argparse
 import itertools
 import json
@@ -41,9 +42,7 @@ from collections import Counter, OrderedDict
 SEED = 20260511
 
 # Python str.isspace() / re \s set (Unicode 14)
-PYWS = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
-        + "".join(chr(c) for c in range(0x2000, 0x200B))
-        + "\u2028\u2029\u202f\u205f\u3000")
+PYWS = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000"
 NOT_WS = ["\u200b", "\u2060", "\ufeff", "\u180e", "\u00ad", "\u200c", "\u200d"]
 
 
@@ -52,8 +51,7 @@ class Cases:
         self.items = []
         self.counts = Counter()
 
-    def add(self, group, test, text, *, raw=None, note=None, spec=None, expect=None,
-            full=False, pdf=None, page=1):
+    def add(self, group, test, text, *, raw=None, note=None, spec=None, expect=None, full=False, pdf=None, page=1):
         """Add one case.  group: id prefix.  test: record without pdf/page/id (unless full).
         raw: verbatim JSON text of the record (for duplicate keys).  expect: verdict we
         expect (True/False, or "load_error", or "nondet"); checked after the reference run."""
@@ -162,9 +160,24 @@ BANKS = {
         委员会 人口 地区 时期""",
 }
 BANKS = {k: v.split() for k, v in BANKS.items()}
-LANG_WEIGHTS = [("en", 30), ("fr", 8), ("de", 8), ("es", 7), ("it", 4), ("pt", 4), ("pl", 4),
-                ("tr", 4), ("ru", 6), ("el", 4), ("ar", 3), ("hi", 3), ("ko", 3), ("vi", 3),
-                ("ja", 2), ("zh", 2)]
+LANG_WEIGHTS = [
+    ("en", 30),
+    ("fr", 8),
+    ("de", 8),
+    ("es", 7),
+    ("it", 4),
+    ("pt", 4),
+    ("pl", 4),
+    ("tr", 4),
+    ("ru", 6),
+    ("el", 4),
+    ("ar", 3),
+    ("hi", 3),
+    ("ko", 3),
+    ("vi", 3),
+    ("ja", 2),
+    ("zh", 2),
+]
 SENT_END = {"hi": "।", "ja": "。", "zh": "。"}
 NO_SPACE = {"ja", "zh"}
 
@@ -186,11 +199,17 @@ def lang_alphabet(lang):
 # ---------------------------------------------------------------------------------------------
 # Realistic page builder
 # ---------------------------------------------------------------------------------------------
-EMPH_STYLES = [("**", "**", "bold"), ("__", "__", "bold"), ("<b>", "</b>", "bold"),
-               ("<strong>", "</strong>", "bold"), ("*", "*", "italic"), ("_", "_", "italic"),
-               ("<i>", "</i>", "italic"), ("<em>", "</em>", "italic")]
-SUPERSCRIPT = {"0": "⁰", "1": "¹", "2": "²", "3": "³", "4": "⁴", "5": "⁵", "6": "⁶", "7": "⁷",
-               "8": "⁸", "9": "⁹"}
+EMPH_STYLES = [
+    ("**", "**", "bold"),
+    ("__", "__", "bold"),
+    ("<b>", "</b>", "bold"),
+    ("<strong>", "</strong>", "bold"),
+    ("*", "*", "italic"),
+    ("_", "_", "italic"),
+    ("<i>", "</i>", "italic"),
+    ("<em>", "</em>", "italic"),
+]
+SUPERSCRIPT = {"0": "⁰", "1": "¹", "2": "²", "3": "³", "4": "⁴", "5": "⁵", "6": "⁶", "7": "⁷", "8": "⁸", "9": "⁹"}
 
 
 def cap(lang, w):
@@ -205,9 +224,17 @@ class PageBuilder:
         self.lang = lang
         self.sep = "" if lang in NO_SPACE else " "
         self.blocks = []
-        self.meta = {"lang": lang, "sentences": [], "headings": [], "bold": [], "italic": [],
-                     "footnotes": [], "setext": [], "fn_next": 1, "fn_style": rng.choice(
-                         ["md", "md", "sup", "uni", "sup_attr", "mixed"])}
+        self.meta = {
+            "lang": lang,
+            "sentences": [],
+            "headings": [],
+            "bold": [],
+            "italic": [],
+            "footnotes": [],
+            "setext": [],
+            "fn_next": 1,
+            "fn_style": rng.choice(["md", "md", "sup", "uni", "sup_attr", "mixed"]),
+        }
 
     def words(self, n):
         return [self.rng.choice(BANKS[self.lang]) for _ in range(n)]
@@ -216,9 +243,17 @@ class PageBuilder:
         rng = self.rng
         words = self.words(rng.randint(6, 16))
         if self.lang not in NO_SPACE and rng.random() < 0.3:
-            words.insert(rng.randrange(len(words) + 1),
-                         rng.choice([str(rng.randint(2, 2025)), "%d.%d%%" % (rng.randint(0, 99), rng.randint(0, 9)),
-                                     "(n = %d)" % rng.randint(3, 500), "%d,%03d" % (rng.randint(1, 99), rng.randint(0, 999))]))
+            words.insert(
+                rng.randrange(len(words) + 1),
+                rng.choice(
+                    [
+                        str(rng.randint(2, 2025)),
+                        "%d.%d%%" % (rng.randint(0, 99), rng.randint(0, 9)),
+                        "(n = %d)" % rng.randint(3, 500),
+                        "%d,%03d" % (rng.randint(1, 99), rng.randint(0, 999)),
+                    ]
+                ),
+            )
         words[0] = cap(self.lang, words[0])
         toks = list(words)
         clean = [True] * len(words)
@@ -228,7 +263,7 @@ class PageBuilder:
             op, cl, kind = rng.choice(EMPH_STYLES)
             toks[i] = op + toks[i]
             toks[j] = toks[j] + cl
-            self.meta[kind].append(self.sep.join(words[i:j + 1]))
+            self.meta[kind].append(self.sep.join(words[i : j + 1]))
             for t in range(i, j + 1):
                 clean[t] = False
         if decorate and rng.random() < 0.25:
@@ -246,9 +281,14 @@ class PageBuilder:
                 toks[i] += '<sup class="fn">%s</sup>' % marker
             else:
                 toks[i] += "".join(SUPERSCRIPT[c] for c in marker)
-            self.meta["footnotes"].append({"marker": marker, "style": style,
-                                           "before": self.sep.join(words[max(0, i - rng.randint(1, 4)):i + 1]),
-                                           "after": self.sep.join(words[i + 1:i + 1 + rng.randint(1, 4)])})
+            self.meta["footnotes"].append(
+                {
+                    "marker": marker,
+                    "style": style,
+                    "before": self.sep.join(words[max(0, i - rng.randint(1, 4)) : i + 1]),
+                    "after": self.sep.join(words[i + 1 : i + 1 + rng.randint(1, 4)]),
+                }
+            )
             clean[i] = False
         end = SENT_END.get(self.lang, rng.choice([".", ".", ".", ";", "?"] if self.lang != "ar" else ["."]))
         plain = self.sep.join(words) + end
@@ -310,30 +350,46 @@ class PageBuilder:
     def table(self):
         rng = self.rng
         cols, rows = rng.randint(2, 5), rng.randint(2, 6)
-        cells = [[self.sep.join(self.words(rng.randint(1, 2))) if r == 0 else
-                  rng.choice([str(rng.randint(0, 9999)), "%.2f" % rng.uniform(0, 100), self.words(1)[0]])
-                  for _ in range(cols)] for r in range(rows)]
+        cells = [
+            [
+                self.sep.join(self.words(rng.randint(1, 2)))
+                if r == 0
+                else rng.choice([str(rng.randint(0, 9999)), "%.2f" % rng.uniform(0, 100), self.words(1)[0]])
+                for _ in range(cols)
+            ]
+            for r in range(rows)
+        ]
         if rng.random() < 0.5:
             lines = ["| " + " | ".join(r) + " |" for r in cells]
             lines.insert(1, "|" + "|".join("---" for _ in range(cols)) + "|")
             self.blocks.append("\n".join(lines))
         else:
-            body = "".join("<tr>" + "".join(("<th>%s</th>" if i == 0 else "<td>%s</td>") % c for c in r) + "</tr>"
-                           for i, r in enumerate(cells))
+            body = "".join(
+                "<tr>" + "".join(("<th>%s</th>" if i == 0 else "<td>%s</td>") % c for c in r) + "</tr>" for i, r in enumerate(cells)
+            )
             self.blocks.append("<table>" + body + "</table>")
 
     def math(self):
         rng = self.rng
-        eq = rng.choice(["x^2 + y^2 = z^2", "\\int_0^1 f(x)\\,dx", "E = mc^2", "\\frac{a}{b} \\leq c_{i}",
-                         "\\sum_{i=1}^{n} a_i", "\\alpha_1 * \\beta_2 * \\gamma"])
+        eq = rng.choice(
+            [
+                "x^2 + y^2 = z^2",
+                "\\int_0^1 f(x)\\,dx",
+                "E = mc^2",
+                "\\frac{a}{b} \\leq c_{i}",
+                "\\sum_{i=1}^{n} a_i",
+                "\\alpha_1 * \\beta_2 * \\gamma",
+            ]
+        )
         self.blocks.append(rng.choice(["$$%s$$", "\\[%s\\]", "The relation $%s$ holds."]) % eq)
 
     def image(self):
         rng = self.rng
         alt = self.sep.join(self.words(rng.randint(2, 8)))
-        self.blocks.append("![Figure %d: %s](page_%d_%d_%d_%d.png)" % (
-            rng.randint(1, 12), alt, rng.randint(10, 500), rng.randint(10, 500), rng.randint(10, 500),
-            rng.randint(10, 500)))
+        self.blocks.append(
+            "![Figure %d: %s](page_%d_%d_%d_%d.png)"
+            % (rng.randint(1, 12), alt, rng.randint(10, 500), rng.randint(10, 500), rng.randint(10, 500), rng.randint(10, 500))
+        )
 
     def footnote_defs(self):
         rng = self.rng
@@ -355,9 +411,10 @@ class PageBuilder:
     def build(self, target_len):
         rng = self.rng
         if rng.random() < 0.4:
-            self.blocks.append(rng.choice(["Journal of %s · Vol. %d · %d", "%s — Report %d (%d)",
-                                           "Proceedings: %s, no. %d, %d"]) % (
-                cap(self.lang, self.words(1)[0]), rng.randint(1, 60), rng.randint(1950, 2025)))
+            self.blocks.append(
+                rng.choice(["Journal of %s · Vol. %d · %d", "%s — Report %d (%d)", "Proceedings: %s, no. %d, %d"])
+                % (cap(self.lang, self.words(1)[0]), rng.randint(1, 60), rng.randint(1950, 2025))
+            )
         self.heading(level=1)
         while sum(len(b) + 2 for b in self.blocks) < target_len:
             r = rng.random()
@@ -393,8 +450,8 @@ def pick_span(rng, meta, clean_only=True, min_w=2, max_w=8, lo=0, hi=None):
         words, clean = sents[idx]["words"], sents[idx]["clean"]
         n = rng.randint(min(min_w, len(words)), min(max_w, len(words)))
         i = rng.randrange(len(words) - n + 1)
-        span = sep.join(words[i:i + n])
-        if not clean_only or all(clean[i:i + n]):
+        span = sep.join(words[i : i + n])
+        if not clean_only or all(clean[i : i + n]):
             break
     return idx, span
 
@@ -408,8 +465,14 @@ def foreign_words(rng, lang, n):
 def realistic_tests(C, rng, text, meta, pdf, ntests):
     lang = meta["lang"]
     alpha = lang_alphabet(lang)
-    kinds = (["present"] * 20 + ["absent"] * 10 + ["order"] * 15 + ["format"] * 15
-             + ["footnote"] * (12 if meta["footnotes"] else 0) + ["baseline"] * 10)
+    kinds = (
+        ["present"] * 20
+        + ["absent"] * 10
+        + ["order"] * 15
+        + ["format"] * 15
+        + ["footnote"] * (12 if meta["footnotes"] else 0)
+        + ["baseline"] * 10
+    )
     for _ in range(ntests):
         kind = rng.choice(kinds)
         if kind == "present":
@@ -543,7 +606,7 @@ def realistic_tests(C, rng, text, meta, pdf, ntests):
             elif v == 4:
                 t["marker"] = str(meta["fn_next"] + rng.randint(0, 5))
             elif v == 5 and fn.get("def"):
-                t["appears_after_marker"] = fn["def"][:rng.randint(10, 60)]
+                t["appears_after_marker"] = fn["def"][: rng.randint(10, 60)]
             elif v == 6 and fn["before"]:
                 k = rng.randint(1, 3)
                 t["appears_before_marker"] = mutate(rng, fn["before"], k, alpha)
@@ -605,8 +668,7 @@ def long_pages(C, rng):
         _, s_last = pick_span(rng, last, min_w=4, max_w=8)
         C.add("present", {"type": "present", "text": s_last}, text, pdf=pdf)
         C.add("present", {"type": "present", "text": s_first, "last_n": 3000}, text, pdf=pdf)
-        C.add("absent", {"type": "absent", "text": mutate(rng, s_first, 3, lang_alphabet(lang)), "max_diffs": 1},
-              text, pdf=pdf)
+        C.add("absent", {"type": "absent", "text": mutate(rng, s_first, 3, lang_alphabet(lang)), "max_diffs": 1}, text, pdf=pdf)
         C.add("order", {"type": "order", "before": s_first, "after": s_last}, text, pdf=pdf)
         C.add("order", {"type": "order", "before": s_last, "after": s_first, "max_diffs": 1}, text, pdf=pdf)
         if i % 2 == 0:
@@ -619,8 +681,7 @@ def long_pages(C, rng):
             fns = [fn for m in metas for fn in m["footnotes"]]
             if fns:
                 fn = fns[-1]
-                C.add("footnote", {"type": "footnote", "marker": fn["marker"],
-                                   "appears_before_marker": fn["before"]}, text, pdf=pdf)
+                C.add("footnote", {"type": "footnote", "marker": fn["marker"], "appears_before_marker": fn["before"]}, text, pdf=pdf)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -685,8 +746,8 @@ def present_absent_cases(C, rng):
     # the ratio/threshold float boundary with insertions / deletions
     for L in range(3, 40, 2):
         needle = rand_str(rng, letters, L)
-        ins = needle[:L // 2] + "#" + needle[L // 2:]
-        dele = needle[:L // 2] + needle[L // 2 + 1:]
+        ins = needle[: L // 2] + "#" + needle[L // 2 :]
+        dele = needle[: L // 2] + needle[L // 2 + 1 :]
         pa(C, "present", needle, "-- " + ins + " --", max_diffs=1)
         pa(C, "present", needle, "-- " + dele + " --", max_diffs=1)
         pa(C, "absent", needle, "-- " + dele + " --", max_diffs=1)
@@ -713,15 +774,32 @@ def present_absent_cases(C, rng):
             c = "c" + c[1:] if c[0] != "c" else "a" + c[1:]
         md = rng.randint(1, max(1, L // 2))
         pa(C, rng.choice(["present", "present", "absent"]), q, c, max_diffs=md, note="equal length")
-    for q, c, md in [("ab", "ba", 1), ("abc", "cab", 1), ("abcd", "dabc", 1), ("aaaabaa", "bcaaaca", 1),
-                     ("xaaaa", "aaaay", 1), ("abcde", "cdeab", 2), ("abba", "baab", 1)]:
+    for q, c, md in [
+        ("ab", "ba", 1),
+        ("abc", "cab", 1),
+        ("abcd", "dabc", 1),
+        ("aaaabaa", "bcaaaca", 1),
+        ("xaaaa", "aaaay", 1),
+        ("abcde", "cdeab", 2),
+        ("abba", "baab", 1),
+    ]:
         both(C, q, c, max_diffs=md, note="equal length")
 
     # --- query longer than content (role swap) ---
-    for q, c in [("Hello world", "world"), ("Hello world", "wor"), ("Hello world", "xworld"),
-                 ("Hello world", "Hello world!"), ("abc", "c"), ("abc", "z"), ("The quick brown fox", "brown fox."),
-                 ("The quick brown fox", "quick"), ("The quick brown fox", "QUICK"), ("short", "sh rt"),
-                 ("a long query that is much longer", "that is"), ("a long query", "a long query")]:
+    for q, c in [
+        ("Hello world", "world"),
+        ("Hello world", "wor"),
+        ("Hello world", "xworld"),
+        ("Hello world", "Hello world!"),
+        ("abc", "c"),
+        ("abc", "z"),
+        ("The quick brown fox", "brown fox."),
+        ("The quick brown fox", "quick"),
+        ("The quick brown fox", "QUICK"),
+        ("short", "sh rt"),
+        ("a long query that is much longer", "that is"),
+        ("a long query", "a long query"),
+    ]:
         both(C, q, c, note="query longer than content")
     pa(C, "present", "The quick brown fox", "QUICK", case_sensitive=False)
     pa(C, "present", "Hello world", "**world**", note="content shrinks after normalize")
@@ -738,8 +816,8 @@ def present_absent_cases(C, rng):
             both(C, q, "qqqq", max_diffs=md, note="threshold around 0")
     # float formatting of thresholds in explanations
     both(C, "a" * 10001, "b", max_diffs=10000, note="tiny threshold repr")
-    both(C, "x", "yy", max_diffs=10 ** 17, note="huge negative threshold repr")
-    both(C, "abc", "zzz", max_diffs=2 ** 63, note="max_diffs beyond i64")
+    both(C, "x", "yy", max_diffs=10**17, note="huge negative threshold repr")
+    both(C, "abc", "zzz", max_diffs=2**63, note="max_diffs beyond i64")
     both(C, "abcdefghij", "zzzz", max_diffs=7, note="threshold 0.30000000000000004")
     both(C, "abcdefghij", "zzzz", max_diffs=3)
     both(C, "abcdef", "zzzz", max_diffs=1)
@@ -758,30 +836,111 @@ def present_absent_cases(C, rng):
     # --- normalize_text, query side and content side ---
     norm_pairs = [
         # (raw, normalized-equivalent)
-        ("a<br>b", "a b"), ("a<br/>b", "a b"), ("a<br />b", "a<br />b"), ("a<BR>b", "a<BR>b"),
-        ("a<br class=x>b", "a<br class=x>b"), ("a<Br>b", "a<Br>b"), ("a<br >b", "a<br >b"), ("a</br>b", "a</br>b"),
-        ("a<br><br/>b", "a b"), ("a <br> b", "a b"),
-        ("**bold** text", "bold text"), ("__x__ y", "x y"), ("<b>x</b> y", "x y"), ("<i>x</i> y", "x y"),
-        ("<B>x</B> y", "<B>x</B> y"), ("<b class='k'>x</b> y", "<b class='k'>x y"), ("<strong>x</strong>", "<strong>x</strong>"),
-        ("<em>x</em>", "<em>x</em>"), ("<I>x</I>", "<I>x</I>"), ("<u>x</u>", "<u>x</u>"), ("<sup>x</sup>", "<sup>x</sup>"),
-        ("a * b", "a * b"), ("a * b * c", "a b c"), ("a _ b", "a _ b"), ("my_var_name", "myvarname"),
-        ("my_var", "my_var"), ("2*3*4", "234"), ("2*3", "2*3"), ("***a***", "a"), ("****", ""), ("x****y", "xy"),
-        ("x***y", "x*y"), ("_italic__ is *bold*", "italic_ is bold"), ("**a\nb**", "a b"), ("*a\nb*", "*a b*"),
-        ("__a\nb__", "a b"), ("_a\nb_", "_a b_"), ("**a**b**", "ab**"), ("a**b", "a**b"), ("snake_case_name_here", "snakecasenamehere"),
-        ("__init__", "init"), ("x_1 + y_2", "x1 + y2"), ("* item one\n* item two", "item one\n item two"),
-        ("**bold *it* bold**", "bold it bold"), ("*it **bold** it*", "it bold it"), ("_a*b_c*d", "a*bc*d"),
-        ("**", ""), ("***", "*"), ("*****", "*"), ("a__b", "ab"), ("a__", "a__"), ("__a", "__a"), ("a_b_", "ab_"),
-        ("2**10", "2**10"), ("x**2 + y**2", "x2 + y2"), ("**x**y**z**", "xyz"), ("*_a_*", "a"), ("_*a*_", "a"),
-        ("**_a_**", "a"), ("__*a*__", "a"), ("<b>**a**</b>", "a"), ("<i><b>a</b></i>", "a"), ("<b><br></b>", " "),
-        ("a\u00a0b", "a b"), ("a\u3000\u3000b", "a b"), ("a\r\nb", "a b"), ("a\x0bb", "a b"), ("a\x0cb", "a b"),
-        ("a\x85b", "a b"), ("a\u1680b", "a b"), ("a\u2028b", "a b"), ("a\u2029b", "a b"), ("a\u202fb", "a b"),
-        ("a\u205fb", "a b"), ("a\x1cb", "a b"), ("a\x1db", "a b"), ("a\x1eb", "a b"), ("a\x1fb", "a b"),
-        ("a\u200bb", "ab"), ("a\u2060b", "ab"), ("a\ufeffb", "ab"), ("a\u180eb", "ab"), ("a\u00adb", "ab"),
-        ("e\u0301t\u00e9", "\u00e9t\u00e9"), ("\u212b", "\u00c5"), ("\u2126", "\u03a9"), ("\u212a", "K"),
-        ("\u1e0b\u0323", "\u1e0d\u0307"), ("\u1100\u1161", "\uac00"), ("\u0958", "\u0915\u093c"), ("\u0344", "\u0308\u0301"),
-        ("ﬁne", "fine"), ("①", "1"), ("Ａ", "A"), ("x²", "x2"),
-        ("‘x’ ‚y“ ”z„", "'x' 'y\" \"z\""), ("a–b—c‑d‒e−f", "a-b-c-d-e-f"), ("5 µm", "5 μm"), ("＿x＿", "_x_"),
-        ("‛x‟", "'x\""), ("a―b‐c", "a-b-c"), ("－5", "-5"), ("′″", "'\""), ("«x»", "\"x\""), ("＿＿x＿＿", "__x__"),
+        ("a<br>b", "a b"),
+        ("a<br/>b", "a b"),
+        ("a<br />b", "a<br />b"),
+        ("a<BR>b", "a<BR>b"),
+        ("a<br class=x>b", "a<br class=x>b"),
+        ("a<Br>b", "a<Br>b"),
+        ("a<br >b", "a<br >b"),
+        ("a</br>b", "a</br>b"),
+        ("a<br><br/>b", "a b"),
+        ("a <br> b", "a b"),
+        ("**bold** text", "bold text"),
+        ("__x__ y", "x y"),
+        ("<b>x</b> y", "x y"),
+        ("<i>x</i> y", "x y"),
+        ("<B>x</B> y", "<B>x</B> y"),
+        ("<b class='k'>x</b> y", "<b class='k'>x y"),
+        ("<strong>x</strong>", "<strong>x</strong>"),
+        ("<em>x</em>", "<em>x</em>"),
+        ("<I>x</I>", "<I>x</I>"),
+        ("<u>x</u>", "<u>x</u>"),
+        ("<sup>x</sup>", "<sup>x</sup>"),
+        ("a * b", "a * b"),
+        ("a * b * c", "a b c"),
+        ("a _ b", "a _ b"),
+        ("my_var_name", "myvarname"),
+        ("my_var", "my_var"),
+        ("2*3*4", "234"),
+        ("2*3", "2*3"),
+        ("***a***", "a"),
+        ("****", ""),
+        ("x****y", "xy"),
+        ("x***y", "x*y"),
+        ("_italic__ is *bold*", "italic_ is bold"),
+        ("**a\nb**", "a b"),
+        ("*a\nb*", "*a b*"),
+        ("__a\nb__", "a b"),
+        ("_a\nb_", "_a b_"),
+        ("**a**b**", "ab**"),
+        ("a**b", "a**b"),
+        ("snake_case_name_here", "snakecasenamehere"),
+        ("__init__", "init"),
+        ("x_1 + y_2", "x1 + y2"),
+        ("* item one\n* item two", "item one\n item two"),
+        ("**bold *it* bold**", "bold it bold"),
+        ("*it **bold** it*", "it bold it"),
+        ("_a*b_c*d", "a*bc*d"),
+        ("**", ""),
+        ("***", "*"),
+        ("*****", "*"),
+        ("a__b", "ab"),
+        ("a__", "a__"),
+        ("__a", "__a"),
+        ("a_b_", "ab_"),
+        ("2**10", "2**10"),
+        ("x**2 + y**2", "x2 + y2"),
+        ("**x**y**z**", "xyz"),
+        ("*_a_*", "a"),
+        ("_*a*_", "a"),
+        ("**_a_**", "a"),
+        ("__*a*__", "a"),
+        ("<b>**a**</b>", "a"),
+        ("<i><b>a</b></i>", "a"),
+        ("<b><br></b>", " "),
+        ("a\u00a0b", "a b"),
+        ("a\u3000\u3000b", "a b"),
+        ("a\r\nb", "a b"),
+        ("a\x0bb", "a b"),
+        ("a\x0cb", "a b"),
+        ("a\x85b", "a b"),
+        ("a\u1680b", "a b"),
+        ("a\u2028b", "a b"),
+        ("a\u2029b", "a b"),
+        ("a\u202fb", "a b"),
+        ("a\u205fb", "a b"),
+        ("a\x1cb", "a b"),
+        ("a\x1db", "a b"),
+        ("a\x1eb", "a b"),
+        ("a\x1fb", "a b"),
+        ("a\u200bb", "ab"),
+        ("a\u2060b", "ab"),
+        ("a\ufeffb", "ab"),
+        ("a\u180eb", "ab"),
+        ("a\u00adb", "ab"),
+        ("e\u0301t\u00e9", "\u00e9t\u00e9"),
+        ("\u212b", "\u00c5"),
+        ("\u2126", "\u03a9"),
+        ("\u212a", "K"),
+        ("\u1e0b\u0323", "\u1e0d\u0307"),
+        ("\u1100\u1161", "\uac00"),
+        ("\u0958", "\u0915\u093c"),
+        ("\u0344", "\u0308\u0301"),
+        ("ﬁne", "fine"),
+        ("①", "1"),
+        ("Ａ", "A"),
+        ("x²", "x2"),
+        ("‘x’ ‚y“ ”z„", "'x' 'y\" \"z\""),
+        ("a–b—c‑d‒e−f", "a-b-c-d-e-f"),
+        ("5 µm", "5 μm"),
+        ("＿x＿", "_x_"),
+        ("‛x‟", "'x\""),
+        ("a―b‐c", "a-b-c"),
+        ("－5", "-5"),
+        ("′″", "'\""),
+        ("«x»", '"x"'),
+        ("＿＿x＿＿", "__x__"),
     ]
     for raw, eq in norm_pairs:
         ctx_l, ctx_r = "Lorem ipsum ", " dolor sit amet"
@@ -809,15 +968,57 @@ def present_absent_cases(C, rng):
 
     # --- case_sensitive false and Unicode lowercasing ---
     case_pairs = [
-        ("İstanbul", "İSTANBUL"), ("istanbul", "İSTANBUL"), ("i\u0307stanbul", "İSTANBUL"), ("ISTANBUL", "İstanbul"),
-        ("ıi", "II"), ("İ", "i"), ("i̇", "İ"), ("İİİİ", "x i̇i̇i̇i̇ y"),
-        ("ΟΔΟΣ", "οδος"), ("οδος", "ΟΔΟΣ ΚΑΙ"), ("ΟΔΟΣ", "ΟΔΟΣΚΑΙ"), ("σας", "ΣΑΣ"), ("σασ", "ΣΑΣ"), ("ΣΑΣ", "σας"),
-        ("ας'α", "ΑΣ'Α"), ("ασ'α", "ΑΣ'Α"), ("ας.α", "ΑΣ.Α"), ("ασ.α", "ΑΣ.Α"), ("ας-α", "ΑΣ-Α"), ("ασ-α", "ΑΣ-Α"),
-        ("ας\u0301", "ΑΣ\u0301"), ("1σ", "1Σ"), ("1ς", "1Σ"), ("Σ", "σ"), ("Σ", "ς"), ("x σ y", "x Σ y"),
-        ("Straße", "STRASSE"), ("STRASSE", "straße"), ("ẞ", "ß"), ("ß", "ẞ"), ("Москва", "МОСКВА"), ("ЁЛКА", "ёлка"),
-        ("Երևան", "ԵՐԵՒԱՆ"), ("թբილისი", "ᲗᲑᲘᲚᲘᲡᲘ"), ("თბილისი", "ᲗᲑᲘᲚᲘᲡᲘ"), ("ꭰꭱ", "ᎠᎡ"), ("ᎠᎡ", "ꭰꭱ"),
-        ("𐐨𐐩", "𐐀𐐁"), ("ǆ", "ǅ"), ("ǅ", "Ǆ"), ("ﬀ", "FF"), ("Ω", "ω"), ("K", "k"), ("Å", "å"),
-        ("ΆΈΉ", "άέή"), ("Ǽ", "ǽ"), ("Ⅻ", "ⅻ"), ("Ⓐ", "ⓐ"), ("ＡＢＣ", "ａｂｃ"), ("ÉCOLE", "école"), ("E\u0301COLE", "école"),
+        ("İstanbul", "İSTANBUL"),
+        ("istanbul", "İSTANBUL"),
+        ("i\u0307stanbul", "İSTANBUL"),
+        ("ISTANBUL", "İstanbul"),
+        ("ıi", "II"),
+        ("İ", "i"),
+        ("i̇", "İ"),
+        ("İİİİ", "x i̇i̇i̇i̇ y"),
+        ("ΟΔΟΣ", "οδος"),
+        ("οδος", "ΟΔΟΣ ΚΑΙ"),
+        ("ΟΔΟΣ", "ΟΔΟΣΚΑΙ"),
+        ("σας", "ΣΑΣ"),
+        ("σασ", "ΣΑΣ"),
+        ("ΣΑΣ", "σας"),
+        ("ας'α", "ΑΣ'Α"),
+        ("ασ'α", "ΑΣ'Α"),
+        ("ας.α", "ΑΣ.Α"),
+        ("ασ.α", "ΑΣ.Α"),
+        ("ας-α", "ΑΣ-Α"),
+        ("ασ-α", "ΑΣ-Α"),
+        ("ας\u0301", "ΑΣ\u0301"),
+        ("1σ", "1Σ"),
+        ("1ς", "1Σ"),
+        ("Σ", "σ"),
+        ("Σ", "ς"),
+        ("x σ y", "x Σ y"),
+        ("Straße", "STRASSE"),
+        ("STRASSE", "straße"),
+        ("ẞ", "ß"),
+        ("ß", "ẞ"),
+        ("Москва", "МОСКВА"),
+        ("ЁЛКА", "ёлка"),
+        ("Երևան", "ԵՐԵՒԱՆ"),
+        ("թբილისი", "ᲗᲑᲘᲚᲘᲡᲘ"),
+        ("თბილისი", "ᲗᲑᲘᲚᲘᲡᲘ"),
+        ("ꭰꭱ", "ᎠᎡ"),
+        ("ᎠᎡ", "ꭰꭱ"),
+        ("𐐨𐐩", "𐐀𐐁"),
+        ("ǆ", "ǅ"),
+        ("ǅ", "Ǆ"),
+        ("ﬀ", "FF"),
+        ("Ω", "ω"),
+        ("K", "k"),
+        ("Å", "å"),
+        ("ΆΈΉ", "άέή"),
+        ("Ǽ", "ǽ"),
+        ("Ⅻ", "ⅻ"),
+        ("Ⓐ", "ⓐ"),
+        ("ＡＢＣ", "ａｂｃ"),
+        ("ÉCOLE", "école"),
+        ("E\u0301COLE", "école"),
     ]
     for q, c in case_pairs:
         pa(C, "present", q, c, case_sensitive=False, note="lower()")
@@ -870,8 +1071,11 @@ def present_absent_cases(C, rng):
         needle = rand_str(rng, "abcdefghij", L)
         md = rng.randint(0, max(0, L // 4))
         e = md + rng.randint(1, 3)
-        content = rand_str(rng, "klmnop ", rng.randint(0, 30)) + mutate(rng, needle, e, "abcdefghij", kinds=("sub",)) + \
+        content = (
             rand_str(rng, "klmnop ", rng.randint(0, 30))
+            + mutate(rng, needle, e, "abcdefghij", kinds=("sub",))
+            + rand_str(rng, "klmnop ", rng.randint(0, 30))
+        )
         if rep % 4 == 0:
             content = rand_str(rng, "klmnopqrstuvwxyz ", rng.randint(0, 80))
         pa(C, "absent", needle, content, max_diffs=md, note="near miss")
@@ -887,9 +1091,19 @@ def present_absent_cases(C, rng):
         content = " ".join(rng.choice(BANKS["en"]) for _ in range(rng.randint(20, 200))) + " " + base + " end"
         md = max(0, k + rng.choice([-3, -1, 0, 1, 3]))
         pa(C, rng.choice(["present", "absent"]), q, content, max_diffs=md, note="long needle")
-    for q, c in [("\x00a", "x\x00a"), ("a\x7fb", "a\x7fb"), ("tab\tsep", "tab sep"), ("😀😃", "x😀😃y"),
-                 ("🇩🇪", "flag 🇩🇪"), ("\U0001F469\u200d\U0001F4BB", "dev \U0001F469\u200d\U0001F4BB"), ("𝔸𝔹", "𝔸𝔹ℂ"),
-                 ("한국어", "한국어 텍스트"), ("\u1112\u1161\u11ab", "한 글"), ("مرحبا", "قال مرحبا"), ("שלום", "שָׁלוֹם")]:
+    for q, c in [
+        ("\x00a", "x\x00a"),
+        ("a\x7fb", "a\x7fb"),
+        ("tab\tsep", "tab sep"),
+        ("😀😃", "x😀😃y"),
+        ("🇩🇪", "flag 🇩🇪"),
+        ("\U0001f469\u200d\U0001f4bb", "dev \U0001f469\u200d\U0001f4bb"),
+        ("𝔸𝔹", "𝔸𝔹ℂ"),
+        ("한국어", "한국어 텍스트"),
+        ("\u1112\u1161\u11ab", "한 글"),
+        ("مرحبا", "قال مرحبا"),
+        ("שלום", "שָׁלוֹם"),
+    ]:
         both(C, q, c)
 
 
@@ -911,15 +1125,43 @@ def order_cases(C, rng):
     od(C, "abab", "aaaabb", "a babaabb", max_diffs=2, spec="10.20", expect="nondet")
 
     # k = 0: exact, overlapping occurrences
-    for b, a, c in [("aa", "aa", "aaa"), ("aa", "aa", "aa"), ("ab", "ba", "aba"), ("ab", "ba", "bab"), ("aba", "bab", "abab"),
-                    ("abc", "abcd", "abcd"), ("abcd", "abc", "abcd"), ("abcd", "abc", "abcdabc"), ("x", "y", "yx"),
-                    ("x", "y", "xy"), ("x", "x", "x x"), ("aaa", "aa", "aaaa"), ("aa", "aaa", "aaaa"), ("foo", "bar", "foobar"),
-                    ("bar", "foo", "foobar"), ("bar", "foo", "foobarfoo"), ("ab", "b", "ab"), ("b", "ab", "ab"),
-                    ("ana", "nan", "banana"), ("nan", "ana", "banana"), ("anana", "ana", "banana")]:
+    for b, a, c in [
+        ("aa", "aa", "aaa"),
+        ("aa", "aa", "aa"),
+        ("ab", "ba", "aba"),
+        ("ab", "ba", "bab"),
+        ("aba", "bab", "abab"),
+        ("abc", "abcd", "abcd"),
+        ("abcd", "abc", "abcd"),
+        ("abcd", "abc", "abcdabc"),
+        ("x", "y", "yx"),
+        ("x", "y", "xy"),
+        ("x", "x", "x x"),
+        ("aaa", "aa", "aaaa"),
+        ("aa", "aaa", "aaaa"),
+        ("foo", "bar", "foobar"),
+        ("bar", "foo", "foobar"),
+        ("bar", "foo", "foobarfoo"),
+        ("ab", "b", "ab"),
+        ("b", "ab", "ab"),
+        ("ana", "nan", "banana"),
+        ("nan", "ana", "banana"),
+        ("anana", "ana", "banana"),
+    ]:
         od(C, b, a, c)
     for b, a in [("first", "second"), ("second", "first")]:
-        for c in ["first then second", "second then first", "first", "second", "", "first second first",
-                  "**first** then _second_", "fir st sec ond", "FIRST then SECOND", "first\n\nsecond"]:
+        for c in [
+            "first then second",
+            "second then first",
+            "first",
+            "second",
+            "",
+            "first second first",
+            "**first** then _second_",
+            "fir st sec ond",
+            "FIRST then SECOND",
+            "first\n\nsecond",
+        ]:
             od(C, b, a, c)
     # normalization in order (both sides)
     od(C, "**bold** start", "end", "bold start ... end")
@@ -927,7 +1169,7 @@ def order_cases(C, rng):
     od(C, "alpha beta", "gamma", "alpha\u00a0\u00a0beta gamma")
     od(C, "alpha beta", "gamma", "alpha\u200bbeta gamma")
     od(C, "alpha beta", "gamma", "alpha\u200bbeta gamma", max_diffs=1)
-    od(C, "“quoted”", "—dash", "\"quoted\" and -dash")
+    od(C, "“quoted”", "—dash", '"quoted" and -dash')
     od(C, "é", "è", "e\u0301 e\u0300")
     od(C, "x", "y", "<br>x<br/>y")
     # not found
@@ -948,8 +1190,28 @@ def order_cases(C, rng):
     od(C, "cats", "dogs", "dugs cats", max_diffs=1)
 
     # LP path: len(sub)//(k+1) < 3
-    lp_specs = [(2, 1), (3, 1), (4, 1), (5, 1), (4, 2), (5, 2), (6, 2), (7, 2), (8, 2), (6, 3), (8, 3), (10, 3),
-                (11, 3), (8, 4), (10, 4), (14, 4), (10, 5), (12, 5), (17, 5), (12, 6)]
+    lp_specs = [
+        (2, 1),
+        (3, 1),
+        (4, 1),
+        (5, 1),
+        (4, 2),
+        (5, 2),
+        (6, 2),
+        (7, 2),
+        (8, 2),
+        (6, 3),
+        (8, 3),
+        (10, 3),
+        (11, 3),
+        (8, 4),
+        (10, 4),
+        (14, 4),
+        (10, 5),
+        (12, 5),
+        (17, 5),
+        (12, 6),
+    ]
     for L, k in lp_specs:
         for rep in range(6):
             alpha = rng.choice(["ab", "abc", "abcd", "abcdefgh"])
@@ -957,17 +1219,34 @@ def order_cases(C, rng):
             a = rand_str(rng, alpha, L + rng.randint(-1, 3) if L > 2 else L)
             if len(a) // 2 < k:
                 a = a + rand_str(rng, alpha, 2 * k - len(a))
-            parts = [rand_str(rng, "xyz" if alpha != "abc" else "xyzab", rng.randint(0, 6)),
-                     mutate(rng, b, rng.randint(0, k + 1), alpha),
-                     rand_str(rng, "xyz", rng.randint(0, 6)),
-                     mutate(rng, a, rng.randint(0, k + 1), alpha),
-                     rand_str(rng, "xyz", rng.randint(0, 6))]
+            parts = [
+                rand_str(rng, "xyz" if alpha != "abc" else "xyzab", rng.randint(0, 6)),
+                mutate(rng, b, rng.randint(0, k + 1), alpha),
+                rand_str(rng, "xyz", rng.randint(0, 6)),
+                mutate(rng, a, rng.randint(0, k + 1), alpha),
+                rand_str(rng, "xyz", rng.randint(0, 6)),
+            ]
             if rep % 3 == 2:
                 parts[1], parts[3] = parts[3], parts[1]
             od(C, b, a, "".join(parts), max_diffs=k, note="LP L=%d k=%d" % (L, k))
     # n-gram path: len(sub)//(k+1) >= 3
-    ng_specs = [(6, 1), (7, 1), (10, 1), (20, 1), (9, 2), (12, 2), (30, 2), (12, 3), (20, 3), (40, 3),
-                (15, 4), (50, 4), (60, 6), (80, 2), (120, 5)]
+    ng_specs = [
+        (6, 1),
+        (7, 1),
+        (10, 1),
+        (20, 1),
+        (9, 2),
+        (12, 2),
+        (30, 2),
+        (12, 3),
+        (20, 3),
+        (40, 3),
+        (15, 4),
+        (50, 4),
+        (60, 6),
+        (80, 2),
+        (120, 5),
+    ]
     for L, k in ng_specs:
         for rep in range(6):
             alpha = rng.choice(["abcd", "abcdefghijklmnop", "etaoin shrdlu"])
@@ -996,8 +1275,13 @@ def order_cases(C, rng):
                 bb.insert(pos, "#")
             elif len(bb) > 2:
                 del bb[min(pos, len(bb) - 1)]
-        content = rand_str(rng, alpha, rng.randint(0, 20)) + "".join(bb) + rand_str(rng, alpha, rng.randint(0, 20)) + \
-            mutate(rng, a, rng.randint(0, k), alpha) + rand_str(rng, alpha, rng.randint(0, 20))
+        content = (
+            rand_str(rng, alpha, rng.randint(0, 20))
+            + "".join(bb)
+            + rand_str(rng, alpha, rng.randint(0, 20))
+            + mutate(rng, a, rng.randint(0, k), alpha)
+            + rand_str(rng, alpha, rng.randint(0, 20))
+        )
         if rep % 4 == 3:
             b, a = a, b
         od(C, b, a, content, max_diffs=k, note="expand_long")
@@ -1023,15 +1307,33 @@ def order_cases(C, rng):
         content = rand_str(rng, alpha, rng.randint(6, 16))
         od(C, b, a, content, max_diffs=k, note="tie-prone")
     # before == after with k > 0
-    for s, c, k in [("abcdef", "abcdef", 1), ("abcdef", "abcdef abcxef", 1), ("abcdef", "abcdef abcdef", 1),
-                    ("abcdef", "abcdefabcdef", 1), ("abcdef", "abcdefbcdef", 1), ("abcd", "abcd abd", 1), ("abcd", "abcdabd", 1),
-                    ("aaaa", "aaaaaaa", 1), ("aaaa", "aaaaaaa", 2), ("abab", "ababab", 1), ("abab", "ababab", 2),
-                    ("hello world", "hello world. Hello world", 1), ("hello world", "hello world hello", 2)]:
+    for s, c, k in [
+        ("abcdef", "abcdef", 1),
+        ("abcdef", "abcdef abcxef", 1),
+        ("abcdef", "abcdef abcdef", 1),
+        ("abcdef", "abcdefabcdef", 1),
+        ("abcdef", "abcdefbcdef", 1),
+        ("abcd", "abcd abd", 1),
+        ("abcd", "abcdabd", 1),
+        ("aaaa", "aaaaaaa", 1),
+        ("aaaa", "aaaaaaa", 2),
+        ("abab", "ababab", 1),
+        ("abab", "ababab", 2),
+        ("hello world", "hello world. Hello world", 1),
+        ("hello world", "hello world hello", 2),
+    ]:
         od(C, s, s, c, max_diffs=k, note="before == after")
     # unicode content
-    for b, a, c in [("naïve", "café", "naïve café"), ("café", "naïve", "naïve café"), ("cafe\u0301", "x", "café x"),
-                    ("Σ", "σ", "Σ σ"), ("σ", "Σ", "Σ σ"), ("😀", "🚀", "🚀 😀 🚀"), ("한국", "서울", "서울 한국 서울"),
-                    ("ΟΔΟΣ", "σχολείο", "ΟΔΟΣ και σχολείο")]:
+    for b, a, c in [
+        ("naïve", "café", "naïve café"),
+        ("café", "naïve", "naïve café"),
+        ("cafe\u0301", "x", "café x"),
+        ("Σ", "σ", "Σ σ"),
+        ("σ", "Σ", "Σ σ"),
+        ("😀", "🚀", "🚀 😀 🚀"),
+        ("한국", "서울", "서울 한국 서울"),
+        ("ΟΔΟΣ", "σχολείο", "ΟΔΟΣ και σχολείο"),
+    ]:
         od(C, b, a, c)
         od(C, b, a, c, max_diffs=len(b) // 2 if len(b) // 2 <= len(a) // 2 else len(a) // 2)
     # longer realistic-ish content, LP path with k relative to length
@@ -1060,8 +1362,15 @@ def bl(C, content, **kw):
     return C.add("baseline", t, content, note=note, spec=spec, expect=expect)
 
 
-DISALLOWED = [(0x4E00, 0x9FFF), (0x3040, 0x309F), (0x30A0, 0x30FF), (0x1F600, 0x1F64F), (0x1F300, 0x1F5FF),
-              (0x1F680, 0x1F6FF), (0x1F1E0, 0x1F1FF)]
+DISALLOWED = [
+    (0x4E00, 0x9FFF),
+    (0x3040, 0x309F),
+    (0x30A0, 0x30FF),
+    (0x1F600, 0x1F64F),
+    (0x1F300, 0x1F5FF),
+    (0x1F680, 0x1F6FF),
+    (0x1F1E0, 0x1F1FF),
+]
 
 
 def baseline_cases(C, rng):
@@ -1076,12 +1385,101 @@ def baseline_cases(C, rng):
     bl(C, "hello 한국어", spec="10.22", expect=True)
 
     # isalnum edge cases (alone, and next to one ASCII letter)
-    singles = ["\u0301", "\u093e", "\u0903", "Ⓐ", "ⓐ", "Ⅻ", "ⅻ", "①", "²", "⁰", "½", "↉", "٣", "۳", "߃", "३", "৩", "๓",
-               "༣", "၃", "០", "᠓", "𝟎", "🄀", "〇", "㐅", "㐀", "𠀀", "ʰ", "ǅ", "ª", "º", "_", "\u200d", "\u200b", "\ufeff",
-               "\u00ad", "·", "‰", "™", "©", "°", "€", "$", "§", "¶", "ℵ", "ℓ", "℮", "Ⅰ", "ↀ", "𐍁", "𒐀", "豈", "參", "ﾀ",
-               "ｱ", "Ａ", "０", "ㄱ", "ᄀ", "\u1160", "\u3164", "ㆍ", "ꙮ", "ᚠ", "ᛮ", "𓀀", "ꓐ", "\u0e31", "\u0e48", "ก",
-               "\u0f71", "\u1039", "\u0640", "ـ", "ء", "\u064b", "\u05b0", "א", "ℹ", "Ⓜ", "🅰", "🆎", "\u20dd", "\U000E0061",
-               "\U000F0000", "\U0010FFFD", "\uE000", "\x00", "\x7f", "\u0378", "\U0001E030"]
+    singles = [
+        "\u0301",
+        "\u093e",
+        "\u0903",
+        "Ⓐ",
+        "ⓐ",
+        "Ⅻ",
+        "ⅻ",
+        "①",
+        "²",
+        "⁰",
+        "½",
+        "↉",
+        "٣",
+        "۳",
+        "߃",
+        "३",
+        "৩",
+        "๓",
+        "༣",
+        "၃",
+        "០",
+        "᠓",
+        "𝟎",
+        "🄀",
+        "〇",
+        "㐅",
+        "㐀",
+        "𠀀",
+        "ʰ",
+        "ǅ",
+        "ª",
+        "º",
+        "_",
+        "\u200d",
+        "\u200b",
+        "\ufeff",
+        "\u00ad",
+        "·",
+        "‰",
+        "™",
+        "©",
+        "°",
+        "€",
+        "$",
+        "§",
+        "¶",
+        "ℵ",
+        "ℓ",
+        "℮",
+        "Ⅰ",
+        "ↀ",
+        "𐍁",
+        "𒐀",
+        "豈",
+        "參",
+        "ﾀ",
+        "ｱ",
+        "Ａ",
+        "０",
+        "ㄱ",
+        "ᄀ",
+        "\u1160",
+        "\u3164",
+        "ㆍ",
+        "ꙮ",
+        "ᚠ",
+        "ᛮ",
+        "𓀀",
+        "ꓐ",
+        "\u0e31",
+        "\u0e48",
+        "ก",
+        "\u0f71",
+        "\u1039",
+        "\u0640",
+        "ـ",
+        "ء",
+        "\u064b",
+        "\u05b0",
+        "א",
+        "ℹ",
+        "Ⓜ",
+        "🅰",
+        "🆎",
+        "\u20dd",
+        "\U000e0061",
+        "\U000f0000",
+        "\U0010fffd",
+        "\ue000",
+        "\x00",
+        "\x7f",
+        "\u0378",
+        "\U0001e030",
+    ]
     for ch in singles:
         bl(C, ch, note="isalnum U+%04X" % ord(ch))
         bl(C, ch * 3 + " ", note="isalnum run U+%04X" % ord(ch))
@@ -1089,29 +1487,57 @@ def baseline_cases(C, rng):
         bl(C, content, note="no alnum")
 
     # blank page mode
-    for content in ["", "   ", "12", "Page 12", "abcdefghij", "abcdefghijk", "![alt text](img.png)",
-                    "![alt text](img.png) 7", "![a\nb](c.png)", "![a](b\nc.png)", "![a](b) ![c](d)", "![a](b)(c)",
-                    "[link text](x.png)", "!![x](y)", "![x] y](z)", "![x](y) text ](c)", "![](z.png)", "![x]()",
-                    "![\u0301](x)", "![日本](中.png)", "Figure: ![chart of growth 2020](fig_1.png)\n\n3",
-                    "![first](a.png)\n![second](b.png)\n![third](c.png)", "![![nested](a)](b)", "![a](b)" * 20,
-                    "x" * 100, "😀" * 50, "١٢٣", "\u0301" * 9]:
+    for content in [
+        "",
+        "   ",
+        "12",
+        "Page 12",
+        "abcdefghij",
+        "abcdefghijk",
+        "![alt text](img.png)",
+        "![alt text](img.png) 7",
+        "![a\nb](c.png)",
+        "![a](b\nc.png)",
+        "![a](b) ![c](d)",
+        "![a](b)(c)",
+        "[link text](x.png)",
+        "!![x](y)",
+        "![x] y](z)",
+        "![x](y) text ](c)",
+        "![](z.png)",
+        "![x]()",
+        "![\u0301](x)",
+        "![日本](中.png)",
+        "Figure: ![chart of growth 2020](fig_1.png)\n\n3",
+        "![first](a.png)\n![second](b.png)\n![third](c.png)",
+        "![![nested](a)](b)",
+        "![a](b)" * 20,
+        "x" * 100,
+        "😀" * 50,
+        "١٢٣",
+        "\u0301" * 9,
+    ]:
         for ml in [0, 5, 10]:
             for skip in [False, True]:
                 bl(C, content, max_length=ml, max_length_skips_image_alt_tags=skip)
-    for ml in [1.5, 9.99, 10.0, -1, True, False, "5", None, [], 10 ** 20]:
+    for ml in [1.5, 9.99, 10.0, -1, True, False, "5", None, [], 10**20]:
         bl(C, "abcdefghij", max_length=ml, note="max_length=%r" % (ml,))
         bl(C, "", max_length=ml, note="max_length=%r" % (ml,))
     for skip in [1, 0, "yes", "", None, []]:
-        bl(C, "![alt text here](x.png) ab", max_length=2, max_length_skips_image_alt_tags=skip,
-           note="skips=%r" % (skip,))
+        bl(C, "![alt text here](x.png) ab", max_length=2, max_length_skips_image_alt_tags=skip, note="skips=%r" % (skip,))
     bl(C, "ab" * 40, max_length=1000, note="blank mode short-circuits repeats")
     bl(C, "中文" * 3, max_length=6, note="blank mode short-circuits disallowed")
     bl(C, "", max_length=0, note="blank mode before no-alnum check")
 
     # RepeatDetector: periods 1..6, exact 30 vs 31 repeats, breaking suffixes
-    units = {1: ["x", "7", "é", "中", " "], 2: ["ab", "a ", "1.", "ñb"], 3: ["abc", "ab ", "la\n", "x\t\t"],
-             4: ["abcd", "ab  ", "a\r\nb", "the "], 5: ["abcde", "hello", "ab \n ", "12345"],
-             6: ["abcdef", "hello ", "a\u200bb\u200bcd"]}
+    units = {
+        1: ["x", "7", "é", "中", " "],
+        2: ["ab", "a ", "1.", "ñb"],
+        3: ["abc", "ab ", "la\n", "x\t\t"],
+        4: ["abcd", "ab  ", "a\r\nb", "the "],
+        5: ["abcde", "hello", "ab \n ", "12345"],
+        6: ["abcdef", "hello ", "a\u200bb\u200bcd"],
+    }
     for p, us in units.items():
         for u in us:
             for n in [29, 30, 31, 32, 60]:
@@ -1131,7 +1557,7 @@ def baseline_cases(C, rng):
     bl(C, "start " + "ab" * 31 + "a", note="odd tail")
     bl(C, "start " + "ab" * 31 + "b", note="odd tail")
     # custom max_repeats
-    for mr in [0, 1, 2, 5, 29, 30, 31, 100, -1, 2.5, 30.5, True, False, None, "30", 10 ** 30]:
+    for mr in [0, 1, 2, 5, 29, 30, 31, 100, -1, 2.5, 30.5, True, False, None, "30", 10**30]:
         bl(C, "hello world", max_repeats=mr, note="max_repeats=%r" % (mr,))
         bl(C, "hello " + "ab" * 31, max_repeats=mr, note="max_repeats=%r" % (mr,))
         bl(C, "hello " + "x" * 3, max_repeats=mr, note="max_repeats=%r" % (mr,))
@@ -1140,21 +1566,83 @@ def baseline_cases(C, rng):
     probes = set()
     for lo, hi in DISALLOWED:
         probes.update([lo - 1, lo, lo + 1, hi - 1, hi, hi + 1])
-    probes.update([0x3400, 0x4DBF, 0x4DC0, 0x4DFF, 0xA000, 0x3000, 0x3001, 0x3002, 0x303F, 0x3097, 0x3098, 0x3099,
-                   0x3100, 0x3105, 0x31F0, 0x3190, 0x2E80, 0xF900, 0xFF76, 0xFF10, 0xAC00, 0x1100, 0x1F900, 0x1F914,
-                   0x2764, 0x263A, 0x1F6D8, 0x1F6DC, 0x1F6DD, 0x1F6ED, 0x1F6FD, 0x1F6FF, 0x1F700, 0x1F1E6, 0x1F1FA,
-                   0x1F1F8, 0x1F200, 0x1F201, 0x20000, 0x2A700, 0x30000, 0x1F3FB, 0x1F3FF, 0x1F4A9, 0x1F5FA, 0x1F64F,
-                   0x1F650, 0x1F680, 0x1F6C5])
+    probes.update(
+        [
+            0x3400,
+            0x4DBF,
+            0x4DC0,
+            0x4DFF,
+            0xA000,
+            0x3000,
+            0x3001,
+            0x3002,
+            0x303F,
+            0x3097,
+            0x3098,
+            0x3099,
+            0x3100,
+            0x3105,
+            0x31F0,
+            0x3190,
+            0x2E80,
+            0xF900,
+            0xFF76,
+            0xFF10,
+            0xAC00,
+            0x1100,
+            0x1F900,
+            0x1F914,
+            0x2764,
+            0x263A,
+            0x1F6D8,
+            0x1F6DC,
+            0x1F6DD,
+            0x1F6ED,
+            0x1F6FD,
+            0x1F6FF,
+            0x1F700,
+            0x1F1E6,
+            0x1F1FA,
+            0x1F1F8,
+            0x1F200,
+            0x1F201,
+            0x20000,
+            0x2A700,
+            0x30000,
+            0x1F3FB,
+            0x1F3FF,
+            0x1F4A9,
+            0x1F5FA,
+            0x1F64F,
+            0x1F650,
+            0x1F680,
+            0x1F6C5,
+        ]
+    )
     for cp in sorted(probes):
         ch = chr(cp)
         bl(C, "Plain text " + ch, note="U+%04X" % cp)
         bl(C, "Plain text " + ch, check_disallowed_characters=False, note="U+%04X unchecked" % cp)
     for cdc in [0, "", "no", None, [], 1, "false"]:
         bl(C, "Plain text 中", check_disallowed_characters=cdc, note="check_disallowed=%r" % (cdc,))
-    for content in ["Text 🇺🇸 flag", "Text 🇺🇸🇩🇪 flags", "中文 and 日本語 and カタカナ", "mixed 😀x😃y🚀z",
-                    "ひらがな" + "a", "セ゚ and ゛", "a\u3099b", "Hangul 한국어 and 㐀 and ＡＢＣ and ｶﾀｶﾅ",
-                    "Korean only: 대한민국 헌법", "emoji ok: 🤔 ❤ ☺ ✨", "x" + chr(0x9FFF) + chr(0x9FFF),
-                    "dup 中中中", "🇦", "Text" + "\U0001F6FD\U0001F6FE", "\u3040 unassigned", "x\U0001F1E0y"]:
+    for content in [
+        "Text 🇺🇸 flag",
+        "Text 🇺🇸🇩🇪 flags",
+        "中文 and 日本語 and カタカナ",
+        "mixed 😀x😃y🚀z",
+        "ひらがな" + "a",
+        "セ゚ and ゛",
+        "a\u3099b",
+        "Hangul 한국어 and 㐀 and ＡＢＣ and ｶﾀｶﾅ",
+        "Korean only: 대한민국 헌법",
+        "emoji ok: 🤔 ❤ ☺ ✨",
+        "x" + chr(0x9FFF) + chr(0x9FFF),
+        "dup 中中中",
+        "🇦",
+        "Text" + "\U0001f6fd\U0001f6fe",
+        "\u3040 unassigned",
+        "x\U0001f1e0y",
+    ]:
         bl(C, content)
     # repeats are checked before disallowed characters
     bl(C, "中" * 31 + " text", note="ends with text")
@@ -1182,15 +1670,61 @@ def format_cases(C, rng):
     fm(C, "Title", "heading", "####### Title", spec="10.24", expect=False)
 
     heading_contents = [
-        "# Title", "## Title", "### Title", "#### Title", "##### Title", "###### Title", "####### Title", "#Title",
-        " # Title", "#\tTitle", "#\nTitle", "#\n\n\nTitle", "# \nTitle", "#  ", "# Title\r\n", "# Title\rmore",
-        "# Title\n", "text\n# Title\ntext", "text # Title", "# Ti\ntle", "# Ti tle", "#\u00a0Title", "#\u3000Title",
-        "#\x1cTitle", "#\u200bTitle", "<h1>Title</h1>", "<h2>Title</h3>", "<H3>Title</H3>", "<h1 class=\"x\">Title</h1>",
-        "<h7>Title</h7>", "<h1>Ti\ntle</h1>", "<h1>Title", "<h1>A</h1> <h2>Title</h2>", "<h6>Title</h1>",
-        "<header>Title</header>", "<h1><b>Title</b></h1>", "# **Title**", "# *Title*", "# Title #", "## 2. Title",
-        "Title\n=====", "Title\n-----", "**Title**", "# Tit le", "# TITLE", "# title", "<h1>**Ti**tle</h1>",
-        "# First\n## Second\n### Title", "# a\n# b\n# c\n# d\n# e", "# A very long heading that exceeds twenty characters",
-        "# 'quoted' \"Title\"", "# Title\\", "<h2 id=a>T</h2>itle</h2>", "#\tTi\ttle", "# \u0301Title",
+        "# Title",
+        "## Title",
+        "### Title",
+        "#### Title",
+        "##### Title",
+        "###### Title",
+        "####### Title",
+        "#Title",
+        " # Title",
+        "#\tTitle",
+        "#\nTitle",
+        "#\n\n\nTitle",
+        "# \nTitle",
+        "#  ",
+        "# Title\r\n",
+        "# Title\rmore",
+        "# Title\n",
+        "text\n# Title\ntext",
+        "text # Title",
+        "# Ti\ntle",
+        "# Ti tle",
+        "#\u00a0Title",
+        "#\u3000Title",
+        "#\x1cTitle",
+        "#\u200bTitle",
+        "<h1>Title</h1>",
+        "<h2>Title</h3>",
+        "<H3>Title</H3>",
+        '<h1 class="x">Title</h1>',
+        "<h7>Title</h7>",
+        "<h1>Ti\ntle</h1>",
+        "<h1>Title",
+        "<h1>A</h1> <h2>Title</h2>",
+        "<h6>Title</h1>",
+        "<header>Title</header>",
+        "<h1><b>Title</b></h1>",
+        "# **Title**",
+        "# *Title*",
+        "# Title #",
+        "## 2. Title",
+        "Title\n=====",
+        "Title\n-----",
+        "**Title**",
+        "# Tit le",
+        "# TITLE",
+        "# title",
+        "<h1>**Ti**tle</h1>",
+        "# First\n## Second\n### Title",
+        "# a\n# b\n# c\n# d\n# e",
+        "# A very long heading that exceeds twenty characters",
+        "# 'quoted' \"Title\"",
+        "# Title\\",
+        "<h2 id=a>T</h2>itle</h2>",
+        "#\tTi\ttle",
+        "# \u0301Title",
     ]
     for c in heading_contents:
         fm(C, "Title", "heading", c)
@@ -1200,14 +1734,57 @@ def format_cases(C, rng):
         fm(C, "Title", "bold", c)
 
     bold_contents = [
-        "**Bold**", "__Bold__", "**Bo\nld**", "__Bo\nld__", "**Bold", "Bold**", "** Bold **", "***Bold***", "****Bold****",
-        "**a** Bold **b**", "<b>Bold</b>", "<B>Bold</B>", "<b class='x'>Bold</b>", "<br>Bold</b>", "<body>Bold</b>",
-        "<blockquote>Bold</b>", "<button>Bold</b>", "<strong>Bold</strong>", "<STRONG>Bold</STRONG>", "<strong class=x>Bold</strong>",
-        "<strong>Bo\nld</strong>", "<b>Bold</strong>", "<strong>Bold</b>", "<b>\nBold\n</b>", "*Bold*", "_Bold_", "<i>Bold</i>",
-        "<em>Bold</em>", "Bold", "**Bo**ld", "**B** **o** **l** **d**", "__init__ Bold", "x__Bold__y", "**Bold__",
-        "<b>B</b>old", "**<i>Bold</i>**", "<b>**Bold**</b>", "**Bold\n\n\nmore**", "<bdi>Bold</b>", "<base>Bold</b>",
-        "<b\n>Bold</b>", "<b>Bo<br>ld</b>", "**Bo<br>ld**", "**Bo<br/>ld**", "**Bo<br />ld**", "**Bo\u00a0ld**",
-        "**BOLD**", "**bold**", "**Bld**", "**Boldface and more text here to exceed twenty**", "**ａ** **ｂ** **ｃ** **ｄ**",
+        "**Bold**",
+        "__Bold__",
+        "**Bo\nld**",
+        "__Bo\nld__",
+        "**Bold",
+        "Bold**",
+        "** Bold **",
+        "***Bold***",
+        "****Bold****",
+        "**a** Bold **b**",
+        "<b>Bold</b>",
+        "<B>Bold</B>",
+        "<b class='x'>Bold</b>",
+        "<br>Bold</b>",
+        "<body>Bold</b>",
+        "<blockquote>Bold</b>",
+        "<button>Bold</b>",
+        "<strong>Bold</strong>",
+        "<STRONG>Bold</STRONG>",
+        "<strong class=x>Bold</strong>",
+        "<strong>Bo\nld</strong>",
+        "<b>Bold</strong>",
+        "<strong>Bold</b>",
+        "<b>\nBold\n</b>",
+        "*Bold*",
+        "_Bold_",
+        "<i>Bold</i>",
+        "<em>Bold</em>",
+        "Bold",
+        "**Bo**ld",
+        "**B** **o** **l** **d**",
+        "__init__ Bold",
+        "x__Bold__y",
+        "**Bold__",
+        "<b>B</b>old",
+        "**<i>Bold</i>**",
+        "<b>**Bold**</b>",
+        "**Bold\n\n\nmore**",
+        "<bdi>Bold</b>",
+        "<base>Bold</b>",
+        "<b\n>Bold</b>",
+        "<b>Bo<br>ld</b>",
+        "**Bo<br>ld**",
+        "**Bo<br/>ld**",
+        "**Bo<br />ld**",
+        "**Bo\u00a0ld**",
+        "**BOLD**",
+        "**bold**",
+        "**Bld**",
+        "**Boldface and more text here to exceed twenty**",
+        "**ａ** **ｂ** **ｃ** **ｄ**",
     ]
     for c in bold_contents:
         fm(C, "Bold", "bold", c)
@@ -1217,14 +1794,63 @@ def format_cases(C, rng):
         fm(C, "Bold", "italic", c)
 
     italic_contents = [
-        "*Ital*", "_Ital_", "**Ital**", "__Ital__", "***Ital***", "*Ital**", "**Ital*", "*It\nal*", "_It\nal_", "a_Ital_c",
-        "my_Ital_var", "a_b_c Ital", "*a* Ital *b*", "* Ital *", "*Ital", "Ital*", "x * Ital * y", "2*Ital*3", "_Ital__",
-        "__Ital_", "<i>Ital</i>", "<I>Ital</I>", "<i class=k>Ital</i>", "<img src=x>Ital</i>", "<iframe>Ital</i>",
-        "<input>Ital</i>", "<ins>Ital</i>", "<em>Ital</em>", "<EM>Ital</EM>", "<embed>Ital</em>", "<i>Ital</em>",
-        "<em>It\nal</em>", "<b>Ital</b>", "Ital", "*Ital_", "_Ital*", "*_Ital_*", "_*Ital*_", "**_Ital_**", "*Ital* and *more*",
-        "*a*b*Ital*", "\\*Ital\\*", "*It*al*", "*Ital**x*", "**x***Ital*", "*Ital*\n*Ital2*", "＿Ital＿", "*ITAL*", "*ital*",
-        "*Itl*", "*Italics are longer than twenty characters*", "*a* *b* *c* *d* *e*", "_snake_case_identifier_",
-        "* list item\n* Ital item", "- * Ital", "*Ital*\u0301", "*Ital\u0301*",
+        "*Ital*",
+        "_Ital_",
+        "**Ital**",
+        "__Ital__",
+        "***Ital***",
+        "*Ital**",
+        "**Ital*",
+        "*It\nal*",
+        "_It\nal_",
+        "a_Ital_c",
+        "my_Ital_var",
+        "a_b_c Ital",
+        "*a* Ital *b*",
+        "* Ital *",
+        "*Ital",
+        "Ital*",
+        "x * Ital * y",
+        "2*Ital*3",
+        "_Ital__",
+        "__Ital_",
+        "<i>Ital</i>",
+        "<I>Ital</I>",
+        "<i class=k>Ital</i>",
+        "<img src=x>Ital</i>",
+        "<iframe>Ital</i>",
+        "<input>Ital</i>",
+        "<ins>Ital</i>",
+        "<em>Ital</em>",
+        "<EM>Ital</EM>",
+        "<embed>Ital</em>",
+        "<i>Ital</em>",
+        "<em>It\nal</em>",
+        "<b>Ital</b>",
+        "Ital",
+        "*Ital_",
+        "_Ital*",
+        "*_Ital_*",
+        "_*Ital*_",
+        "**_Ital_**",
+        "*Ital* and *more*",
+        "*a*b*Ital*",
+        "\\*Ital\\*",
+        "*It*al*",
+        "*Ital**x*",
+        "**x***Ital*",
+        "*Ital*\n*Ital2*",
+        "＿Ital＿",
+        "*ITAL*",
+        "*ital*",
+        "*Itl*",
+        "*Italics are longer than twenty characters*",
+        "*a* *b* *c* *d* *e*",
+        "_snake_case_identifier_",
+        "* list item\n* Ital item",
+        "- * Ital",
+        "*Ital*\u0301",
+        "*Ital\u0301*",
     ]
     for c in italic_contents:
         fm(C, "Ital", "italic", c)
@@ -1235,19 +1861,46 @@ def format_cases(C, rng):
 
     # failure messages: 0, 1, 3, >3 samples; 20 vs 21 chars; lowercasing of samples
     msg_contents = {
-        "heading": ["plain", "# one", "# one\n# two\n# three", "# one\n# two\n# three\n# four",
-                    "# " + "x" * 20, "# " + "y" * 21, "# " + "é" * 21, "<h1>A\nB</h1>", "# 'q' \"d\" \\b",
-                    "# MiXeD CaSe HeAdInG TeXt", "# **x**\n# __y__"],
-        "bold": ["plain", "**one**", "**one** **two** **three**", "**1** **2** **3** **4** **5**", "**" + "z" * 20 + "**",
-                 "**" + "z" * 21 + "**", "<b>x\ny</b>", "**MiXeD**", "<br>x</b>"],
-        "italic": ["plain", "*one*", "*one* *two* *three*", "*1* *2* *3* *4*", "_" + "w" * 20 + "_", "_" + "w" * 21 + "_",
-                   "*MiXeD*", "<img src=a.png>caption</i>", "*  spaced  *"],
+        "heading": [
+            "plain",
+            "# one",
+            "# one\n# two\n# three",
+            "# one\n# two\n# three\n# four",
+            "# " + "x" * 20,
+            "# " + "y" * 21,
+            "# " + "é" * 21,
+            "<h1>A\nB</h1>",
+            "# 'q' \"d\" \\b",
+            "# MiXeD CaSe HeAdInG TeXt",
+            "# **x**\n# __y__",
+        ],
+        "bold": [
+            "plain",
+            "**one**",
+            "**one** **two** **three**",
+            "**1** **2** **3** **4** **5**",
+            "**" + "z" * 20 + "**",
+            "**" + "z" * 21 + "**",
+            "<b>x\ny</b>",
+            "**MiXeD**",
+            "<br>x</b>",
+        ],
+        "italic": [
+            "plain",
+            "*one*",
+            "*one* *two* *three*",
+            "*1* *2* *3* *4*",
+            "_" + "w" * 20 + "_",
+            "_" + "w" * 21 + "_",
+            "*MiXeD*",
+            "<img src=a.png>caption</i>",
+            "*  spaced  *",
+        ],
     }
     for fmt, cs in msg_contents.items():
         for c in cs:
             fm(C, "Needle text", fmt, c, note="message samples")
-            fm(C, "Needle text that is longer than forty characters in total", fmt, c, case_sensitive=False,
-               note="message samples")
+            fm(C, "Needle text that is longer than forty characters in total", fmt, c, case_sensitive=False, note="message samples")
 
     # fuzzy matching sweep on formatted fragments
     alpha = "abcdefgh"
@@ -1270,18 +1923,39 @@ def format_cases(C, rng):
         md = max(0, k + rng.choice([-1, 0, 0, 1]))
         fm(C, s, fmt, c, max_diffs=md, case_sensitive=rng.random() < 0.7)
     # normalization of the target text and the fragments
-    for text, fmt, c in [("a b", "bold", "**a\nb**"), ("a_b", "bold", "**ab**"), ("2*3*4", "bold", "**234**"),
-                         ("x y", "bold", "**x<br>y**"), ("x y", "bold", "**x<br />y**"), ("é", "italic", "*e\u0301*"),
-                         ("e\u0301", "italic", "*é*"), ("\"q\"", "heading", "# “q”"), ("a-b", "heading", "# a—b"),
-                         ("μm", "bold", "**µm**"), ("x", "bold", "**<b>x</b>**"), ("fine", "heading", "# ﬁne"),
-                         ("İ", "heading", "# i̇", ), ("i̇", "heading", "# İ")]:
+    for text, fmt, c in [
+        ("a b", "bold", "**a\nb**"),
+        ("a_b", "bold", "**ab**"),
+        ("2*3*4", "bold", "**234**"),
+        ("x y", "bold", "**x<br>y**"),
+        ("x y", "bold", "**x<br />y**"),
+        ("é", "italic", "*e\u0301*"),
+        ("e\u0301", "italic", "*é*"),
+        ('"q"', "heading", "# “q”"),
+        ("a-b", "heading", "# a—b"),
+        ("μm", "bold", "**µm**"),
+        ("x", "bold", "**<b>x</b>**"),
+        ("fine", "heading", "# ﬁne"),
+        (
+            "İ",
+            "heading",
+            "# i̇",
+        ),
+        ("i̇", "heading", "# İ"),
+    ]:
         fm(C, text, fmt, c)
         fm(C, text, fmt, c, case_sensitive=False)
     # query longer than the fragment (partial_ratio role swap)
-    for text, fmt, c in [("Chapter 1 Introduction", "heading", "# 1"), ("Chapter 1 Introduction", "heading", "# Intro"),
-                         ("Chapter 1 Introduction", "heading", "# 2"), ("Important note", "bold", "**note**"),
-                         ("Important note", "bold", "**x**"), ("emphasised words", "italic", "*e*"),
-                         ("emphasised words", "italic", "*q*"), ("emphasised words", "italic", "* *")]:
+    for text, fmt, c in [
+        ("Chapter 1 Introduction", "heading", "# 1"),
+        ("Chapter 1 Introduction", "heading", "# Intro"),
+        ("Chapter 1 Introduction", "heading", "# 2"),
+        ("Important note", "bold", "**note**"),
+        ("Important note", "bold", "**x**"),
+        ("emphasised words", "italic", "*e*"),
+        ("emphasised words", "italic", "*q*"),
+        ("emphasised words", "italic", "* *"),
+    ]:
         fm(C, text, fmt, c)
 
 
@@ -1304,37 +1978,156 @@ def footnote_cases(C, rng):
     fn(C, "a", "x<sup>A</sup>", spec="10.23", expect=True)
     fn(C, "a", "x[^A]", spec="10.23", expect=False)
 
-    forms = ["[^{m}]", "[^{m}]:", "[^{m}] :", "<sup>{m}</sup>", "<SUP>{m}</SUP>", "<Sup>{m}</sUp>", "<super>{m}</sup>",
-             "<sup class=x>{m}</sup>", "<sup class=\"fn\" id='r1'>{m}</sup>", "<sup> {m} </sup>", "<sup>{m} </sup>",
-             "<sup>\n{m}</sup>", "<sup>{m}</sup >", "<sup>{m}</SUP>", "<sup\n>{m}</sup>", "<sub>{m}</sub>",
-             "<sup><a href='#f'>{m}</a></sup>", "^{m}", "[{m}]", "({m})", "{m}", "[^ {m}]", "[^{m} ]", "[ ^{m}]",
-             "<sup>{m}</sup>:", "[^{m}][^{m}]:", "[^{m}]:[^{m}]", "\\[^{m}\\]", "[^[^{m}]]"]
-    markers = ["1", "2", "12", "a", "A", "*", "†", "+", "(", ".", "\\", "?", "[", "]", "^", "$", "|", "ii", "1.", "x+y",
-               "a.b", "\t1", "1\t", "a\u00a0b", "¹", "١", "٢", "Ⅰ", "①", "0", "00", "007", "9", "99", "123"]
+    forms = [
+        "[^{m}]",
+        "[^{m}]:",
+        "[^{m}] :",
+        "<sup>{m}</sup>",
+        "<SUP>{m}</SUP>",
+        "<Sup>{m}</sUp>",
+        "<super>{m}</sup>",
+        "<sup class=x>{m}</sup>",
+        "<sup class=\"fn\" id='r1'>{m}</sup>",
+        "<sup> {m} </sup>",
+        "<sup>{m} </sup>",
+        "<sup>\n{m}</sup>",
+        "<sup>{m}</sup >",
+        "<sup>{m}</SUP>",
+        "<sup\n>{m}</sup>",
+        "<sub>{m}</sub>",
+        "<sup><a href='#f'>{m}</a></sup>",
+        "^{m}",
+        "[{m}]",
+        "({m})",
+        "{m}",
+        "[^ {m}]",
+        "[^{m} ]",
+        "[ ^{m}]",
+        "<sup>{m}</sup>:",
+        "[^{m}][^{m}]:",
+        "[^{m}]:[^{m}]",
+        "\\[^{m}\\]",
+        "[^[^{m}]]",
+    ]
+    markers = [
+        "1",
+        "2",
+        "12",
+        "a",
+        "A",
+        "*",
+        "†",
+        "+",
+        "(",
+        ".",
+        "\\",
+        "?",
+        "[",
+        "]",
+        "^",
+        "$",
+        "|",
+        "ii",
+        "1.",
+        "x+y",
+        "a.b",
+        "\t1",
+        "1\t",
+        "a\u00a0b",
+        "¹",
+        "١",
+        "٢",
+        "Ⅰ",
+        "①",
+        "0",
+        "00",
+        "007",
+        "9",
+        "99",
+        "123",
+    ]
     for m in markers:
         for f in forms:
             if rng.random() < 0.55 or f in ("[^{m}]", "<sup>{m}</sup>", "[^{m}]:"):
                 fn(C, m, "Text before " + f.format(m=m) + " text after.", note="form %s" % f)
     # markers that look like regex when unescaped
-    for m, c in [(".", "Text [^x] here"), (".", "Text <sup>x</sup> here"), ("*", "Text [^] here"), ("+", "Text [^^^] here"),
-                 ("a.b", "Text [^axb] here"), ("1|2", "Text [^2] here"), ("1|2", "Text [^1|2] here"), ("(1)", "Text <sup>(1)</sup>"),
-                 ("\\d", "Text [^5] here"), ("\\d", "Text [^\\d] here"), ("[1]", "Text [^[1]] here"), ("1?", "Text [^] [^1?]"),
-                 ("^", "Text [^^] here"), ("$", "Text <sup>$</sup>"), ("a{2}", "Text [^aa]"), ("a{2}", "Text [^a{2}]")]:
+    for m, c in [
+        (".", "Text [^x] here"),
+        (".", "Text <sup>x</sup> here"),
+        ("*", "Text [^] here"),
+        ("+", "Text [^^^] here"),
+        ("a.b", "Text [^axb] here"),
+        ("1|2", "Text [^2] here"),
+        ("1|2", "Text [^1|2] here"),
+        ("(1)", "Text <sup>(1)</sup>"),
+        ("\\d", "Text [^5] here"),
+        ("\\d", "Text [^\\d] here"),
+        ("[1]", "Text [^[1]] here"),
+        ("1?", "Text [^] [^1?]"),
+        ("^", "Text [^^] here"),
+        ("$", "Text <sup>$</sup>"),
+        ("a{2}", "Text [^aa]"),
+        ("a{2}", "Text [^a{2}]"),
+    ]:
         fn(C, m, c)
     # unicode superscripts
-    for m, c in [("1", "x¹"), ("1", "x¹²"), ("2", "x¹²"), ("12", "x¹²"), ("12", "x¹ ²"), ("21", "x¹²"), ("0", "x⁰"),
-                 ("10", "x¹⁰"), ("1", "x₁"), ("1", "x\u00b9"), ("3", "m³"), ("4", "x⁴"), ("5", "n⁵⁵⁵"), ("55", "n⁵⁵⁵"),
-                 ("1", "x^1"), ("1", "x𝟏"), ("1", "x１"), ("¹", "x¹"), ("¹", "x[^¹]"), ("1", "x\u2071"), ("i", "x\u2071"),
-                 ("9", "⁹ at the very start"), ("9", "at the very end ⁹"), ("1", "x¹̇")]:
+    for m, c in [
+        ("1", "x¹"),
+        ("1", "x¹²"),
+        ("2", "x¹²"),
+        ("12", "x¹²"),
+        ("12", "x¹ ²"),
+        ("21", "x¹²"),
+        ("0", "x⁰"),
+        ("10", "x¹⁰"),
+        ("1", "x₁"),
+        ("1", "x\u00b9"),
+        ("3", "m³"),
+        ("4", "x⁴"),
+        ("5", "n⁵⁵⁵"),
+        ("55", "n⁵⁵⁵"),
+        ("1", "x^1"),
+        ("1", "x𝟏"),
+        ("1", "x１"),
+        ("¹", "x¹"),
+        ("¹", "x[^¹]"),
+        ("1", "x\u2071"),
+        ("i", "x\u2071"),
+        ("9", "⁹ at the very start"),
+        ("9", "at the very end ⁹"),
+        ("1", "x¹̇"),
+    ]:
         fn(C, m, c)
     # case folding for <sup> (IGNORECASE) vs markdown (case-sensitive)
-    for m, c in [("a", "x<sup>A</sup>"), ("A", "x<sup>a</sup>"), ("a", "x[^A]"), ("A", "x[^A]"), ("k", "x<sup>\u212a</sup>"),
-                 ("K", "x<sup>\u212a</sup>"), ("s", "x<sup>\u017f</sup>"), ("S", "x<sup>\u017f</sup>"), ("i", "x<sup>İ</sup>"),
-                 ("i", "x<sup>ı</sup>"), ("I", "x<sup>ı</sup>"), ("ß", "x<sup>ẞ</sup>"), ("ß", "x<sup>SS</sup>"),
-                 ("σ", "x<sup>Σ</sup>"), ("ς", "x<sup>Σ</sup>"), ("ς", "x<sup>σ</sup>"), ("é", "x<sup>É</sup>"),
-                 ("ǆ", "x<sup>ǅ</sup>"), ("ﬀ", "x<sup>FF</sup>"), ("µ", "x<sup>μ</sup>"), ("µ", "x<sup>Μ</sup>"),
-                 ("ω", "x<sup>Ω</sup>"), ("ω", "x<sup>\u2126</sup>"), ("å", "x<sup>\u212b</sup>"), ("θ", "x<sup>ϴ</sup>"),
-                 ("θ", "x<sup>ϑ</sup>"), ("ж", "x<sup>Ж</sup>")]:
+    for m, c in [
+        ("a", "x<sup>A</sup>"),
+        ("A", "x<sup>a</sup>"),
+        ("a", "x[^A]"),
+        ("A", "x[^A]"),
+        ("k", "x<sup>\u212a</sup>"),
+        ("K", "x<sup>\u212a</sup>"),
+        ("s", "x<sup>\u017f</sup>"),
+        ("S", "x<sup>\u017f</sup>"),
+        ("i", "x<sup>İ</sup>"),
+        ("i", "x<sup>ı</sup>"),
+        ("I", "x<sup>ı</sup>"),
+        ("ß", "x<sup>ẞ</sup>"),
+        ("ß", "x<sup>SS</sup>"),
+        ("σ", "x<sup>Σ</sup>"),
+        ("ς", "x<sup>Σ</sup>"),
+        ("ς", "x<sup>σ</sup>"),
+        ("é", "x<sup>É</sup>"),
+        ("ǆ", "x<sup>ǅ</sup>"),
+        ("ﬀ", "x<sup>FF</sup>"),
+        ("µ", "x<sup>μ</sup>"),
+        ("µ", "x<sup>Μ</sup>"),
+        ("ω", "x<sup>Ω</sup>"),
+        ("ω", "x<sup>\u2126</sup>"),
+        ("å", "x<sup>\u212b</sup>"),
+        ("θ", "x<sup>ϴ</sup>"),
+        ("θ", "x<sup>ϑ</sup>"),
+        ("ж", "x<sup>Ж</sup>"),
+    ]:
         fn(C, m, c, note="IGNORECASE")
 
     # appears_before / appears_after, with distance
@@ -1351,24 +2144,60 @@ def footnote_cases(C, rng):
             fn(C, "7", c, appears_after_marker="was signed in 1998", note="gap %d" % gap)
             fn(C, "7", c, appears_after_marker="signed", note="gap %d" % gap)
     # alnum-only cleaning, lowercase, check_length = 2*len(target)
-    for before, c, md in [("approved", "It was APPROVED[^1]", 0), ("approved!!!", "It was approved[^1]", 0),
-                          ("a p p r o v e d", "It was approved[^1]", 0), ("approved", "It was a-p-p-r-o-v-e-d[^1]", 0),
-                          ("approved", "It was approve[^1]", 0), ("approved", "It was approve[^1]", 1),
-                          ("approved", "It was aproved[^1]", 1), ("approved", "It was aproved[^1]", 0),
-                          ("ab", "xxxxxxxxab yyyy[^1]", 0), ("ab", "xxxxab yy[^1]", 0), ("ab", "ab yy[^1]", 0),
-                          ("ab", "abyy[^1]", 0), ("ab", "ab yyy[^1]", 0), ("abc", "abc......[^1]", 0), ("x", "[^1]", 0),
-                          ("x", "x[^1]", 0), ("x", "X[^1]", 0), ("the end", "the<br>end[^1]", 0), ("İ", "İ[^1]", 0),
-                          ("i", "İ[^1]", 0), ("ǅ", "ǆ[^1]", 0), ("ﬁ", "fi[^1]", 0), ("µ", "μ[^1]", 0), ("日本", "日本[^1]", 0),
-                          ("**bold** word", "bold word[^1]", 0), ("my_var", "myvar[^1]", 0), ("3.14", "pi is 314[^1]", 0),
-                          ("long target phrase here", "here[^1]", 0), ("long target phrase here", "phrase[^1]", 0),
-                          ("long target phrase here", "zzzz[^1]", 0), ("!!!", "text[^1]", 0), ("a!!!", "xa[^1]", 0),
-                          ("café", "cafe\u0301[^1]", 0), ("cafe\u0301", "café[^1]", 0), ("x\u0301", "x[^1]", 0)]:
+    for before, c, md in [
+        ("approved", "It was APPROVED[^1]", 0),
+        ("approved!!!", "It was approved[^1]", 0),
+        ("a p p r o v e d", "It was approved[^1]", 0),
+        ("approved", "It was a-p-p-r-o-v-e-d[^1]", 0),
+        ("approved", "It was approve[^1]", 0),
+        ("approved", "It was approve[^1]", 1),
+        ("approved", "It was aproved[^1]", 1),
+        ("approved", "It was aproved[^1]", 0),
+        ("ab", "xxxxxxxxab yyyy[^1]", 0),
+        ("ab", "xxxxab yy[^1]", 0),
+        ("ab", "ab yy[^1]", 0),
+        ("ab", "abyy[^1]", 0),
+        ("ab", "ab yyy[^1]", 0),
+        ("abc", "abc......[^1]", 0),
+        ("x", "[^1]", 0),
+        ("x", "x[^1]", 0),
+        ("x", "X[^1]", 0),
+        ("the end", "the<br>end[^1]", 0),
+        ("İ", "İ[^1]", 0),
+        ("i", "İ[^1]", 0),
+        ("ǅ", "ǆ[^1]", 0),
+        ("ﬁ", "fi[^1]", 0),
+        ("µ", "μ[^1]", 0),
+        ("日本", "日本[^1]", 0),
+        ("**bold** word", "bold word[^1]", 0),
+        ("my_var", "myvar[^1]", 0),
+        ("3.14", "pi is 314[^1]", 0),
+        ("long target phrase here", "here[^1]", 0),
+        ("long target phrase here", "phrase[^1]", 0),
+        ("long target phrase here", "zzzz[^1]", 0),
+        ("!!!", "text[^1]", 0),
+        ("a!!!", "xa[^1]", 0),
+        ("café", "cafe\u0301[^1]", 0),
+        ("cafe\u0301", "café[^1]", 0),
+        ("x\u0301", "x[^1]", 0),
+    ]:
         fn(C, "1", c, appears_before_marker=before, max_diffs=md)
-    for after, c, md in [("signed", "Treaty[^2] SIGNED", 0), ("signed", "Treaty[^2]: signed", 0), ("signed", "[^2]signed", 0),
-                         ("signed", "Treaty<sup>2</sup>signed", 0), ("signed", "Treaty²signed", 0), ("signed", "Treaty²", 0),
-                         ("signed", "Treaty[^2] sined", 1), ("signed", "Treaty[^2] sined", 0), ("signed", "Treaty[^2] s", 0),
-                         ("signed", "Treaty[^2] xsigned", 0), ("signed", "Treaty[^2] xxxxxxxxxxxxsigned", 0),
-                         ("signed", "Treaty[^2] xxxxxxxxxxxxsigned", 5), ("a b c", "T[^2] abc", 0), ("abc", "T[^2] a b c", 0)]:
+    for after, c, md in [
+        ("signed", "Treaty[^2] SIGNED", 0),
+        ("signed", "Treaty[^2]: signed", 0),
+        ("signed", "[^2]signed", 0),
+        ("signed", "Treaty<sup>2</sup>signed", 0),
+        ("signed", "Treaty²signed", 0),
+        ("signed", "Treaty²", 0),
+        ("signed", "Treaty[^2] sined", 1),
+        ("signed", "Treaty[^2] sined", 0),
+        ("signed", "Treaty[^2] s", 0),
+        ("signed", "Treaty[^2] xsigned", 0),
+        ("signed", "Treaty[^2] xxxxxxxxxxxxsigned", 0),
+        ("signed", "Treaty[^2] xxxxxxxxxxxxsigned", 5),
+        ("a b c", "T[^2] abc", 0),
+        ("abc", "T[^2] a b c", 0),
+    ]:
         fn(C, "2", c, appears_after_marker=after, max_diffs=md)
     # both checks, and multiple occurrences
     fn(C, "3", "alpha[^3] beta and gamma[^3] delta", appears_before_marker="alpha", appears_after_marker="delta")
@@ -1399,8 +2228,7 @@ def footnote_cases(C, rng):
         k = rng.randint(0, 3)
         near = mutate(rng, ctx, k, alpha)
         style = rng.choice(["[^%s]", "<sup>%s</sup>", "SUP"])
-        mk = "".join(SUPERSCRIPT[ch] for ch in m) if style == "SUP" and m.isdigit() else (
-            (style if style != "SUP" else "[^%s]") % m)
+        mk = "".join(SUPERSCRIPT[ch] for ch in m) if style == "SUP" and m.isdigit() else ((style if style != "SUP" else "[^%s]") % m)
         gap = rand_str(rng, " .,;-", rng.randint(0, 5))
         if rng.random() < 0.5:
             c = rand_str(rng, "xyz ", rng.randint(0, 30)) + near + gap + mk + rand_str(rng, "xyz ", rng.randint(0, 30))
@@ -1409,8 +2237,20 @@ def footnote_cases(C, rng):
             c = rand_str(rng, "xyz ", rng.randint(0, 30)) + mk + gap + near + rand_str(rng, "xyz ", rng.randint(0, 30))
             fn(C, m, c, appears_after_marker=ctx, max_diffs=max(0, k + rng.choice([-1, 0, 1])))
     # marker absent / wrong marker
-    for m, c in [("1", "no markers at all"), ("1", "[^2] and <sup>3</sup>"), ("1", "[^11]"), ("11", "[^1]"), ("1", "<sup>11</sup>"),
-                 ("1", "1"), ("1", ""), ("a", "[^a]:"), ("a", "[^a]:[^a]"), ("12", "¹ ²"), ("1", "[^1"), ("1", "^1]")]:
+    for m, c in [
+        ("1", "no markers at all"),
+        ("1", "[^2] and <sup>3</sup>"),
+        ("1", "[^11]"),
+        ("11", "[^1]"),
+        ("1", "<sup>11</sup>"),
+        ("1", "1"),
+        ("1", ""),
+        ("a", "[^a]:"),
+        ("a", "[^a]:[^a]"),
+        ("12", "¹ ²"),
+        ("1", "[^1"),
+        ("1", "^1]"),
+    ]:
         fn(C, m, c)
 
 
@@ -1437,18 +2277,31 @@ def load_cases(C, rng):
     for ty in ["Present", "PRESENT", "text", "", None, 1, True, ["present"], {"a": 1}, "present ", "tables"]:
         L(base(nid(), type=ty, text="Hello"), expect="load_error", note="type=%r" % (ty,))
     # unknown keys
-    for ty, extra in [("present", {"text": "Hello", "notes": "x"}), ("absent", {"text": "Hello", "before": "x"}),
-                      ("present", {"text": "Hello", "marker": "1"}), ("baseline", {"text": "x"}),
-                      ("baseline", {"case_sensitive": True}), ("order", {"before": "Hello", "after": "world", "text": "x"}),
-                      ("format", {"text": "Hello", "format": "bold", "first_n": 3}),
-                      ("footnote", {"marker": "1", "text": "x"}), ("footnote", {"marker": "1", "case_sensitive": False}),
-                      ("present", {"text": "Hello", "max_diff": 1}), ("present", {"text": "Hello", "threshold": 0.5}),
-                      ("present", {"text": "Hello", "Type": "present"})]:
+    for ty, extra in [
+        ("present", {"text": "Hello", "notes": "x"}),
+        ("absent", {"text": "Hello", "before": "x"}),
+        ("present", {"text": "Hello", "marker": "1"}),
+        ("baseline", {"text": "x"}),
+        ("baseline", {"case_sensitive": True}),
+        ("order", {"before": "Hello", "after": "world", "text": "x"}),
+        ("format", {"text": "Hello", "format": "bold", "first_n": 3}),
+        ("footnote", {"marker": "1", "text": "x"}),
+        ("footnote", {"marker": "1", "case_sensitive": False}),
+        ("present", {"text": "Hello", "max_diff": 1}),
+        ("present", {"text": "Hello", "threshold": 0.5}),
+        ("present", {"text": "Hello", "Type": "present"}),
+    ]:
         L(base(nid(), type=ty, **extra), expect="load_error", note="unknown key")
     # missing required keys
-    for ty, extra in [("present", {}), ("absent", {"case_sensitive": False}), ("order", {"before": "Hello"}),
-                      ("order", {"after": "world"}), ("format", {"text": "Hello"}), ("format", {"format": "bold"}),
-                      ("footnote", {})]:
+    for ty, extra in [
+        ("present", {}),
+        ("absent", {"case_sensitive": False}),
+        ("order", {"before": "Hello"}),
+        ("order", {"after": "world"}),
+        ("format", {"text": "Hello"}),
+        ("format", {"format": "bold"}),
+        ("footnote", {}),
+    ]:
         L(base(nid(), type=ty, **extra), expect="load_error", note="missing required")
     for drop in ["pdf", "page", "id"]:
         r = base(nid(), type="present", text="Hello")
@@ -1458,61 +2311,133 @@ def load_cases(C, rng):
     del r["page"]
     L(r, expect="load_error", note="baseline missing page")
     # pdf / id values
-    for v, ok in [("", False), (None, False), (0, False), ([], False), (False, False), (5, True), (True, True),
-                  ("x", True), ({"a": 1}, True)]:
+    for v, ok in [
+        ("", False),
+        (None, False),
+        (0, False),
+        ([], False),
+        (False, False),
+        (5, True),
+        (True, True),
+        ("x", True),
+        ({"a": 1}, True),
+    ]:
         r = base(nid(), type="present", text="Hello")
         r["pdf"] = v
         L(r, expect=True if ok else "load_error", note="pdf=%r" % (v,))
-    for v, ok in [("", False), (None, False), (0, False), (False, False), ([], False), (5, True), ("0", True),
-                  (1.5, True), (["a"], True)]:
+    for v, ok in [("", False), (None, False), (0, False), (False, False), ([], False), (5, True), ("0", True), (1.5, True), (["a"], True)]:
         r = base(nid(), type="present", text="Hello")
         r["id"] = v
         L(r, expect=True if ok else "load_error", note="id=%r" % (v,))
     # max_diffs values
-    for ty, extra in [("present", {"text": "Hxllo"}), ("absent", {"text": "Hxllo"}), ("order", {"before": "Hxllo", "after": "world"}),
-                      ("format", {"text": "Hxllo", "format": "bold"}), ("footnote", {"marker": "1", "appears_before_marker": "mxrker"}),
-                      ("baseline", {})]:
-        for md in [True, False, 1.0, 0.0, -1, "1", None, [1], 1e2, 2 ** 63, 2 ** 64 + 1]:
+    for ty, extra in [
+        ("present", {"text": "Hxllo"}),
+        ("absent", {"text": "Hxllo"}),
+        ("order", {"before": "Hxllo", "after": "world"}),
+        ("format", {"text": "Hxllo", "format": "bold"}),
+        ("footnote", {"marker": "1", "appears_before_marker": "mxrker"}),
+        ("baseline", {}),
+    ]:
+        for md in [True, False, 1.0, 0.0, -1, "1", None, [1], 1e2, 2**63, 2**64 + 1]:
             content = "Some **Hello** world a[^1] mxrker text" if ty != "footnote" else "a marker[^1] text"
             L(base(nid(), type=ty, max_diffs=md, **extra), content, note="max_diffs=%r" % (md,))
     # text empty after normalization / null / non-string
-    for txt in ["**", "   ", "__", "<b></b>", "<br>", "<br/><br>", "*_*", "\u200b", "****", "** **", "_ _", "\n", "\u3000",
-                "\x1c", "\u0085", None, 5, ["a"], "<i></i>", "*"]:
+    for txt in [
+        "**",
+        "   ",
+        "__",
+        "<b></b>",
+        "<br>",
+        "<br/><br>",
+        "*_*",
+        "\u200b",
+        "****",
+        "** **",
+        "_ _",
+        "\n",
+        "\u3000",
+        "\x1c",
+        "\u0085",
+        None,
+        5,
+        ["a"],
+        "<i></i>",
+        "*",
+    ]:
         for ty in ["present", "absent", "format"]:
             extra = {"format": "italic"} if ty == "format" else {}
             L(base(nid(), type=ty, text=txt, **extra), "*_* and \u200b and *", note="text=%r" % (txt,))
     # order: max_diffs vs len//2 (normalized lengths)
-    for b, a, md in [("abcd", "abcdef", 2), ("abcd", "abcdef", 3), ("abcde", "abcdef", 2), ("abcde", "abcdef", 3),
-                     ("abcdef", "abc", 1), ("abcdef", "abc", 2), ("**ab**cd", "abcdef", 2), ("**ab**c", "abcdef", 2),
-                     (" ab ", "abcdef", 2), ("\tab\n", "abcdef", 2), ("ab", "abcdef", 1), ("a", "abcdef", 0), ("a", "abcdef", 1),
-                     ("e\u0301e\u0301", "abcd", 1), ("e\u0301e\u0301", "abcd", 2), ("İİ", "abcd", 1), ("   ", "abc", 0),
-                     ("**", "abc", 0), ("abc", "<br>", 0), (None, "abc", 0), ("abc", 7, 0)]:
+    for b, a, md in [
+        ("abcd", "abcdef", 2),
+        ("abcd", "abcdef", 3),
+        ("abcde", "abcdef", 2),
+        ("abcde", "abcdef", 3),
+        ("abcdef", "abc", 1),
+        ("abcdef", "abc", 2),
+        ("**ab**cd", "abcdef", 2),
+        ("**ab**c", "abcdef", 2),
+        (" ab ", "abcdef", 2),
+        ("\tab\n", "abcdef", 2),
+        ("ab", "abcdef", 1),
+        ("a", "abcdef", 0),
+        ("a", "abcdef", 1),
+        ("e\u0301e\u0301", "abcd", 1),
+        ("e\u0301e\u0301", "abcd", 2),
+        ("İİ", "abcd", 1),
+        ("   ", "abc", 0),
+        ("**", "abc", 0),
+        ("abc", "<br>", 0),
+        (None, "abc", 0),
+        ("abc", 7, 0),
+    ]:
         L(base(nid(), type="order", before=b, after=a, max_diffs=md), "abcd abcdef ab cd éé İİ")
     # bool max_diffs is printed by the order explanation as Python's True / False
     for md in [True, False]:
-        L(base(nid(), type="order", before="Hello", after="absent", max_diffs=md), "Hello world", expect=False,
-          note="max_l_dist %r in message" % md)
-        L(base(nid(), type="order", before="wxrld", after="Hello", max_diffs=md), "Hello world", expect=False,
-          note="max_l_dist %r in message" % md)
+        L(
+            base(nid(), type="order", before="Hello", after="absent", max_diffs=md),
+            "Hello world",
+            expect=False,
+            note="max_l_dist %r in message" % md,
+        )
+        L(
+            base(nid(), type="order", before="wxrld", after="Hello", max_diffs=md),
+            "Hello world",
+            expect=False,
+            note="max_l_dist %r in message" % md,
+        )
     # format value
     for f in ["Bold", "underline", "", None, ["bold"], "heading ", "italics", 1, "HEADING"]:
         L(base(nid(), type="format", text="Hello", format=f), "# Hello", expect="load_error", note="format=%r" % (f,))
     L(base(nid(), type="format", text="**", format="nope"), "# Hello", expect="load_error", note="text checked first")
     # footnote marker / context fields
     for m in ["1 ", " ", "", None, 1, 0, True, False, "\t1", "1\t", "a\u00a0b", ["1"], "*", "1\n", " 1", "a b", 1.5]:
-        L(base(nid(), type="footnote", marker=m), "a[^1] and [^\t1] and <sup>1\t</sup> and [^*] and [^1\n]",
-          note="marker=%r" % (m,))
+        L(base(nid(), type="footnote", marker=m), "a[^1] and [^\t1] and <sup>1\t</sup> and [^*] and [^1\n]", note="marker=%r" % (m,))
     for key in ["appears_before_marker", "appears_after_marker"]:
         for v in ["", " ", "**", "\n", None, 0, 5, "x", "*x*", [], ["x"], "\u200b", "__"]:
             L(base(nid(), type="footnote", marker="1", **{key: v}), "x[^1] x", note="%s=%r" % (key, v))
     # baseline with odd values
-    for extra in [{"max_length": 1.5}, {"max_length": "3"}, {"max_repeats": 2}, {"max_repeats": "x"},
-                  {"check_disallowed_characters": "no"}, {"max_length_skips_image_alt_tags": "yes", "max_length": 3},
-                  {"max_length": None}, {"max_repeats": None}]:
+    for extra in [
+        {"max_length": 1.5},
+        {"max_length": "3"},
+        {"max_repeats": 2},
+        {"max_repeats": "x"},
+        {"check_disallowed_characters": "no"},
+        {"max_length_skips_image_alt_tags": "yes", "max_length": 3},
+        {"max_length": None},
+        {"max_repeats": None},
+    ]:
         L(base(nid(), type="baseline", **extra), "![image](x.png) abc 中", note="baseline %r" % (extra,))
     # checked / url (ignored)
-    for extra in [{"checked": "verified"}, {"checked": "rejected"}, {"checked": "bogus"}, {"checked": 5},
-                  {"url": "http://example.com/x.pdf"}, {"url": 5}, {"checked": None, "url": None}]:
+    for extra in [
+        {"checked": "verified"},
+        {"checked": "rejected"},
+        {"checked": "bogus"},
+        {"checked": 5},
+        {"url": "http://example.com/x.pdf"},
+        {"url": 5},
+        {"checked": None, "url": None},
+    ]:
         L(base(nid(), type="present", text="Hello", **extra), note="checked/url")
         L(base(nid(), type="baseline", **extra), note="checked/url")
     # page values
@@ -1523,25 +2448,42 @@ def load_cases(C, rng):
     # case_sensitive values (accepted; semantics by truthiness)
     for cs in [0, "", "no", None, [], 1, "false", 0.0]:
         L(base(nid(), type="present", text="HELLO", case_sensitive=cs), "say hello", note="case_sensitive=%r" % (cs,))
-        L(base(nid(), type="format", text="HELLO", format="bold", case_sensitive=cs), "**hello**",
-          note="case_sensitive=%r" % (cs,))
+        L(base(nid(), type="format", text="HELLO", format="bold", case_sensitive=cs), "**hello**", note="case_sensitive=%r" % (cs,))
     # first_n / last_n odd types load fine; run may raise
-    for extra in [{"first_n": 2.5}, {"first_n": "3"}, {"last_n": 1.0}, {"last_n": "x"}, {"first_n": 0.0}, {"first_n": -2},
-                  {"first_n": 3, "last_n": "2"}, {"first_n": None, "last_n": None}, {"first_n": True}]:
+    for extra in [
+        {"first_n": 2.5},
+        {"first_n": "3"},
+        {"last_n": 1.0},
+        {"last_n": "x"},
+        {"first_n": 0.0},
+        {"first_n": -2},
+        {"first_n": 3, "last_n": "2"},
+        {"first_n": None, "last_n": None},
+        {"first_n": True},
+    ]:
         L(base(nid(), type="present", text="Some", **extra), note="%r" % (extra,))
     # duplicate JSON keys (the reference's json.loads keeps the last value)
     dups = [
         ('{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "absent", "type": "present", "text": "Hello"}', "Hello world"),
         ('{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "present", "text": "", "text": "Hello"}', "Hello world"),
         ('{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "present", "text": "Hello", "text": "**"}', "Hello world"),
-        ('{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "present", "text": "Hello", "max_diffs": -1, "max_diffs": 0}', "Hello world"),
+        (
+            '{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "present", "text": "Hello", "max_diffs": -1, "max_diffs": 0}',
+            "Hello world",
+        ),
         ('{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "present", "text": "Hxllo", "max_diffs": 1, "max_diffs": 0}', "Hello world"),
         ('{"pdf": "", "page": 1, "id": "%s", "type": "present", "text": "Hello", "pdf": "load/d.pdf"}', "Hello world"),
         ('{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "baseline", "max_repeats": 1000, "max_repeats": 2}', "ab ab ab"),
         ('{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "footnote", "marker": "1", "marker": "2"}', "x[^1]"),
         ('{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "order", "before": "b", "after": "a", "before": "a", "after": "b"}', "a b"),
-        ('{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "format", "text": "Hello", "format": "bold", "format": "heading"}', "# Hello"),
-        ('{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "present", "text": "hello", "case_sensitive": false, "case_sensitive": true}', "HELLO"),
+        (
+            '{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "format", "text": "Hello", "format": "bold", "format": "heading"}',
+            "# Hello",
+        ),
+        (
+            '{"pdf": "load/d.pdf", "page": 1, "id": "%s", "type": "present", "text": "hello", "case_sensitive": false, "case_sensitive": true}',
+            "HELLO",
+        ),
     ]
     for tmpl, content in dups:
         cid = "load-dup-" + nid()
@@ -1584,9 +2526,9 @@ def tie_analysis(tree, inp, outp):
     by set iteration order (hash seed dependent).  We enumerate the extremes of that choice
     and report whether both verdicts are reachable."""
     sys.path.insert(0, tree)
-    from olmocr.bench.tests import load_single_test, normalize_text
     from fuzzysearch.common import group_matches
     from fuzzysearch.levenshtein import find_near_matches_levenshtein
+    from olmocr.bench.tests import load_single_test, normalize_text
 
     with open(inp, encoding="utf-8") as f, open(outp, "w", encoding="utf-8") as out:
         for line in f:
@@ -1654,6 +2596,7 @@ def load_with_dups(case):
 
 def has_unassigned(case):
     import unicodedata
+
     s = case["text"] + json.dumps(case["test"], ensure_ascii=False)
     return any(unicodedata.category(ch) == "Cn" for ch in s)
 
@@ -1675,16 +2618,29 @@ def build(args):
     for seed in args.seeds:
         v[seed] = run_reference(args, order_path, seed, os.path.join(tmp, "seed%d.jsonl" % seed))
     ties_path = os.path.join(tmp, "ties.jsonl")
-    subprocess.run([args.ref_python, os.path.abspath(__file__), "tie-analysis", args.ref_tree, order_path, ties_path],
-                   env=dict(os.environ, PYTHONHASHSEED="0"), check=True)
+    subprocess.run(
+        [args.ref_python, os.path.abspath(__file__), "tie-analysis", args.ref_tree, order_path, ties_path],
+        env=dict(os.environ, PYTHONHASHSEED="0"),
+        check=True,
+    )
     ties = {}
     with open(ties_path) as f:
         for line in f:
             d = json.loads(line)
             ties[d["case"]] = d
 
-    stats = {"by_group": Counter(), "by_type": Counter(), "nondet_seed": 0, "nondet_tie": 0, "nondet": 0,
-             "expect_mismatch": [], "tie_cases": 0, "run_error": Counter(), "unassigned": 0, "tie_inconsistent": []}
+    stats = {
+        "by_group": Counter(),
+        "by_type": Counter(),
+        "nondet_seed": 0,
+        "nondet_tie": 0,
+        "nondet": 0,
+        "expect_mismatch": [],
+        "tie_cases": 0,
+        "run_error": Counter(),
+        "unassigned": 0,
+        "tie_inconsistent": [],
+    }
     with open(args.out, "w", encoding="utf-8") as out:
         for case in C.items:
             cid = case["case"]
@@ -1735,8 +2691,11 @@ def build(args):
             stats["by_type"][(str(ttype), key)] += 1
             exp = case.get("expect")
             if exp is not None:
-                ok = (exp == "load_error" and verdict == "load_error") or (exp == "nondet" and nd) or \
-                     (exp in (True, False) and verdict == exp and not nd)
+                ok = (
+                    (exp == "load_error" and verdict == "load_error")
+                    or (exp == "nondet" and nd)
+                    or (exp in (True, False) and verdict == exp and not nd)
+                )
                 if not ok:
                     stats["expect_mismatch"].append((cid, case.get("spec"), exp, verdict, rec.get("explanation") or rec.get("load_error")))
     report(stats, len(C.items), args.out)

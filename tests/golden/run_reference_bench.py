@@ -28,7 +28,7 @@ report = types.ModuleType("olmocr.bench.report")
 report.generate_html_report = lambda *a, **k: None  # only used with --test_report
 sys.modules["olmocr.bench.report"] = report
 
-from olmocr.bench import benchmark  # noqa: E402
+from olmocr.bench import benchmark
 
 sys.argv = ["olmocr.bench.benchmark", *args]
 benchmark.main()

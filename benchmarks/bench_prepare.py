@@ -71,8 +71,8 @@ def cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def timed(bench: Path, out: Path, workers: int, longest: int) -> tuple[float, float, int]:
-    from olmocr_rl.data import PrepareOptions, prepare
+def run_prepare(bench: Path, out: Path, workers: int, longest: int) -> tuple[float, float, int]:
+    from olmocr_rl.prepare import PrepareOptions, prepare
 
     t0, c0 = time.perf_counter(), cpu_seconds()
     result = prepare(bench, out, PrepareOptions(workers=workers, longest_side=longest))
@@ -99,9 +99,9 @@ def main() -> None:
         for name, (bench, pages) in benches.items():
             for w in args.workers:
                 out = tmp / f"out-{bench.name}-{w}"
-                wall, cpu, rendered = timed(bench, out, w, args.longest_side)
+                wall, cpu, rendered = run_prepare(bench, out, w, args.longest_side)
                 assert rendered == pages, (rendered, pages)
-                again, _, rendered = timed(bench, out, w, args.longest_side)
+                again, _, rendered = run_prepare(bench, out, w, args.longest_side)
                 assert rendered == 0
                 print(
                     f"{name:<18} {pages:>6} {w:>7} {wall:>7.2f} {pages / wall:>8.1f} {pages / wall / w:>12.1f} "

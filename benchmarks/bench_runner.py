@@ -165,7 +165,7 @@ def generate_math(root: Path, n_tests: int, n_candidates: int, n_repeats: int, s
     return 2 * n_tests  # + the auto baselines
 
 
-def timed(cmd: list[str], runs: int, env: dict | None = None, fresh_home: bool = False) -> tuple[list[float], str]:
+def run_command(cmd: list[str], runs: int, env: dict | None = None, fresh_home: bool = False) -> tuple[list[float], str]:
     times, out = [], ""
     for _ in range(runs):
         home = tempfile.mkdtemp(prefix="bench-home-") if fresh_home else None
@@ -215,8 +215,8 @@ def main() -> None:
             f"({args.candidates} candidates x {args.repeats} repeats), {len(list((root / 'pdfs').iterdir()))} PDFs"
         )
         print(f"machine: {os.cpu_count()} CPUs")
-        ours_t, ours_out = timed([args.ours, "bench", str(root), "--json"], args.runs)
-        tables_t, _ = timed([args.ours, "bench", str(root)], args.runs)  # the rich tables, to a pipe
+        ours_t, ours_out = run_command([args.ours, "bench", str(root), "--json"], args.runs)
+        tables_t, _ = run_command([args.ours, "bench", str(root)], args.runs)  # the rich tables, to a pipe
         ref_cmd = [
             args.reference_python,
             str(REPO / "tests" / "golden" / "run_reference_bench.py"),
@@ -228,7 +228,7 @@ def main() -> None:
         env = None
         if args.math:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [args.tool_dir, os.environ.get("PYTHONPATH")]))}
-        ref_t, ref_out = timed(ref_cmd, args.runs, env=env, fresh_home=bool(args.math))
+        ref_t, ref_out = run_command(ref_cmd, args.runs, env=env, fresh_home=bool(args.math))
         ours = {c["name"]: c["reference_status"] for c in json.loads(ours_out)["candidates"]}
         ref = {name: c.get("status") for name, c in parse(ref_out).items()}
         agree = "yes" if ours == ref else f"NO: ours {ours} vs reference {ref}"

@@ -5,10 +5,9 @@
 Builds OCR-like pages of 2-8k characters holding one to three tables (HTML with spans and
 headers, or markdown; 4-30 rows of 2-8 columns) among paragraphs, with eight table tests per
 page (exact, perturbed and missing cells; up/down/left/right/top_heading/left_heading
-relations, right and wrong), then times (CPU time), per test on one core:
+relations, right and wrong), then times (wall time, `benchmarks/timing.py`), per test on one thread (RAYON_NUM_THREADS=1):
   * ours, one `suite.check(id, text)` call per (test, page): parses the page's tables every call;
-  * ours, `suite.check_batch` one page at a time, and all pages in one call (the reward path;
-    CPU time summed over its threads, so still a per-core figure);
+  * ours, `suite.check_batch` one page at a time, and all pages in one call (the reward path);
   * the reference `TableTest.run(text)` from an upstream checkout (if --olmocr-tree is given and
     its dependencies are importable: beautifulsoup4, rapidfuzz, fuzzysearch, tqdm, playwright),
 and prints the ratios. Verdicts and explanations are compared on every pair as a sanity check.
@@ -21,7 +20,8 @@ import json
 import os
 import random
 import sys
-import time
+
+from timing import per_call
 
 os.environ.setdefault("RAYON_NUM_THREADS", "1")  # per-core figures
 
@@ -105,17 +105,6 @@ def make_tests(rng: random.Random, page: str, pid: int, tp) -> list[dict]:
     return tests
 
 
-def timed(fn, min_time=1.0):
-    """CPU seconds per call of `fn` (process time: steadier than wall time on a shared machine)."""
-    n, t0 = 0, time.process_time()
-    while True:
-        fn()
-        n += 1
-        dt = time.process_time() - t0
-        if dt >= min_time:
-            return dt / n
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--olmocr-tree", help="extracted upstream allenai/olmocr checkout")
@@ -143,17 +132,17 @@ def main() -> None:
     pairs = [(t, pages[i]) for i, ts in enumerate(tests) for t in ts]
     print(f"{len(pages)} pages of {min(map(len, pages))}-{max(map(len, pages))} chars, {len(pairs)} (test, page) pairs")
 
-    ours = timed(lambda: [suite.check(t["id"], p) for t, p in pairs]) / len(pairs)
+    ours = per_call(lambda: [suite.check(t["id"], p) for t, p in pairs]) / len(pairs)
     batch_pages = [(p, [t["id"] for t in ts]) for p, ts in zip(pages, tests)]
-    ours_batch = timed(lambda: [suite.check_batch([bp]) for bp in batch_pages]) / len(pairs)
+    ours_batch = per_call(lambda: [suite.check_batch([bp]) for bp in batch_pages]) / len(pairs)
     print(f"ours   suite.check():      {ours * 1e6:9.1f} µs per test")
-    ours_all = timed(lambda: suite.check_batch(batch_pages)) / len(pairs)
+    ours_all = per_call(lambda: suite.check_batch(batch_pages)) / len(pairs)
     print(f"ours   suite.check_batch(): {ours_batch * 1e6:8.1f} µs per test (one page per call)")
-    print(f"ours   suite.check_batch(): {ours_all * 1e6:8.1f} µs per test (all pages in one call; CPU time of all threads)")
+    print(f"ours   suite.check_batch(): {ours_all * 1e6:8.1f} µs per test (all pages in one call)")
     if load_single_test is None:
         return
     ref = {t["id"]: load_single_test(dict(t)) for t in records}
-    theirs = timed(lambda: [ref[t["id"]].run(p) for t, p in pairs]) / len(pairs)
+    theirs = per_call(lambda: [ref[t["id"]].run(p) for t, p in pairs]) / len(pairs)
     print(f"reference TableTest.run(): {theirs * 1e6:8.1f} µs per test")
     print(
         f"ratio: {theirs / ours:.0f}x (check), {theirs / ours_batch:.0f}x (check_batch per page), "

@@ -18,7 +18,8 @@ import json
 import os
 import random
 import sys
-import time
+
+from timing import per_call
 
 os.environ.setdefault("RAYON_NUM_THREADS", "1")  # per-core figures
 
@@ -88,16 +89,6 @@ def make_tests(rng: random.Random, page: str, pid: int) -> list[dict]:
     return tests
 
 
-def timed(fn, min_time=1.0):
-    n, t0 = 0, time.perf_counter()
-    while True:
-        fn()
-        n += 1
-        dt = time.perf_counter() - t0
-        if dt >= min_time:
-            return dt / n
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--olmocr-tree", help="extracted upstream allenai/olmocr checkout")
@@ -131,25 +122,25 @@ def main() -> None:
     print(f"{'type':10} {'pairs':>5} {'ours check()':>14} {'ours batch':>12} {'reference':>12} {'ratio':>8} {'ratio batch':>12}")
     mismatches = 0
     for kind, items in sorted(by_type.items()):
-        ours = timed(lambda: [suite.check(t["id"], p) for t, p in items]) / len(items)
+        ours = per_call(lambda: [suite.check(t["id"], p) for t, p in items]) / len(items)
         groups: dict[str, list[str]] = {}
         for t, p in items:
             groups.setdefault(p, []).append(t["id"])
         batch_pages = list(groups.items())
-        ours_batch = timed(lambda: [suite.check_batch([bp]) for bp in batch_pages]) / len(items)
+        ours_batch = per_call(lambda: [suite.check_batch([bp]) for bp in batch_pages]) / len(items)
         line = f"{kind:10} {len(items):5} {ours * 1e6:11.1f} µs {ours_batch * 1e6:9.1f} µs"
         if ref is not None:
-            theirs = timed(lambda: [ref[t["id"]].run(p) for t, p in items]) / len(items)
+            theirs = per_call(lambda: [ref[t["id"]].run(p) for t, p in items]) / len(items)
             for t, p in items:
                 mismatches += suite.check(t["id"], p).passed != ref[t["id"]].run(p)[0]
             line += f" {theirs * 1e6:9.1f} µs {theirs / ours:7.0f}x {theirs / ours_batch:11.0f}x"
         print(line)
     # The reward path: every test of a page in one call (the page is normalized once).
     page_calls = [(pages[i], [t["id"] for t in ts]) for i, ts in enumerate(tests)]
-    ours_page = timed(lambda: [suite.check_batch([pc]) for pc in page_calls]) / len(pairs)
+    ours_page = per_call(lambda: [suite.check_batch([pc]) for pc in page_calls]) / len(pairs)
     line = f"{'all/page':10} {len(pairs):5} {'':>14} {ours_page * 1e6:9.1f} µs"
     if ref is not None:
-        theirs = timed(lambda: [ref[t["id"]].run(p) for t, p in pairs]) / len(pairs)
+        theirs = per_call(lambda: [ref[t["id"]].run(p) for t, p in pairs]) / len(pairs)
         line += f" {theirs * 1e6:9.1f} µs {'':>8} {theirs / ours_page:11.0f}x"
         print(line)
         print(f"verdict mismatches vs reference: {mismatches}")

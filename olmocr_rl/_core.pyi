@@ -33,24 +33,33 @@ UNICODE_VERSION: str
 def normalize_text(s: str) -> str:
     """olmOCR-bench's `normalize_text` (whitespace, quotes, dashes, markdown emphasis, NFC), exact;
     lone surrogates are kept as one character each."""
+
 def ratio(a: str, b: str) -> float:
     """RapidFuzz `fuzz.ratio(a, b)` (0-100), bit for bit."""
+
 def partial_ratio(a: str, b: str) -> float:
     """RapidFuzz `fuzz.partial_ratio(a, b)` (0-100), bit for bit; the shorter string is aligned
     inside the longer one."""
+
 def find_near_matches(sub: str, seq: str, max_l_dist: int) -> list[tuple[int, int, int]]:
     """fuzzysearch `find_near_matches(sub, seq, max_l_dist=...)` as (start, end, distance) triples."""
+
 def levenshtein(a: str, b: str) -> int:
     """RapidFuzz `distance.Levenshtein.distance(a, b)`: unit-cost edits over code points."""
+
 def medoid_rewards(texts: list[str], groups: list[int] | None = None, threads: int | None = None) -> list[float]:
     """olmOCR's medoid reward of each text within its group (`groups[i]`, any labels; None: one
     group), pairwise distances in parallel with the GIL released."""
+
 def edit_similarities(texts: list[str], references: list[str | None], threads: int | None = None) -> list[float]:
     """`fuzz.ratio(text, reference) / 100` per pair, 0.0 where the reference is None."""
+
 def element_counts(text: str) -> tuple[int, int]:
     """(HTML tables, math spans) of `text` as olmOCR's element-count reward counts them."""
+
 def element_count_rewards(texts: list[str], references: list[str | None], threads: int | None = None) -> list[float]:
     """olmOCR's element-count reward per pair: 0.5 per matching count, 0.0 without a reference."""
+
 def rect_table_shares(texts: list[str], threads: int | None = None) -> list[float | None]:
     """The share of each text's HTML tables that are rectangular (1.0 without tables); None
     where the reference's table parser would raise."""
@@ -66,8 +75,10 @@ def _parse_tables(text: str, markdown: bool) -> list[dict[str, Any]]:
 
 def pdf_page_counts(paths: list[str | os.PathLike[str]], threads: int | None = None) -> list[int | None]:
     """pypdf's page count of each PDF, or None where the core's reader declines (pypdf then counts)."""
+
 def set_katex_path(path: str | None) -> None:
     """Where math checks read KaTeX 0.16.21's katex.min.js (None: `OLMOCR_RL_KATEX_JS`)."""
+
 def katex_problem() -> str | None:
     """Why math checks cannot run here (KaTeX missing or another version), naming the fix; None
     when they can."""
@@ -87,9 +98,7 @@ class Suite:
         """(id, type, pdf, page as JSON text, source, line) of every loaded test, in load order."""
     def check(self, test_id: str, text: str) -> tuple[bool, str, bool]:
         """One test on one page: (passed, explanation, error)."""
-    def check_batch(
-        self, pages: list[tuple[str, list[str]]], threads: int | None = None
-    ) -> list[list[tuple[bool, str, bool]]]:
+    def check_batch(self, pages: list[tuple[str, list[str]]], threads: int | None = None) -> list[list[tuple[bool, str, bool]]]:
         """Each (text, test ids) page's verdicts; pages in parallel on `threads` threads."""
     def check_files(
         self, items: list[tuple[str | os.PathLike[str], list[str]]], threads: int | None = None

@@ -159,7 +159,7 @@ def test_majority_rule_two_and_three_repeats(tmp_path):
 
 
 def test_universal_newlines_and_bom(tmp_path):
-    from olmocr_rl.bench import _read_page
+    from olmocr_rl.bench.folder import _read_page
 
     p = tmp_path / "x.md"
     p.write_bytes(b"\xef\xbb\xbfa\rb\r\nc\n")
@@ -283,7 +283,7 @@ def test_user_errors_are_one_clear_message(tmp_path):
 def test_workers_option_sets_the_pool_size_without_touching_the_environment(tmp_path, monkeypatch):
     import os
 
-    import olmocr_rl.bench as bench_module
+    import olmocr_rl.bench.checking as bench_module
 
     monkeypatch.delenv("OLMOCR_RL_THREADS", raising=False)
     seen = []
@@ -345,7 +345,7 @@ def test_files_read_in_rust_equal_python_reads(tmp_path, contents):
     """`check_files` reads page files as Python's text mode does (strict UTF-8, universal
     newlines, BOM kept): its verdicts equal checking Python's read; undecodable files are None."""
     from olmocr_rl import BenchSuite
-    from olmocr_rl.bench import _read_page
+    from olmocr_rl.bench.folder import _read_page
 
     suite = BenchSuite.from_jsonl(
         "\n".join(
@@ -373,7 +373,7 @@ def test_files_read_in_rust_equal_python_reads(tmp_path, contents):
 
 
 def test_progress_reports_checked_pairs(monkeypatch):
-    import olmocr_rl.bench as bench_mod
+    import olmocr_rl.bench.checking as bench_mod
 
     monkeypatch.setattr(bench_mod, "_PROGRESS_CHUNK", 5)  # several chunks on the small fixture
     calls = []
@@ -390,7 +390,7 @@ def test_page_counts_are_pypdfs(tmp_path):
     from pypdf import PdfReader
 
     from olmocr_rl import _core
-    from olmocr_rl.bench import _pypdf_page_count
+    from olmocr_rl.bench.folder import _pypdf_page_count
 
     three = make_pdf([["a"], ["b"], ["c"]])
     cases = {

@@ -61,8 +61,8 @@ def make_bench(root: Path, pages: dict[tuple[str, int], list[str]]) -> Path:
 
 
 def prepare(bench: Path, out: Path) -> Path:
-    from olmocr_rl.data import PrepareOptions
-    from olmocr_rl.data import prepare as run_prepare
+    from olmocr_rl.prepare import PrepareOptions
+    from olmocr_rl.prepare import prepare as run_prepare
 
     run_prepare(bench, out, PrepareOptions(longest_side=112, eval_fraction=0.0, workers=1, seed=0), progress=False)
     return out

@@ -171,7 +171,7 @@ def test_medoid_page_groups_split_across_two_ranks_equal_one_process(tmp_path):
 
 
 def test_prepare_copies_references_and_the_dataset_carries_them(tmp_path):
-    from olmocr_rl.data import PrepareOptions, prepare, reference_file
+    from olmocr_rl.prepare import PrepareOptions, prepare, reference_file
 
     bench = tmp_path / "bench"
     shutil.copytree(ROOT / "bench_fixtures", bench, ignore=shutil.ignore_patterns("demo_model", "other_model", "*.py", "*.yaml"))

@@ -17,7 +17,8 @@ from clirun import invoke
 from PIL import Image
 
 from olmocr_rl import BenchSuite
-from olmocr_rl.data import (
+from olmocr_rl.front_matter import FIELDS
+from olmocr_rl.prepare import (
     PrepareError,
     PrepareOptions,
     image_tokens,
@@ -25,7 +26,6 @@ from olmocr_rl.data import (
     prepare,
     smart_resize,
 )
-from olmocr_rl.front_matter import FIELDS
 from olmocr_rl.prepared import read_manifest, read_split
 from olmocr_rl.prompts import DEFAULT_PROMPT, read_prompt_file
 

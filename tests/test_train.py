@@ -31,7 +31,7 @@ QUIET = ["progress=false"]
 
 def make_prepared(out: Path) -> Path:
     """The bench fixtures prepared by `olmocr-rl prepare` (one PDF of three held out for eval)."""
-    from olmocr_rl.data import PrepareOptions, prepare
+    from olmocr_rl.prepare import PrepareOptions, prepare
 
     result = prepare(FIXTURES, out, PrepareOptions(longest_side=140, eval_fraction=0.34, workers=1, seed=0), progress=False)
     assert len(result.train) == 3 and len(result.eval) == 1

@@ -33,8 +33,8 @@ def generate_command(
 
 
 def run(args: Namespace) -> int:
-    from olmocr_rl.data import PrepareError, PrepareOptions, prepare
     from olmocr_rl.generate import transcribe, write_summary
+    from olmocr_rl.prepare import PrepareError, PrepareOptions, prepare
     from olmocr_rl.prompts import DEFAULT_PROMPT, read_prompt_file
 
     if args.engine not in ("transformers", "vllm"):

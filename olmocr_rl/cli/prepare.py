@@ -1,12 +1,17 @@
-"""`olmocr-rl prepare`: a bench folder to a validated training dataset (see olmocr_rl/data.py)."""
+"""`olmocr-rl prepare`: a bench folder to a validated training dataset (see olmocr_rl/prepare.py)."""
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace as Namespace
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from olmocr_rl.cli import app, echo, fail
+
+if TYPE_CHECKING:
+    from olmocr_rl.prepare import PrepareResult
 
 DESCRIPTION = """Validate a bench folder, render every tested page once and write a training dataset.
 
@@ -44,8 +49,8 @@ def prepare_command(
 
 
 def run(args: Namespace) -> int:
-    from olmocr_rl.data import PrepareError, PrepareOptions, print_report
-    from olmocr_rl.data import prepare as run_prepare
+    from olmocr_rl.prepare import PrepareError, PrepareOptions
+    from olmocr_rl.prepare import prepare as run_prepare
     from olmocr_rl.prompts import DEFAULT_PROMPT, read_prompt_file
 
     try:
@@ -74,3 +79,71 @@ def run(args: Namespace) -> int:
     if args.strict and result.report.problems:
         fail(f"{result.report.problems} problem(s) found and --strict was given")
     return 0
+
+
+def print_report(result: "PrepareResult", console: Any = None) -> None:
+    """The validation report as rich tables: a summary, then one line per problem."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    r = result.report
+    s = r.summary
+    summary = Table(title="olmocr-rl prepare", show_header=False)
+    summary.add_column(style="bold")
+    summary.add_column(justify="right")
+    for label, value in [
+        ("JSONL files", len(s["jsonl_files"])),
+        ("valid tests", s["tests_valid"]),
+        ("tests used", s["tests_used"]),
+        ("train pages (PDFs)", f"{s['pages_train']} ({s['pdfs_train']})"),
+        ("eval pages (PDFs)", f"{s['pages_eval']} ({s['pdfs_eval']})"),
+        ("rendered now / reused", f"{result.rendered} / {s['pages_train'] + s['pages_eval'] - result.rendered}"),
+        (
+            f"image tokens (patch {r.image_tokens['patch_size']}) min/mean/max",
+            f"{r.image_tokens['min']} / {r.image_tokens['mean']} / {r.image_tokens['max']}",
+        ),
+        ("PDFs without tests", len(r.pdfs_without_tests)),
+        ("problems", r.problems),
+    ]:
+        summary.add_row(label, str(value))
+    if s["tests_excluded_by_type"]:
+        excluded = ", ".join(f"{k} {v}" for k, v in s["tests_excluded_by_type"].items())
+        summary.add_row("excluded by --type-filter", f"tests: {excluded}; pages left without tests: {s['pages_excluded_by_type']}")
+    if s["jsonl_files_excluded"]:
+        summary.add_row("excluded by --jsonl-filter", ", ".join(s["jsonl_files_excluded"]))
+    console.print(summary)
+    if not r.problems:
+        return
+    table = Table(title="problems (skipped)")
+    for col in ("kind", "where", "detail"):
+        table.add_column(col, overflow="fold")
+
+    def short(path: str) -> str:  # a JSONL path relative to its bench folder
+        for base, tag in ((r.bench_dir, ""), (r.eval_bench_dir, "eval: ")):
+            if base and path.startswith(base + os.sep):
+                return tag + path[len(base) + 1 :]
+        return path
+
+    for e in r.rejected_tests:
+        table.add_row("invalid test", f"{short(e['file'])}:{e['line']}", (f"{e['id']}: " if e["id"] else "") + e["reason"])
+    for e in r.duplicate_ids:
+        table.add_row("duplicate id", f"{short(e['file'])}:{e['line']}", f"{e['id']}: {e['reason']}")
+    for e in r.missing_pdfs:
+        table.add_row("missing PDF", e["pdf"], f"{e['reason']}; {_tests(e['tests'])}")
+    for e in r.unreadable_pdfs:
+        table.add_row("unreadable PDF", e["pdf"], f"{e['error']}; {_tests(e['tests'])}")
+    for e in r.pages_out_of_range:
+        table.add_row("bad page", f"{e['pdf']} page {e['page']}", f"{e['reason']}; {_tests(e['tests'])}")
+    for e in r.render_failures:
+        table.add_row("render failed", f"{e['pdf']} page {e['page']}", f"{e['error']}; {_tests(e['tests'])}")
+    for e in r.pages_without_tests:
+        table.add_row("no tests", e["pdf"], "page(s) " + ", ".join(map(str, e["pages"])))
+    for e in r.environment:
+        table.add_row("environment", "math tests", e["reason"])
+    console.print(table)
+
+
+def _tests(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+    return f"{len(ids)} test(s): {shown}"

@@ -1,0 +1,59 @@
+"""The whole benchmark run: load the folder, score each candidate, attach its confidence interval."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Sequence
+
+from olmocr_rl.bench.checking import Progress, evaluate_candidate
+from olmocr_rl.bench.folder import find_candidates, load_bench
+from olmocr_rl.bench.results import BenchSummary
+from olmocr_rl.bench.stats import bootstrap_ci
+from olmocr_rl.suite import check_threads
+
+
+def run_bench(
+    path: str | os.PathLike[str],
+    candidates: Sequence[str] | None = None,
+    *,
+    skip_baseline: bool = False,
+    force: bool = False,
+    details: str | os.PathLike[str] | None = None,
+    threads: int | None = None,
+    bootstrap_samples: int = 1000,
+    confidence_level: float = 0.95,
+    seed: int = 0,
+    progress: Progress | None = None,
+    sample: int | None = None,
+    keep_details: bool = False,
+) -> BenchSummary:
+    """Runs the benchmark on a bench folder; see the module docstring. `sample`: score only that
+    many tests, drawn with `random.Random(seed)` (the reference's `--sample`, unseeded there), kept
+    in file order. `keep_details`: keep each candidate's details rows on its result."""
+    threads = check_threads(threads)
+    bench = load_bench(path, skip_baseline=skip_baseline, force=force)
+    if sample is not None and 0 < sample < len(bench.tests):
+        chosen = set(random.Random(seed).sample(range(len(bench.tests)), sample))
+        bench.tests = [t for i, t in enumerate(bench.tests) if i in chosen]
+    folders = find_candidates(bench, candidates)
+    out = []
+    sink = open(details, "w", encoding="utf-8") if details else None
+    try:
+        for folder in folders:
+            result, rows = evaluate_candidate(bench, folder, progress=progress, details=sink is not None or keep_details, threads=threads)
+            if keep_details:
+                result.details = rows
+            groups: dict[str, list[float]] = {}
+            for o in result.outcomes:
+                groups.setdefault(o.group, []).append(1.0 if o.passed else 0.0)
+            result.ci = bootstrap_ci(list(groups.values()), samples=bootstrap_samples, level=confidence_level, seed=seed)
+            out.append(result)
+            if sink:
+                for row in rows:
+                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+    finally:
+        if sink:
+            sink.close()
+    return BenchSummary(bench, out, bootstrap_samples, confidence_level, seed)

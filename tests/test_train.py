@@ -24,7 +24,7 @@ FIXTURES = ROOT / "bench_fixtures"
 PROMPT = "Transcribe this page as markdown."
 
 # Tiny GRPO (trainer-notes 7.5): one page x 4 generations per step, 16-token completions; the
-# README demo's recipe.
+# The demo's recipe (docs/training.md).
 RECIPE = FIXTURES / "tiny_grpo.yaml"
 QUIET = ["progress=false"]
 
@@ -191,7 +191,7 @@ def test_processor_must_be_multimodal_and_rewards_build_by_name(tiny_model, prep
 
 @pytest.fixture(scope="session")
 def trained(prepared, tiny_model, tmp_path_factory):
-    """The README demo's training step, through the CLI (in-process, one rank)."""
+    """The demo's training step (docs/training.md), through the CLI (in-process, one rank)."""
     out = tmp_path_factory.mktemp("train") / "run"
     res = invoke(["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE)])
     assert res.exit_code == 0, res.output

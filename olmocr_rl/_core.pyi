@@ -4,6 +4,11 @@ import os
 from typing import final
 
 __all__ = [
+    "Record",
+    "RecordError",
+    "ScoredPage",
+    "TestVerdict",
+    "Verdict",
     "__version__",
     "UNICODE_VERSION",
     "normalize_text",
@@ -84,6 +89,84 @@ def katex_problem() -> str | None:
     when they can."""
 
 @final
+@final
+class RecordError:
+    """A rejected test record: where it is and why."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def message(self) -> str: ...
+
+@final
+class Record:
+    """A loaded test: id, type, PDF, page (the JSON value as Python's `json` reads it) and where
+    it was loaded from."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def pdf(self) -> str: ...
+    @property
+    def page(self) -> object: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+
+@final
+class Verdict:
+    """One test's verdict on one page; `error`: the reference would have raised."""
+
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def explanation(self) -> str: ...
+    @property
+    def error(self) -> bool: ...
+
+@final
+class TestVerdict:
+    """A verdict in a scored page's details, with its test's id and type."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def explanation(self) -> str: ...
+    @property
+    def error(self) -> bool: ...
+
+@final
+class ScoredPage:
+    """One scored page: counts, (type, passed, total) in first-appearance order, the micro, macro
+    and graded rewards (None without tests), and the verdicts when details were asked for."""
+
+    @property
+    def passed(self) -> int: ...
+    @property
+    def total(self) -> int: ...
+    @property
+    def by_type(self) -> list[tuple[str, int, int]]: ...
+    @property
+    def reward(self) -> float | None: ...
+    @property
+    def macro_reward(self) -> float | None: ...
+    @property
+    def graded(self) -> float | None: ...
+    @property
+    def results(self) -> list[TestVerdict]: ...
+
+@final
 class Suite:
     """Compiled olmOCR-bench tests; the checks run in Rust with the GIL released."""
 
@@ -92,31 +175,16 @@ class Suite:
         """Loads (source name, JSONL text) pairs; invalid records go to `errors`."""
     def __len__(self) -> int: ...
     @property
-    def errors(self) -> list[tuple[str, int, str | None, str]]:
-        """Rejected records as (source, line, test id or None, message)."""
-    def records(self) -> list[tuple[str, str, str, str, str, int]]:
-        """(id, type, pdf, page as JSON text, source, line) of every loaded test, in load order."""
-    def check(self, test_id: str, text: str) -> tuple[bool, str, bool]:
-        """One test on one page: (passed, explanation, error)."""
-    def check_batch(self, pages: list[tuple[str, list[str]]], threads: int | None = None) -> list[list[tuple[bool, str, bool]]]:
+    def errors(self) -> list[RecordError]:
+        """The rejected records, in file order."""
+    def records(self) -> list[Record]:
+        """Every loaded test, in load order."""
+    def check(self, test_id: str, text: str) -> Verdict:
+        """One test on one page."""
+    def check_batch(self, pages: list[tuple[str, list[str]]], threads: int | None = None) -> list[list[Verdict]]:
         """Each (text, test ids) page's verdicts; pages in parallel on `threads` threads."""
-    def check_files(
-        self, items: list[tuple[str | os.PathLike[str], list[str]]], threads: int | None = None
-    ) -> list[list[tuple[bool, str, bool]] | None]:
+    def check_files(self, items: list[tuple[str | os.PathLike[str], list[str]]], threads: int | None = None) -> list[list[Verdict] | None]:
         """`check_batch` on page files read as the reference reads them; None for a file that
         cannot be read or is not UTF-8."""
-    def score(
-        self, pages: list[tuple[str, list[str]]], threads: int | None = None, details: bool = False
-    ) -> list[
-        tuple[
-            int,
-            int,
-            list[tuple[str, int, int]],
-            float | None,
-            float | None,
-            float | None,
-            list[tuple[str, str, bool, str, bool]],
-        ]
-    ]:
-        """Per page: (passed, total, [(type, passed, total)], micro, macro, graded, [(id, type,
-        passed, explanation, error)] when `details`)."""
+    def score(self, pages: list[tuple[str, list[str]]], threads: int | None = None, details: bool = False) -> list[ScoredPage]:
+        """Each page's distinct tests in load order; the verdicts are kept when `details`."""

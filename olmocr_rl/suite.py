@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import warnings
@@ -94,11 +93,6 @@ def check_threads(threads: object) -> int | None:
     return threads
 
 
-def _json_value(text: str) -> object:
-    """`json.loads` of the core's JSON text of a value; page numbers (plain digits) directly."""
-    return int(text) if text.isascii() and text.isdigit() else json.loads(text)
-
-
 def _jsonl_files(path: PathLike | Sequence[PathLike]) -> list[Path]:
     if isinstance(path, (str, os.PathLike)):
         p = Path(path)
@@ -133,8 +127,8 @@ class BenchSuite:
         self._core = core
         self._sources = list(sources)
         self._unreadable: list[str] = []
-        self.errors: list[str] = [_format_error(*e) for e in core.errors]
-        self._info = {r[0]: TestInfo(r[0], r[1], r[2], _json_value(r[3]), r[4], r[5]) for r in core.records()}
+        self.errors: list[str] = [_format_error(e.source, e.line, e.id, e.message) for e in core.errors]
+        self._info = {r.id: TestInfo(r.id, r.type, r.pdf, r.page, r.source, r.line) for r in core.records()}
 
     @classmethod
     def load(cls, path: PathLike | Sequence[PathLike], *, strict: bool = True) -> BenchSuite:
@@ -203,14 +197,26 @@ class BenchSuite:
 
     def check(self, test_id: str, text: str) -> CheckResult:
         """Runs one test on one page of model output (`text` is used as given)."""
-        return CheckResult(*self._core.check(test_id, text))
+        v = self._core.check(test_id, text)
+        return CheckResult(v.passed, v.explanation, v.error)
 
     def check_batch(self, pages: Sequence[tuple[str, Sequence[str]]], *, threads: int | None = None) -> list[list[CheckResult]]:
         """Runs each (text, test ids) page's tests; pages are checked in parallel in Rust
         (`threads` as in `score`)."""
         threads = check_threads(threads)
         rows = self._core.check_batch([(t, list(ids)) for t, ids in pages], threads)
-        return [[CheckResult(*r) for r in page] for page in rows]
+        return [[CheckResult(v.passed, v.explanation, v.error) for v in page] for page in rows]
+
+    def check_files(
+        self, items: Sequence[tuple[PathLike, Sequence[str]]], *, threads: int | None = None
+    ) -> list[list[CheckResult] | None]:
+        """`check_batch` on page files: each (path, test ids) item's file is read in Rust as the
+        reference reads page files (UTF-8, universal newlines) and its tests run, items in
+        parallel. None for a file that cannot be read or is not UTF-8 (read it yourself for the
+        error)."""
+        threads = check_threads(threads)
+        rows = self._core.check_files([(os.fspath(p), list(ids)) for p, ids in items], threads)
+        return [None if page is None else [CheckResult(v.passed, v.explanation, v.error) for v in page] for page in rows]
 
     def score(
         self,
@@ -232,16 +238,16 @@ class BenchSuite:
         slot = [first.setdefault((c, tuple(ids)), len(first)) for c, ids in zip(completions, test_ids)]
         pages = [(c, list(ids)) for c, ids in first]
         scored = []
-        for passed, total, by_type, reward, macro, graded, rows in self._core.score(pages, threads, details):
+        for s in self._core.score(pages, threads, details):
             scored.append(
                 PageScore(
-                    reward=reward,
-                    macro=macro,
-                    graded=graded,
-                    passed=passed,
-                    total=total,
-                    by_type={t: (p, n) for t, p, n in by_type},
-                    results=[TestResult(*r) for r in rows],
+                    reward=s.reward,
+                    macro=s.macro_reward,
+                    graded=s.graded,
+                    passed=s.passed,
+                    total=s.total,
+                    by_type={t: (p, n) for t, p, n in s.by_type},
+                    results=[TestResult(r.id, r.type, r.passed, r.explanation, r.error) for r in s.results],
                 )
             )
         seen: set[int] = set()

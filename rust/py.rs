@@ -2,12 +2,13 @@
 //! surfaces as a Python exception instead of killing the caller, and batch calls release the
 //! GIL while Rust works.
 
-use crate::checks::{self, Page, Verdict};
+use crate::checks::Verdict;
+use crate::score::CoreError;
 use crate::suite::{SpecError, TestSuite};
 use crate::{fuzz, score, search, text};
 use pyo3::exceptions::{PyKeyError, PyRuntimeError};
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyList, PyString};
 use rayon::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -153,43 +154,114 @@ impl<'py> IntoPyObject<'py> for PyText {
     }
 }
 
-/// (source, line, id, message) of each rejected record.
-type ErrorRow = (String, usize, Option<String>, String);
-
-fn error_row(e: &SpecError) -> ErrorRow {
-    (e.source.clone(), e.line, e.id.clone(), e.message.clone())
+/// A rejected test record: where it is and why.
+#[pyclass(frozen, module = "olmocr_rl._core")]
+struct RecordError {
+    #[pyo3(get)]
+    source: String,
+    #[pyo3(get)]
+    line: usize,
+    #[pyo3(get)]
+    id: Option<String>,
+    #[pyo3(get)]
+    message: String,
 }
 
-type VerdictRow = (bool, PyText, bool);
+/// A loaded test: its id, type, PDF, page (the JSON value as Python reads it), and where it
+/// was loaded from.
+#[pyclass(frozen, module = "olmocr_rl._core")]
+struct Record {
+    #[pyo3(get)]
+    id: String,
+    #[pyo3(get, name = "type")]
+    kind: &'static str,
+    #[pyo3(get)]
+    pdf: String,
+    #[pyo3(get)]
+    page: Py<PyAny>,
+    #[pyo3(get)]
+    source: String,
+    #[pyo3(get)]
+    line: usize,
+}
 
-/// A verdict for Python; `surrogates`: whether the page or the tests held lone surrogates.
-fn verdict_row(v: Verdict, surrogates: bool) -> VerdictRow {
-    (v.passed, PyText(v.explanation, surrogates), v.error)
+/// One test's verdict on one page; `error`: the reference would have raised.
+#[pyclass(frozen, name = "Verdict", module = "olmocr_rl._core")]
+struct PyVerdict {
+    #[pyo3(get)]
+    passed: bool,
+    #[pyo3(get)]
+    explanation: Py<PyAny>,
+    #[pyo3(get)]
+    error: bool,
+}
+
+/// A verdict in a scored page's details, with its test's id and type.
+#[pyclass(frozen, module = "olmocr_rl._core")]
+struct TestVerdict {
+    #[pyo3(get)]
+    id: String,
+    #[pyo3(get, name = "type")]
+    kind: &'static str,
+    #[pyo3(get)]
+    passed: bool,
+    #[pyo3(get)]
+    explanation: Py<PyAny>,
+    #[pyo3(get)]
+    error: bool,
+}
+
+/// One scored page: counts, (type, passed, total) in first-appearance order, the micro, macro
+/// and graded rewards (None without tests), and the verdicts when details were asked for.
+#[pyclass(frozen, module = "olmocr_rl._core")]
+struct ScoredPage {
+    #[pyo3(get)]
+    passed: usize,
+    #[pyo3(get)]
+    total: usize,
+    #[pyo3(get)]
+    by_type: Vec<(&'static str, usize, usize)>,
+    #[pyo3(get)]
+    reward: Option<f64>,
+    #[pyo3(get)]
+    macro_reward: Option<f64>,
+    #[pyo3(get)]
+    graded: Option<f64>,
+    #[pyo3(get)]
+    results: Py<PyList>,
+}
+
+impl From<CoreError> for PyErr {
+    fn from(e: CoreError) -> PyErr {
+        match e {
+            CoreError::UnknownId(id) => PyKeyError::new_err(format!("no test with id {id:?}")),
+        }
+    }
+}
+
+/// Verdicts for Python; `surrogates`: whether the page or the tests held lone surrogates.
+fn verdicts_to_py(py: Python<'_>, verdicts: Vec<Verdict>, surrogates: bool) -> PyResult<Vec<Py<PyVerdict>>> {
+    verdicts
+        .into_iter()
+        .map(|v| {
+            let explanation = PyText(v.explanation, surrogates).into_pyobject(py)?.unbind();
+            Py::new(py, PyVerdict { passed: v.passed, explanation, error: v.error })
+        })
+        .collect()
+}
+
+/// A test's page as Python's `json` reads it (plain page numbers directly).
+fn page_value(py: Python<'_>, loads: &Bound<'_, PyAny>, page: &serde_json::Value) -> PyResult<Py<PyAny>> {
+    match page.as_u64() {
+        Some(n) if page.to_string().bytes().all(|b| b.is_ascii_digit()) => Ok(n.into_pyobject(py)?.into_any().unbind()),
+        _ => Ok(loads.call1((page.to_string(),))?.unbind()),
+    }
 }
 
 /// The compiled tests of one or more JSONL sources.
 #[pyclass(frozen, module = "olmocr_rl._core")]
 struct Suite {
     inner: TestSuite,
-}
-
-impl Suite {
-    fn run_one(&self, id: &str, page: &Page) -> Result<Verdict, CheckError> {
-        let test = self.inner.get(id).ok_or_else(|| CheckError::UnknownId(id.to_string()))?;
-        Ok(checks::run(test, page))
-    }
-}
-
-enum CheckError {
-    UnknownId(String),
-}
-
-impl From<CheckError> for PyErr {
-    fn from(e: CheckError) -> PyErr {
-        match e {
-            CheckError::UnknownId(id) => PyKeyError::new_err(format!("no test with id {id:?}")),
-        }
-    }
 }
 
 #[pymethods]
@@ -206,56 +278,61 @@ impl Suite {
         self.inner.tests.len()
     }
 
-    /// Rejected records as (source, line, id or None, message).
+    /// The rejected records, in file order.
     #[getter]
-    fn errors(&self) -> Vec<ErrorRow> {
-        self.inner.errors.iter().map(error_row).collect()
+    fn errors(&self) -> Vec<RecordError> {
+        let row = |e: &SpecError| RecordError {
+            source: e.source.clone(),
+            line: e.line,
+            id: e.id.clone(),
+            message: e.message.clone(),
+        };
+        self.inner.errors.iter().map(row).collect()
     }
 
-    /// (id, type, pdf, page as JSON text, source, line) of every loaded test, in load order.
-    fn records(&self) -> Vec<(String, &'static str, String, String, String, usize)> {
+    /// Every loaded test, in load order.
+    fn records(&self, py: Python<'_>) -> PyResult<Vec<Record>> {
+        let loads = py.import("json")?.getattr("loads")?;
         self.inner
             .tests
             .iter()
-            .map(|t| (t.id.clone(), t.kind.name(), t.pdf.clone(), t.page.to_string(), t.source.clone(), t.line))
+            .map(|t| {
+                Ok(Record {
+                    id: t.id.clone(),
+                    kind: t.kind.name(),
+                    pdf: t.pdf.clone(),
+                    page: page_value(py, &loads, &t.page)?,
+                    source: t.source.clone(),
+                    line: t.line,
+                })
+            })
             .collect()
     }
 
-    /// Runs one test on one page: (passed, explanation, error).
-    fn check(&self, py: Python<'_>, test_id: &str, text: &Bound<'_, PyString>) -> PyResult<VerdictRow> {
+    /// Runs one test on one page.
+    fn check(&self, py: Python<'_>, test_id: &str, text: &Bound<'_, PyString>) -> PyResult<Py<PyVerdict>> {
         let (text, surrogates) = text_of(text)?;
-        let surrogates = surrogates || self.inner.has_stand_ins;
-        let out = py.detach(|| {
-            guard(|| {
-                let raw = text::chars(&text);
-                self.run_one(test_id, &Page::new(&raw)).map(|v| verdict_row(v, surrogates))
-            })
-        })?;
-        Ok(out?)
+        let ids = [test_id.to_string()];
+        let verdicts = py.detach(|| guard(|| score::check_page(&self.inner, &text, &ids)))??;
+        let mut out = verdicts_to_py(py, verdicts, surrogates || self.inner.has_stand_ins)?;
+        Ok(out.remove(0))
     }
 
     /// Runs each page's tests, pages in parallel (`threads`: the pool's size, default as in
-    /// `score`): one list of (passed, explanation, error) per page. The GIL is released for the
-    /// whole batch.
+    /// `score`): one list of verdicts per page. The GIL is released for the whole batch.
     #[pyo3(signature = (pages, threads=None))]
     fn check_batch(
         &self,
         py: Python<'_>,
         pages: Vec<(Bound<'_, PyString>, Vec<String>)>,
         threads: Option<usize>,
-    ) -> PyResult<Vec<Vec<VerdictRow>>> {
+    ) -> PyResult<Vec<Vec<Py<PyVerdict>>>> {
         let pages: Vec<((String, bool), Vec<String>)> =
             pages.into_iter().map(|(t, ids)| Ok((text_of(&t)?, ids))).collect::<PyResult<_>>()?;
-        let out = py.detach(|| {
+        let verdicts = py.detach(|| {
             guard(|| {
-                let one = |((text_, surrogates), ids): &((String, bool), Vec<String>)| {
-                    let raw = text::chars(text_);
-                    let page = Page::new(&raw);
-                    let surrogates = *surrogates || self.inner.has_stand_ins;
-                    ids.iter()
-                        .map(|id| self.run_one(id, &page).map(|v| verdict_row(v, surrogates)))
-                        .collect::<Result<Vec<_>, _>>()
-                };
+                let one =
+                    |((text_, _), ids): &((String, bool), Vec<String>)| score::check_page(&self.inner, text_, ids);
                 if pages.len() <= 1 {
                     // Handing one page to the pool costs more than it saves.
                     pages.iter().map(one).collect::<Result<Vec<_>, _>>()
@@ -263,41 +340,40 @@ impl Suite {
                     score::pool(threads).install(|| pages.par_iter().map(one).collect())
                 }
             })
-        })?;
-        Ok(out?)
+        })??;
+        verdicts
+            .into_iter()
+            .zip(&pages)
+            .map(|(v, ((_, surrogates), _))| verdicts_to_py(py, v, *surrogates || self.inner.has_stand_ins))
+            .collect()
     }
 
     /// `check_batch` on files: reads each (path, test ids) item as the reference reads page
     /// files (`files::read_text`) and runs its tests, items in parallel, GIL released. Per item:
     /// None when the file cannot be read or is not UTF-8 (re-read it in Python for the error),
-    /// else its (passed, explanation, error) rows.
+    /// else its verdicts.
     #[pyo3(signature = (items, threads=None))]
     fn check_files(
         &self,
         py: Python<'_>,
         items: Vec<(std::path::PathBuf, Vec<String>)>,
         threads: Option<usize>,
-    ) -> PyResult<Vec<Option<Vec<VerdictRow>>>> {
-        let out = py.detach(|| {
+    ) -> PyResult<Vec<Option<Vec<Py<PyVerdict>>>>> {
+        let verdicts = py.detach(|| {
             guard(|| {
-                let one = |(path, ids): &(std::path::PathBuf, Vec<String>)| {
-                    let Some(text) = crate::files::read_text(path) else { return Ok(None) };
-                    let raw = text::chars(&text);
-                    let page = Page::new(&raw);
-                    ids.iter()
-                        .map(|id| self.run_one(id, &page).map(|v| verdict_row(v, self.inner.has_stand_ins)))
-                        .collect::<Result<Vec<_>, _>>()
-                        .map(Some)
+                let one = |(path, ids): &(std::path::PathBuf, Vec<String>)| match crate::files::read_text(path) {
+                    Some(text) => score::check_page(&self.inner, &text, ids).map(Some),
+                    None => Ok(None),
                 };
                 score::pool(threads).install(|| items.par_iter().map(one).collect::<Result<Vec<_>, _>>())
             })
-        })?;
-        Ok(out?)
+        })??;
+        let surrogates = self.inner.has_stand_ins;
+        verdicts.into_iter().map(|v| v.map(|v| verdicts_to_py(py, v, surrogates)).transpose()).collect()
     }
 
-    /// Scores pages: per page (passed, total, [(type, passed, total)], micro reward or None,
-    /// macro reward or None, graded reward or None, [(id, type, passed, explanation, error)]
-    /// when `details`).
+    /// Scores pages, each page's distinct tests in load order (see `ScoredPage`); the verdicts
+    /// are kept when `details`.
     #[pyo3(signature = (pages, threads=None, details=false))]
     fn score(
         &self,
@@ -305,7 +381,7 @@ impl Suite {
         pages: Vec<(Bound<'_, PyString>, Vec<String>)>,
         threads: Option<usize>,
         details: bool,
-    ) -> PyResult<Vec<ScoreRow>> {
+    ) -> PyResult<Vec<ScoredPage>> {
         let mut surrogates = Vec::with_capacity(pages.len());
         let pages: Vec<(String, Vec<String>)> = pages
             .into_iter()
@@ -320,36 +396,35 @@ impl Suite {
             .into_iter()
             .zip(surrogates)
             .map(|(r, surrogates)| {
-                let s = r.map_err(|e| match e {
-                    score::ScoreError::UnknownId(id) => CheckError::UnknownId(id),
-                })?;
-                let by_type = s.by_type.iter().map(|&(k, p, t)| (k.name(), p, t)).collect();
-                let rows = if details {
-                    s.results
-                        .iter()
-                        .map(|(i, v)| {
-                            let t = &self.inner.tests[*i];
-                            (t.id.clone(), t.kind.name(), v.passed, PyText(v.explanation.clone(), surrogates), v.error)
-                        })
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                Ok((s.passed, s.total, by_type, s.reward(), s.macro_reward(), s.graded(), rows))
+                let s = r?;
+                let results = PyList::empty(py);
+                if details {
+                    for (i, v) in &s.results {
+                        let t = &self.inner.tests[*i];
+                        let explanation = PyText(v.explanation.clone(), surrogates).into_pyobject(py)?.unbind();
+                        let row = TestVerdict {
+                            id: t.id.clone(),
+                            kind: t.kind.name(),
+                            passed: v.passed,
+                            explanation,
+                            error: v.error,
+                        };
+                        results.append(Py::new(py, row)?)?;
+                    }
+                }
+                Ok(ScoredPage {
+                    passed: s.passed,
+                    total: s.total,
+                    by_type: s.by_type.iter().map(|&(k, p, t)| (k.name(), p, t)).collect(),
+                    reward: s.reward(),
+                    macro_reward: s.macro_reward(),
+                    graded: s.graded(),
+                    results: results.unbind(),
+                })
             })
             .collect()
     }
 }
-
-type ScoreRow = (
-    usize,
-    usize,
-    Vec<(&'static str, usize, usize)>,
-    Option<f64>,
-    Option<f64>,
-    Option<f64>,
-    Vec<(String, &'static str, bool, PyText, bool)>,
-);
 
 /// Texts of a list of Python strings (stand-ins for lone surrogates: one character each, as in
 /// Python, so distances and counts are Python's).
@@ -473,5 +548,10 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_katex_path, m)?)?;
     m.add_function(wrap_pyfunction!(katex_problem, m)?)?;
     m.add_class::<Suite>()?;
+    m.add_class::<PyVerdict>()?;
+    m.add_class::<TestVerdict>()?;
+    m.add_class::<ScoredPage>()?;
+    m.add_class::<Record>()?;
+    m.add_class::<RecordError>()?;
     Ok(())
 }

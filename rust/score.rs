@@ -46,16 +46,30 @@ impl PageScore {
     }
 }
 
+/// The one error of the core's entry points (py.rs turns it into a Python exception, in one
+/// place): a requested test id that the suite does not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ScoreError {
+pub enum CoreError {
     UnknownId(String),
 }
 
+/// Runs the tests `ids` on one page, in the order given (a repeated id runs again): the one
+/// per-page routine behind `check`, `check_batch` and `check_files`.
+pub fn check_page(suite: &TestSuite, text: &str, ids: &[String]) -> Result<Vec<Verdict>, CoreError> {
+    let tests = ids
+        .iter()
+        .map(|id| suite.get(id).ok_or_else(|| CoreError::UnknownId(id.clone())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let raw = chars(text);
+    let page = Page::new(&raw);
+    Ok(tests.into_iter().map(|test| run(test, &page)).collect())
+}
+
 /// Scores one page: every distinct requested test, in load order.
-pub fn score_page(suite: &TestSuite, text: &str, ids: &[String]) -> Result<PageScore, ScoreError> {
+pub fn score_page(suite: &TestSuite, text: &str, ids: &[String]) -> Result<PageScore, CoreError> {
     let mut idx: Vec<usize> = ids
         .iter()
-        .map(|id| suite.position(id).ok_or_else(|| ScoreError::UnknownId(id.clone())))
+        .map(|id| suite.position(id).ok_or_else(|| CoreError::UnknownId(id.clone())))
         .collect::<Result<_, _>>()?;
     idx.sort_unstable();
     idx.dedup();
@@ -85,7 +99,7 @@ pub fn score_pages(
     suite: &TestSuite,
     pages: &[(String, Vec<String>)],
     threads: Option<usize>,
-) -> Vec<Result<PageScore, ScoreError>> {
+) -> Vec<Result<PageScore, CoreError>> {
     if pages.len() <= 1 {
         return pages.iter().map(|(t, ids)| score_page(suite, t, ids)).collect();
     }
@@ -169,7 +183,7 @@ mod tests {
         assert_eq!(s.by_type, vec![(Kind::Present, 1, 2), (Kind::Baseline, 1, 1), (Kind::Absent, 1, 1)]);
         assert_eq!(s.reward(), Some(0.75));
         assert_eq!(s.macro_reward(), Some((0.5 + 1.0 + 1.0) / 3.0));
-        assert_eq!(score_page(&suite, "x", &["zz".to_string()]).unwrap_err(), ScoreError::UnknownId("zz".into()));
+        assert_eq!(score_page(&suite, "x", &["zz".to_string()]).unwrap_err(), CoreError::UnknownId("zz".into()));
         let empty = score_page(&suite, "x", &[]).unwrap();
         assert_eq!((empty.reward(), empty.macro_reward()), (None, None));
     }

@@ -77,7 +77,7 @@ def _check_files(
         if progress:
             progress(f"{name}: checking {total} (test, page file) pairs", done, total)
         try:
-            rows.extend(suite._core.check_files(chunk, threads))
+            rows.extend(suite.check_files(chunk, threads=threads))
         except (RuntimeError, NotImplementedError):  # an internal error: retry per page and test
             rows.extend([None] * len(chunk))
         done += sum(len(item[1]) for item in chunk)
@@ -91,7 +91,7 @@ def _check_files(
             except (OSError, UnicodeDecodeError) as e:
                 out.append((f, f"cannot read {path}: {e}"))
                 continue
-            r = [tuple(c) for c in _run_checks(suite, [(text, test_ids)], threads)[0]]
+            r = _run_checks(suite, [(text, test_ids)], threads)[0]
         out.append((f, r))
     return out
 

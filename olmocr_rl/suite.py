@@ -207,9 +207,7 @@ class BenchSuite:
         rows = self._core.check_batch([(t, list(ids)) for t, ids in pages], threads)
         return [[CheckResult(v.passed, v.explanation, v.error) for v in page] for page in rows]
 
-    def check_files(
-        self, items: Sequence[tuple[PathLike, Sequence[str]]], *, threads: int | None = None
-    ) -> list[list[CheckResult] | None]:
+    def check_files(self, items: Sequence[tuple[PathLike, Sequence[str]]], *, threads: int | None = None) -> list[list[CheckResult] | None]:
         """`check_batch` on page files: each (path, test ids) item's file is read in Rust as the
         reference reads page files (UTF-8, universal newlines) and its tests run, items in
         parallel. None for a file that cannot be read or is not UTF-8 (read it yourself for the

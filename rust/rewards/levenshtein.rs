@@ -71,6 +71,9 @@ pub fn levenshtein(a: &[char], b: &[char]) -> usize {
     // n/24 here. A lower bound above that skips it.
     let lv_cap = (b.len() / 24).clamp(64, 1024);
     let low = lower_bound(a, b);
+    if dissimilar(a, b) {
+        return widest_band(a, b, &Masks::new(a));
+    }
     if low <= lv_cap {
         if let Some(d) = landau_vishkin(a, b, lv_cap) {
             return d;
@@ -78,15 +81,38 @@ pub fn levenshtein(a: &[char], b: &[char]) -> usize {
     }
     let masks = Masks::new(a);
     // Start the band a little above the lower bound (each edit changes the character counts by
-    // at most 2), and widen it by half until the distance fits.
+    // at most 2), and widen it by half until the distance fits. A band of k + 1 rows costs about
+    // k/64 + 2 words a column against the full column's `words`; the attempts are given up while
+    // the band is still under a third of the column, so failed ones never cost more than the full
+    // computation that follows them.
     let mut k = lv_cap.max(low * 5 / 4 + 32);
-    while 2 * k < b.len() {
+    while 3 * (k / 64 + 2) <= masks.words {
         if let Some(d) = banded(a, b, &masks, k) {
             return d;
         }
         k += k / 2;
     }
-    bit_parallel(a, b, &masks)
+    widest_band(a, b, &masks)
+}
+
+/// The distance through the band of every path of cost at most |b| (no distance is larger): a
+/// quarter of the matrix, in its two far corners, is never computed. Requires |a| ≤ |b|.
+fn widest_band(a: &[char], b: &[char], masks: &Masks) -> usize {
+    banded(a, b, masks, b.len()).expect("the distance is at most the longer length")
+}
+
+/// Whether the texts look unlike each other from their first 512 characters (more than a
+/// quarter of them edited), so that no narrow band can hold their distance: then the attempts
+/// with Landau–Vishkin and bands would only add to the full computation. Only a choice of
+/// method, never of the result.
+fn dissimilar(a: &[char], b: &[char]) -> bool {
+    const SAMPLE: usize = 512;
+    if a.len() < 4 * SAMPLE {
+        return false;
+    }
+    // Both ends: one dropped or repeated block misaligns one end of the texts, not both.
+    let far = |x: &[char], y: &[char]| bit_parallel(x, y, &Masks::new(x)) > SAMPLE / 4;
+    far(&a[..SAMPLE], &b[..SAMPLE]) && far(&a[a.len() - SAMPLE..], &b[b.len() - SAMPLE..])
 }
 
 /// max(|b| − |a|, ⌈Σ_c |count_a(c) − count_b(c)| / 2⌉) ≤ the distance.
@@ -113,42 +139,41 @@ fn lower_bound(a: &[char], b: &[char]) -> usize {
 fn bit_parallel(a: &[char], b: &[char], masks: &Masks) -> usize {
     let words = masks.words;
     let last_bit = 1u64 << ((a.len() - 1) % 64);
-    let mut vp = vec![!0u64; words];
-    let mut vn = vec![0u64; words];
+    // (VP, VN) of each word side by side: one cache line holds four words' state.
+    let mut v = vec![(!0u64, 0u64); words];
     let mut dist = a.len();
     for &c in b {
-        let (up, down) = column(&mut vp, &mut vn, masks.row(c), last_bit);
+        let (up, down) = full_column(&mut v, masks.row(c), last_bit);
         dist = dist + usize::from(up) - usize::from(down);
     }
     dist
 }
 
-/// One column of the bit-parallel DP over the given words (the top one reads +1 from above):
-/// updates the vertical deltas and returns the horizontal deltas (+1, −1) at bit `out_bit` of
-/// the last word.
-#[inline]
-fn column(vp: &mut [u64], vn: &mut [u64], pm: &[u64], out_bit: u64) -> (bool, bool) {
+/// `column` over every word: the words below the last one without the output test, so the
+/// loop has no branch and no bounds checks.
+#[inline(always)]
+fn full_column(v: &mut [(u64, u64)], pm: &[u64], out_bit: u64) -> (bool, bool) {
+    let last = v.len() - 1;
     let (mut hp_carry, mut hn_carry) = (1u64, 0u64);
-    let mut out = (false, false);
-    let last = vp.len() - 1;
-    for (i, ((vp, vn), &pm)) in vp.iter_mut().zip(vn.iter_mut()).zip(pm).enumerate() {
-        let (v_p, v_n) = (*vp, *vn);
+    for (v, &pm) in v[..last].iter_mut().zip(&pm[..last]) {
+        let (v_p, v_n) = *v;
         let x = pm | hn_carry;
         let d0 = (((x & v_p).wrapping_add(v_p)) ^ v_p) | x | v_n;
-        let mut hp = v_n | !(d0 | v_p);
-        let mut hn = d0 & v_p;
-        if i == last {
-            out = (hp & out_bit != 0, hn & out_bit != 0);
-        }
-        let (hp_in, hn_in) = (hp_carry, hn_carry);
+        let hp = v_n | !(d0 | v_p);
+        let hn = d0 & v_p;
+        let (hp_s, hn_s) = ((hp << 1) | hp_carry, (hn << 1) | hn_carry);
         hp_carry = hp >> 63;
         hn_carry = hn >> 63;
-        hp = (hp << 1) | hp_in;
-        hn = (hn << 1) | hn_in;
-        *vp = hn | !(d0 | hp);
-        *vn = hp & d0;
+        *v = (hn_s | !(d0 | hp_s), hp_s & d0);
     }
-    out
+    let (v_p, v_n) = v[last];
+    let x = pm[last] | hn_carry;
+    let d0 = (((x & v_p).wrapping_add(v_p)) ^ v_p) | x | v_n;
+    let hp = v_n | !(d0 | v_p);
+    let hn = d0 & v_p;
+    let (hp_s, hn_s) = ((hp << 1) | hp_carry, (hn << 1) | hn_carry);
+    v[last] = (hn_s | !(d0 | hp_s), hp_s & d0);
+    (hp & out_bit != 0, hn & out_bit != 0)
 }
 
 /// The distance if it is at most `k`, else None: `bit_parallel` restricted to the words that
@@ -167,8 +192,7 @@ fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Option<usize> {
     let words = masks.words;
     let bottom = |w: usize| (64 * (w + 1)).min(m); // the block's last row (rows count from 1)
     let last_bit = 1u64 << ((m - 1) % 64);
-    let mut vp = vec![!0u64; words];
-    let mut vn = vec![0u64; words];
+    let mut v = vec![(!0u64, 0u64); words];
     let (mut first, mut last) = (0usize, (m.min(down).max(1) - 1) / 64);
     let mut score = bottom(last); // D[bottom row of word `last`][j]; column 0: D[i][0] = i
     for (jj, &c) in b.iter().enumerate() {
@@ -176,13 +200,12 @@ fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Option<usize> {
         let new_last = ((m.min(j + down)).max(1) - 1) / 64;
         while last < new_last {
             last += 1;
-            vp[last] = !0;
-            vn[last] = 0;
+            v[last] = (!0, 0);
             score += bottom(last) - 64 * last;
         }
         first = first.max((j.saturating_sub(up).max(1) - 1) / 64);
         let out_bit = if last + 1 == words { last_bit } else { 1 << 63 };
-        let (hp, hn) = column(&mut vp[first..=last], &mut vn[first..=last], &masks.row(c)[first..=last], out_bit);
+        let (hp, hn) = full_column(&mut v[first..=last], &masks.row(c)[first..=last], out_bit);
         score = score + usize::from(hp) - usize::from(hn);
     }
     (last == words - 1 && score <= k).then_some(score)
@@ -325,7 +348,43 @@ mod tests {
                     let lv = landau_vishkin(short, long, cap);
                     assert_eq!(lv, (want <= cap).then_some(want), "LV cap {cap}, round {round}");
                 }
+                assert_eq!(widest_band(short, long, &masks), want, "widest band, round {round}");
             }
+        }
+    }
+
+    /// Texts long enough for the dissimilarity sample (both ends), near and far, with block
+    /// edits (a dropped or repeated run) as well as character edits.
+    #[test]
+    fn long_texts_against_dp() {
+        let mut rng = XorShift(0x5eed_1e7e);
+        let alphabet = s("abcdefghij klmnop\n");
+        for round in 0..24 {
+            let len = 2048 + rng.below(1200);
+            let a: Vec<char> = (0..len).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+            let b: Vec<char> = match round % 4 {
+                0 => (0..len + rng.below(300)).map(|_| alphabet[rng.below(alphabet.len())]).collect(),
+                1 => {
+                    let at = rng.below(len - 600);
+                    [&a[..at], &a[at + 100 + rng.below(500)..]].concat() // a dropped run
+                }
+                2 => {
+                    let at = rng.below(len - 600);
+                    let run = &a[at..at + 100 + rng.below(500)];
+                    [&a[..at], run, &a[at..]].concat() // a repeated run
+                }
+                _ => {
+                    let mut b = a.clone();
+                    for _ in 0..rng.below(200) {
+                        let at = rng.below(b.len());
+                        b[at] = alphabet[rng.below(alphabet.len())];
+                    }
+                    b
+                }
+            };
+            let want = dp(&a, &b);
+            assert_eq!(levenshtein(&a, &b), want, "round {round}");
+            assert_eq!(levenshtein(&b, &a), want, "round {round}, swapped");
         }
     }
 }

@@ -494,9 +494,9 @@ def _load_tests(folders: list[_Folder], report: PrepareReport) -> _Tests:
             tests.lines[src], tests.out_name[src], tests.folder[src] = text_lines, name, fi
     core = _core.Suite.from_sources(sources)
     tests.suite = BenchSuite(core, sources)
-    for src, line, test_id, message in core.errors:
-        entry = {"file": src, "line": line, "id": test_id, "reason": message}
-        (report.duplicate_ids if message.startswith("duplicate test id") else report.rejected_tests).append(entry)
+    for e in core.errors:
+        entry = {"file": e.source, "line": e.line, "id": e.id, "reason": e.message}
+        (report.duplicate_ids if e.message.startswith("duplicate test id") else report.rejected_tests).append(entry)
     order = {src: i for i, (src, _) in enumerate(sources)}
     tests.infos = sorted((tests.suite.info(i) for i in tests.suite.ids), key=lambda t: (order[t.source], t.line))
     return tests

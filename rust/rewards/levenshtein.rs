@@ -10,9 +10,18 @@
 //! 1. The common prefix and suffix are dropped (they never change the distance).
 //! 2. Short pattern (≤ 64 characters after that): Hyyrö's bit-parallel algorithm in one word,
 //!    O(n).
-//! 3. Otherwise the Landau–Vishkin diagonal algorithm with a cap on the distance: O(d² + slides),
-//!    cheap for near copies; when the distance passes the cap (dissimilar texts) the
-//!    bit-parallel algorithm over ⌈m/64⌉ words takes over, O(n·m/64).
+//! 3. Texts unlike each other at both ends (their first and last 512 characters more than a
+//!    quarter edited, `dissimilar`) go straight to step 6: no narrow band could hold them.
+//! 4. Near copies: the Landau–Vishkin diagonal algorithm with a cap on the distance,
+//!    O(d² + slides).
+//! 5. Past the cap: Hyyrö's banded bit vectors over Ukkonen's band, starting just above a
+//!    character-count lower bound and widening by half, O(n·k/64) each; attempts stop while a
+//!    band is still under a third of the full column, so failures never cost more than step 6.
+//! 6. The band of width |b| (`widest_band`): every path of cost ≤ |b|, i.e. the exact distance,
+//!    without the matrix's two far corners that Ukkonen's bound excludes; one branch-free
+//!    column kernel over interleaved (VP, VN) words, O(n·m/64).
+//!
+//! Every step only chooses the method; each returns the exact distance or gives up.
 //!
 //! Differences from upstream: none intended; property tests compare with the DP definition and
 //! with RapidFuzz on random and golden inputs.

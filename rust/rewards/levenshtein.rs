@@ -1,10 +1,12 @@
 //! Levenshtein distance (unit-cost insertions, deletions, substitutions) over Unicode code
 //! points: what `rapidfuzz.distance.Levenshtein.distance(a, b)` returns for Python strings.
 //!
-//! Written by hand (no crate computes it over `char`s with these bounds): the medoid reward needs
-//! every pairwise distance of up to 28 completions of up to ~8,000 characters per page, and
-//! completions of one page are mostly near copies of each other, so the cost should follow the
-//! distance, not the length product.
+//! Written by hand: the medoid reward needs every pairwise distance of up to 28 completions of up
+//! to ~8,000 characters per page, and completions of one page are mostly near copies of each
+//! other, so the cost should follow the distance, not the length product. The `rapidfuzz` crate
+//! (RapidFuzz's Rust port) is slower on exactly this workload: `cargo bench --bench kernels`,
+//! 378 pairs of one page's 28 completions, ours 5.4× faster on near copies, 1.3× on a mix of
+//! near copies and unrelated texts (equal distances checked there).
 //!
 //! How:
 //! 1. The common prefix and suffix are dropped (they never change the distance).

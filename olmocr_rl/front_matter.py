@@ -1,4 +1,4 @@
-"""The olmOCR output format: YAML front matter then the page text (checks-spec §9.2–9.3).
+"""The olmOCR output format: YAML front matter then the page text (docs/checks.md §9.2–9.3).
 
 `parse_page_response(content)` accepts and rejects exactly what olmOCR's
 `FrontMatterParser(front_matter_class=PageResponse)` does, and returns the same field values.

@@ -18,7 +18,7 @@ Output (`OUT_DIR/`):
   (`eval_images/` for pages of a separate `eval_dir`.)
 * `report.json`: the validation report (see `PrepareReport`).
 
-What mirrors the reference's GRPO dataset (`OlmOCRBenchDataset`, checks-spec §1.2): JSONL files
+What mirrors the reference's GRPO dataset (`OlmOCRBenchDataset`, docs/checks.md §1.2): JSONL files
 are the sorted top-level `*.jsonl`; `jsonl_filter` is a case-insensitive `re.search` on each
 file's basename; tests are grouped by (pdf, page), the group keeps the first file it was seen in;
 `type_filter` keeps only tests of the given types and a page left with none is dropped (the

@@ -1,5 +1,5 @@
 //! RapidFuzz-compatible `fuzz.ratio` and `fuzz.partial_ratio` over Unicode code points
-//! (checks-spec §3.0.1–3.0.3), reproducing RapidFuzz 3.14.6 **bit for bit**.
+//! (docs/checks.md §3.0.1–3.0.3), reproducing RapidFuzz 3.14.6 **bit for bit**.
 //!
 //! # What is computed
 //!
@@ -66,7 +66,7 @@
 use crate::search::CharIndex;
 
 // ---------------------------------------------------------------------------------------------
-// Float formula (§3.0.1): the order of operations is part of the contract.
+// Float formula (docs/checks.md §3.0.1): the order of operations is part of the contract.
 // ---------------------------------------------------------------------------------------------
 
 /// `ratio` value for an LCS of `lcs` between strings of lengths `la` and `lb`.
@@ -1295,7 +1295,7 @@ mod tests {
         assert_eq!(p, (1.0 - 6.0 / 22.0) * 100.0);
         assert!((p - 72.727_272_727).abs() < 1e-6);
         assert_eq!(p.to_bits(), 72.72727272727273f64.to_bits());
-        // §3.0.3: 12-char needle, one substitution.
+        // docs/checks.md §3.0.3: 12-char needle, one substitution.
         let q = cs("abcdefghijkl");
         let t = cs("xxxx abcdefXhijkl yyyy");
         let r = partial_ratio(&q, &t);
@@ -1481,7 +1481,7 @@ mod tests {
         assert_eq!(min_score_for_threshold(1.5), f64::INFINITY);
         assert_eq!(min_score_for_threshold(f64::NAN), f64::INFINITY);
         assert_eq!(min_score_for_threshold(1.0), 100.0);
-        // §3.0.3: 91.66666666666666 fails the threshold 1 - 1/12.
+        // docs/checks.md §3.0.3: 91.66666666666666 fails the threshold 1 - 1/12.
         assert!(91.666_666_666_666_66 < min_score_for_threshold(1.0 - 1.0 / 12.0));
     }
 

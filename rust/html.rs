@@ -1,4 +1,4 @@
-//! HTML as the reference's table parser sees it (spec §4.2).
+//! HTML as the reference's table parser sees it (docs/checks.md §4.2).
 //!
 //! The reference runs `BeautifulSoup(content, "html.parser")`: CPython 3.11.7's
 //! `html.parser.HTMLParser` tokenizer, driven by beautifulsoup4 4.15 with `convert_charrefs=False`,

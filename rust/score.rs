@@ -1,5 +1,5 @@
 //! Batch scoring: many (completion, test ids) pages checked on a dedicated thread pool, with the
-//! per-page aggregates of the reference's GRPO reward (spec §7.1–7.2).
+//! per-page aggregates of the reference's GRPO reward (docs/checks.md §7.1–7.2).
 //!
 //! A page's tests run in load order (file order, as the reference's loader yields them) and each
 //! id counts once, so the micro and macro rewards are bit-identical to the reference's

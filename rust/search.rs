@@ -1,5 +1,5 @@
 //! Port of `fuzzysearch.find_near_matches(sub, seq, max_l_dist=k)` from the Python package
-//! fuzzysearch 0.8.1 (spec §3.0.4), as used by the olmOCR-bench `order` test.
+//! fuzzysearch 0.8.1 (docs/checks.md §3.0.4), as used by the olmOCR-bench `order` test.
 //!
 //! # What it computes
 //!

@@ -1,4 +1,4 @@
-//! Test records: parsing and load-time validation of olmOCR-bench test JSONL (spec §1.3).
+//! Test records: parsing and load-time validation of olmOCR-bench test JSONL (docs/checks.md §1.3).
 //!
 //! What it does: turns each JSONL line into a [`Test`], accepting and rejecting exactly what the
 //! reference's `load_single_test` accepts and rejects (unknown keys, missing keys, empty

@@ -1,4 +1,4 @@
-//! Tables as olmOCR-bench's `table_parsing.py` builds them (spec §4): markdown tables found by
+//! Tables as olmOCR-bench's `table_parsing.py` builds them (docs/checks.md §4): markdown tables found by
 //! its line scanner (§4.1), HTML tables from the BeautifulSoup-equivalent tree of `html.rs`
 //! (§4.2), the shared grid builder (§4.3) with its `IndexError` (§4.4), neighbour relations
 //! (§4.5) and the heading walks (§4.6).
@@ -33,7 +33,7 @@ const MAX_WALK: usize = 1 << 22;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TableError {
     Html(HtmlError),
-    /// A colspan cancelled a rowspan that reaches past the last row (spec §4.4).
+    /// A colspan cancelled a rowspan that reaches past the last row (docs/checks.md §4.4).
     IndexError,
     TooLarge,
 }
@@ -301,7 +301,7 @@ impl Hasher for CellHasher {
     }
 }
 
-/// `_build_table_data_from_specs` (spec §4.3–4.5): `Ok(None)` where it returns None.
+/// `_build_table_data_from_specs` (docs/checks.md §4.3–4.5): `Ok(None)` where it returns None.
 fn build(
     source: &Arc<Vec<char>>,
     rows: &[Vec<CellSpec>],
@@ -455,7 +455,7 @@ fn push_distinct(list: &mut Vec<u32>, items: &[u32]) {
     }
 }
 
-/// `parse_markdown_tables` (spec §4.1).
+/// `parse_markdown_tables` (docs/checks.md §4.1).
 pub fn parse_markdown_tables(content: &[char]) -> Result<Vec<TableData>, TableError> {
     let s = content;
     if html::find2(s, 0, '|', '|').is_none() {
@@ -567,7 +567,7 @@ fn safe_span(raw: Option<&[char]>) -> u64 {
     }
 }
 
-/// `parse_html_tables` (spec §4.2).
+/// `parse_html_tables` (docs/checks.md §4.2).
 pub fn parse_html_tables(content: &[char]) -> Result<Vec<TableData>, TableError> {
     let doc = html::parse(content)?;
     let mut budget = Budget::new();

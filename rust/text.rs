@@ -466,7 +466,7 @@ pub fn collapse_ws_in_place(s: &mut Vec<char>) -> u32 {
     hi
 }
 
-/// olmOCR-bench `normalize_text`, step by step in the reference's order (spec §2).
+/// olmOCR-bench `normalize_text`, step by step in the reference's order (docs/checks.md §2).
 pub fn normalize(s: &[char]) -> Vec<char> {
     const BR: &[char] = &['<', 'b', 'r', '>'];
     const BR_SLASH: &[char] = &['<', 'b', 'r', '/', '>'];

@@ -141,7 +141,7 @@ def test_spec_examples():
     assert _core.partial_ratio("Hello world", "world") == 100.0
     assert same(_core.partial_ratio("aaaabaa", "bcaaaca"), fuzz.partial_ratio("aaaabaa", "bcaaaca"))
     assert abs(_core.partial_ratio("aaaabaa", "bcaaaca") - 72.72727272727273) < 1e-12
-    # §3.0.3: a 12-character query with one substitution scores 91.66666666666666, and
+    # docs/checks.md §3.0.3: a 12-character query with one substitution scores 91.66666666666666, and
     # 91.66666666666666 / 100 < 1 - 1/12.
     r = _core.partial_ratio("abcdefghijkl", "xxxx abcdefXhijkl yyyy")
     assert same(r, 91.66666666666666)

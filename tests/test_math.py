@@ -1,7 +1,7 @@
-"""Math checks (non-golden): extraction and verdict cases from the spec (§5.1, §5.6, §10 cases
-15-18), KaTeX availability, and hostile input that must end in bounded time with a verdict.
-Reference verdicts for these cases were taken from the spec, which was produced with the
-reference; tests/test_golden_math.py compares against the reference at scale."""
+"""Math checks (non-golden): extraction and verdict cases from docs/checks.md (§5.1, §5.6, §10
+cases 15-18), KaTeX availability, and hostile input that must end in bounded time with a verdict.
+The verdicts for these cases are the reference's, as listed there (they were obtained by running
+it); tests/test_golden_math.py compares against the reference at scale."""
 
 import json
 import subprocess

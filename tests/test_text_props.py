@@ -20,7 +20,7 @@ ALL = [chr(cp) for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF
 
 
 def ref_normalize(s: str) -> str:
-    """The reference's normalize_text, step by step (checks-spec §2)."""
+    """The reference's normalize_text, step by step (docs/checks.md §2)."""
     s = re.sub(r"<br/?>", " ", s)
     s = re.sub(r"\*\*(.*?)\*\*", r"\1", s)
     s = re.sub(r"__(.*?)__", r"\1", s)

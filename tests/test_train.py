@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "bench_fixtures"
 PROMPT = "Transcribe this page as markdown."
 
-# Tiny GRPO (trainer-notes 7.5): one page x 4 generations per step, 16-token completions; the
-# The demo's recipe (docs/training.md).
+# Tiny GRPO: one page x 4 generations per step, 16-token completions; the demo's recipe
+# (docs/training.md).
 RECIPE = FIXTURES / "tiny_grpo.yaml"
 QUIET = ["progress=false"]
 
@@ -98,7 +98,7 @@ def test_builder_makes_a_cpu_grpo_config(tmp_path):
     assert args.use_cpu is True and args.bf16 is False and args.beta == 0.0 and args.loss_type == "bnpo"
     assert args.generation_batch_size == 4 and args.eval_strategy == "steps" and args.eval_steps == 2
     assert args.vllm_mode == "colocate" and args.save_steps == 2
-    # Several CPU ranks need gloo, or accelerate reports one process (trainer-notes 1.5).
+    # Several CPU ranks need gloo, or accelerate reports one process while torch.distributed has N.
     ddp = grpo_kwargs(cfg, cuda=False, world_size=2, deepspeed=False)
     assert ddp["ddp_backend"] == "gloo" and ddp["use_cpu"] is True  # accelerate: MULTI_CPU, else gather is a no-op
     zero = grpo_kwargs(cfg, cuda=False, world_size=2, deepspeed=True)
@@ -173,7 +173,8 @@ def test_processor_must_be_multimodal_and_rewards_build_by_name(tiny_model, prep
     )
     assert got == [1.0, 0.5] and logged["bench/present/pass_rate"] == 0.5 and logged["bench/absent/pass_rate"] == 1.0
 
-    # An unknown processor class: AutoProcessor silently returns the bare tokenizer (trainer-notes 7.3).
+    # An unknown processor class: AutoProcessor silently returns the bare tokenizer, which would
+    # train text-only; it must be an error (docs/training.md, "Model").
     text_only = tmp_path / "text_only"
     shutil.copytree(tiny_model, text_only)
     for f in text_only.glob("*.json"):  # transformers 5: processor_config.json; 4.x: three files

@@ -29,7 +29,8 @@ def test_zero_presets_are_deepspeed_configs_with_auto_batching(zero):
     assert cfg["distributed_type"] == "DEEPSPEED"
     assert cfg["deepspeed_config"]["zero_stage"] == zero
     assert cfg["deepspeed_config"]["zero3_init_flag"] is (zero == 3)
-    # Anything pinned here would have to agree with the training config by hand (trainer-notes 4.2).
+    # Accumulation and clipping come from the training config (docs/training.md); a value pinned
+    # here would have to agree with it by hand.
     assert "gradient_accumulation_steps" not in cfg["deepspeed_config"]
     assert "gradient_clipping" not in cfg["deepspeed_config"]
     assert cfg["use_cpu"] is False  # accelerate skips DeepSpeed when use_cpu is set

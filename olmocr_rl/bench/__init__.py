@@ -1,6 +1,6 @@
 """`olmocr-rl bench`: an olmOCR-bench-compatible benchmark runner.
 
-It reads a bench folder exactly as upstream `olmocr.bench.benchmark` does (spec §1.1, §8):
+It reads a bench folder exactly as upstream `olmocr.bench.benchmark` does (docs/checks.md §1.1, §8):
 
 * tests: every top-level `*.jsonl` (or one `.jsonl` given as the folder: then only the PDFs its
   tests name are considered); PDFs: `pdfs/**/*.pdf`, keyed by their path relative to `pdfs/`;

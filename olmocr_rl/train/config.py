@@ -467,9 +467,9 @@ def grpo_kwargs(
         deepspeed = os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"  # set by accelerate launch
     if not cuda and world_size > 1:
         # Several CPU ranks. gloo: else accelerate sees 1 process while torch.distributed has N
-        # (trainer-notes 1.5). use_cpu: makes accelerate's state MULTI_CPU (else "NO", and its
-        # gather silently returns the local slice), but must stay off under DeepSpeed, which
-        # accelerate would then skip (trainer-notes 4.6).
+        # (docs/training.md: without CUDA the ranks use gloo). use_cpu: makes accelerate's state
+        # MULTI_CPU (else "NO", and its gather silently returns the local slice), but must stay
+        # off under DeepSpeed: with use_cpu set, accelerate skips DeepSpeed altogether.
         kw["ddp_backend"] = "gloo"
         if not deepspeed:
             kw["use_cpu"] = True

@@ -1,4 +1,4 @@
-//! `baseline` (reference: `BaselineTest` and `RepeatDetector`, spec §3.4 and §6).
+//! `baseline` (reference: `BaselineTest` and `RepeatDetector`, docs/checks.md §3.4 and §6).
 //!
 //! What it checks: basic output quality on the raw page: not blank, not ending in a long run of
 //! a repeated 1..5-gram, and free of CJK ideographs, kana and some emoji blocks. With

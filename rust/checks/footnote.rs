@@ -1,4 +1,4 @@
-//! `footnote` (reference: `FootnoteTest`, spec §3.7).
+//! `footnote` (reference: `FootnoteTest`, docs/checks.md §3.7).
 //!
 //! What it checks: that a footnote marker occurs in the raw page as a markdown reference
 //! `[^m]` (not a definition `[^m]:`), as `<sup…>m</sup>` (case-insensitive), or, for all-digit

@@ -1,4 +1,4 @@
-//! `format` (reference: `FormatTest`, spec §3.6).
+//! `format` (reference: `FormatTest`, docs/checks.md §3.6).
 //!
 //! What it checks: that the test's text appears with the given formatting (heading, bold,
 //! italic). Formatted fragments are collected from the raw page with the reference's regular

@@ -1,4 +1,4 @@
-//! `math` (MathTest, spec §3.5 and §5).
+//! `math` (MathTest, docs/checks.md §3.5 and §5).
 //!
 //! What it checks: that the page holds an equation that renders like the test's `math`.
 //!
@@ -7,7 +7,7 @@
 //! it so that the reference's normalized MathML is a substring of its normalized MathML; or the
 //! reference's glyphs appear in its glyph layout with consistent up/down/left/right neighbours.
 //! A reference that KaTeX cannot render, or that renders no visible glyph, passes on any page
-//! with at least one delimited equation (spec §5.6).
+//! with at least one delimited equation (docs/checks.md §5.6).
 //!
 //! How: KaTeX itself (the `katex.min.js` 0.16.21 that the reference runs, from the `olmocr` PyPI
 //! package) runs in QuickJS-NG, so MathML, render errors and the leaf spans' texts are exactly

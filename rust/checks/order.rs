@@ -1,4 +1,4 @@
-//! `order` (reference: `TextOrderTest`, spec §3.2).
+//! `order` (reference: `TextOrderTest`, docs/checks.md §3.2).
 //!
 //! What it checks: that `before` occurs before `after` in the normalized page, each found with
 //! fuzzysearch's `find_near_matches` (Levenshtein distance ≤ max_diffs).

@@ -1,4 +1,4 @@
-//! `present` / `absent` (reference: `TextPresenceTest`, spec §3.1).
+//! `present` / `absent` (reference: `TextPresenceTest`, docs/checks.md §3.1).
 //!
 //! What it checks: whether the test's text (normalized at load time) occurs, fuzzily, in the
 //! normalized page, optionally case-insensitively and within the first/last N code points.

@@ -1,4 +1,4 @@
-//! `table` (reference: `TableTest`, spec §3.3; table parsing in `crate::table`, spec §4).
+//! `table` (reference: `TableTest`, docs/checks.md §3.3; table parsing in `crate::table`, §4).
 //!
 //! What it checks: that some table in the page (markdown tables unless `ignore_markdown_tables`,
 //! then HTML tables, both parsed from the raw text) has a cell fuzzily equal to `cell` whose
@@ -11,7 +11,7 @@
 //! several score equally (the first in Python's set order, which `crate::table` reproduces).
 //! Differences from upstream: where the reference raises, we return an error verdict saying the
 //! table is malformed or unparseable: a colspan that cancels a rowspan reaching past the last
-//! row (`IndexError`, spec §4.4), a `<![` section html.parser rejects, a decimal character
+//! row (`IndexError`, docs/checks.md §4.4), a `<![` section html.parser rejects, a decimal character
 //! reference of more than 4,300 digits (`ValueError`), and `"cell": null` (`TypeError`). Pages
 //! whose tables exceed the work limits of `crate::table` (millions of grid slots) also get an
 //! error verdict, where the reference would run for minutes or exhaust memory; so do checks

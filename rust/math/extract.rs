@@ -1,4 +1,4 @@
-//! Equation extraction from a page, exactly as the reference's `MathTest.run` (spec §5.1).
+//! Equation extraction from a page, exactly as the reference's `MathTest.run` (docs/checks.md §5.1).
 //!
 //! Four patterns in order — `\( … \)`, `\[ … \]`, `$$ … $$`, `$ … $` (the dollar ones skipped
 //! with `ignore_dollar_delimited`) — each lazy, DOTALL, with a body of at least one character.

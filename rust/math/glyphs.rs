@@ -1,4 +1,4 @@
-//! The reference's second comparison (spec §5.4): glyph boxes with consistent neighbours,
+//! The reference's second comparison (docs/checks.md §5.4): glyph boxes with consistent neighbours,
 //! ported from `compare_rendered_equations` line by line (same float operations, same
 //! nearest-neighbour tie rule, same backtracking order).
 //!

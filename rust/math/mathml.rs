@@ -1,4 +1,4 @@
-//! The reference's MathML comparison string (spec §5.3), from KaTeX's own MathML markup.
+//! The reference's MathML comparison string (docs/checks.md §5.3), from KaTeX's own MathML markup.
 //!
 //! The reference takes Chromium's `outerHTML` of the `<math>` element, parses it with
 //! BeautifulSoup's XML parser (lxml, recover mode), serializes each child of `<semantics>` except

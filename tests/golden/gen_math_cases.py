@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden cases for the olmOCR-bench `math` test type (spec §3.5, §5, §10 cases 15-18).
+"""Golden cases for the olmOCR-bench `math` test type (docs/checks.md §3.5, §5, §10 cases 15-18).
 
 The cases are written here by hand (deterministically: every random choice comes from
 random.Random(SEED)); their expected verdicts come from running the reference implementation
@@ -14,7 +14,7 @@ Sub-commands
   build [--out tests/golden/math_cases.jsonl] [--sample N] [--workers W]
       generate, run `judge` twice (two fresh caches, under the reference's Python), merge,
       mark cases whose result differs between the runs as nondeterministic, check the
-      expectations written here (spec §10 cases 15-18, §5.1, §5.6) and write the golden file.
+      expectations written here (docs/checks.md §10 cases 15-18, §5.1, §5.6) and write the golden file.
 
   judge TREE IN OUT [--workers W]   (internal; run under the reference's Python)
       Point HOME at a new empty directory (so the reference's SQLite cache starts cold), load
@@ -523,7 +523,7 @@ def gen_families(C, rng):
 
 
 def gen_delims(C, rng):
-    """§5.1 extraction: delimiter order, quirks, currency dollars."""
+    """docs/checks.md §5.1 extraction: delimiter order, quirks, currency dollars."""
     S = "10.18"
     C.add("delim", "c", "$$a$$ and $b$ and \\(c\\) and \\[d\\]", spec=S, expect=True)
     for m in ["a", "b", "d", "e"]:
@@ -653,7 +653,7 @@ GLYPHLESS = [
 
 
 def gen_render_errors(C, rng):
-    """§5.6: unrenderable / glyph-less references and hypotheses."""
+    """docs/checks.md §5.6: unrenderable / glyph-less references and hypotheses."""
     C.add("reffail", r"\frac{a}{", "$x$", spec="10.15", expect=True)
     C.add("reffail", r"\frac{a}{", "$$ $$", spec="10.15", expect=True)
     C.add("reffail", r"\frac{a}{", "no math here", spec="10.15", expect=False)
@@ -705,7 +705,7 @@ def gen_render_errors(C, rng):
 
 
 def gen_layout(C, rng):
-    """Spec §5.6 layout-sensitive outcomes, single glyph and neighbour-free references."""
+    """docs/checks.md §5.6 layout-sensitive outcomes, single glyph and neighbour-free references."""
     pairs = [
         ("x^2", "$x_2$"),
         ("ab", "$ba$"),

@@ -24,6 +24,12 @@
 //!
 //! # How (own implementation, written from the definition above)
 //!
+//! Why by hand: the `rapidfuzz` crate (RapidFuzz's Rust port) has `ratio` but no `partial_ratio`,
+//! and its LCS is slower on our workloads: `cargo bench --bench kernels` (results checked
+//! equal) has ours 1.3–1.4× faster on 3–8 k-character page pairs, and `partial_ratio` 14–57×
+//! faster than the crate's cached comparator over every window (needles of 20–1,000 characters
+//! in 8 k-character pages).
+//!
 //! * **LCS kernel**: the bit-parallel algorithm of Allison–Dix / Hyyrö (Crochemore et al.),
 //!   one machine word per 64 needle characters: per text character `c`, `U = V & PM[c]`,
 //!   `V = (V + U) | (V - U)`.

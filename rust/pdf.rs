@@ -233,7 +233,7 @@ impl<'a> Doc<'a> {
                     0 => Entry::Free,
                     1 => Entry::At(field(1, 0)),
                     2 => Entry::InStream(u32::try_from(field(1, 0)).ok()?, field(2, 0)),
-                    _ => continue, // reserved types: treated as null references, as the spec says
+                    _ => continue, // reserved types: treated as null references, as the PDF specification says
                 };
                 self.xref.entry(num).or_insert(entry);
             }

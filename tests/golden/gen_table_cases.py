@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden cases for olmOCR-bench `table` tests (TableTest, spec sections 3.3 and 4).
+"""Golden cases for olmOCR-bench `table` tests (TableTest, docs/checks.md §3.3 and §4).
 
 The cases are written here, deterministically (every random choice comes from
 random.Random(SEED)); their verdicts come from the reference implementation
@@ -13,7 +13,7 @@ Run it with the reference's Python, which has beautifulsoup4 4.15 (dev machines 
 `generate` imports the reference's `table_parsing` only to look at the tables a page really
 parses into, so that the cell and relation strings it asks for are often right (passes), nearly
 right (max_diffs boundaries), tied between several neighbours (set-order explanations) or wrong.
-`build` = generate + reference verdicts + the expectations written below (spec section 10) +
+`build` = generate + reference verdicts + the expectations written below (docs/checks.md §10) +
 a summary on stderr.
 """
 

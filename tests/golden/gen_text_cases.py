@@ -14,7 +14,7 @@ Sub-commands
   build --out tests/golden/text_cases.jsonl
       generate + run the reference with PYTHONHASHSEED=0 on every case, re-run the order
       cases with PYTHONHASHSEED=1..5, do an exhaustive tie analysis of the order cases,
-      merge, check the expectations written here (spec section 10 and a few more) and write
+      merge, check the expectations written here (docs/checks.md §10 and a few more) and write
       the golden file plus a summary (stderr).  Options: --ref-tree, --ref-python, --tool.
 
   tie-analysis TREE IN OUT   (internal; run under the reference's Python)
@@ -703,7 +703,7 @@ def both(C, text, content, **kw):
 
 
 def present_absent_cases(C, rng):
-    # --- spec section 10 ---
+    # --- docs/checks.md §10 ---
     pa(C, "present", "Hello world", "world", spec="10.1", expect=True)
     pa(C, "absent", "Hello world", "world", spec="10.1", expect=False)
     pa(C, "present", "abcdefghijkl", "xx abcdefghijXl yy", max_diffs=1, spec="10.2", expect=False)

@@ -48,9 +48,27 @@ def bomb(levels: int, body_len: int) -> str:
     return eq + "\\" + names[-1]
 
 
+def indels(text: str, share: float, seed: int = 0) -> str:
+    """`text` with `share` of its length in random substitutions, insertions and deletions."""
+    rng = random.Random(seed)
+    chars = list(text)
+    for _ in range(int(len(text) * share)):
+        i = rng.randrange(len(chars))
+        op = rng.randrange(3)
+        if op == 0:
+            chars[i] = "#"
+        elif op == 1:
+            del chars[i]
+        else:
+            chars.insert(i, "#")
+    return "".join(chars)
+
+
 def cases(size: int) -> list[tuple[str, dict, str]]:
     near = periodic(1000) + "c"
     long_words = words(size)
+    mid = len(long_words) // 2
+    copy = indels(long_words[mid : mid + 5000], 0.125)
     row = "| A | B |\n"
     table_rows = "| A | H |\n|---|---|\n" + row * (size // len(row))
     n_cols = int((size / 4) ** 0.5)
@@ -64,6 +82,8 @@ def cases(size: int) -> list[tuple[str, dict, str]]:
     return [
         ("present: periodic page, near-miss needle", {"type": "present", "text": near}, periodic(size)),
         ("present: words, 1,000-char needle", {"type": "present", "text": words(1000, 1)}, long_words),
+        ("present: words, 5,000-char needle", {"type": "present", "text": words(5000, 1)}, long_words),
+        ("present: 5,000-char copy with 12% indels", {"type": "present", "text": copy, "max_diffs": 300}, long_words),
         ("absent: periodic page, near-miss needle", {"type": "absent", "text": near}, periodic(size)),
         ("format: bold, periodic page", {"type": "format", "text": near, "format": "bold"}, "**" + periodic(size) + "**"),
         ("order: periodic before/after", {"type": "order", "before": periodic(500), "after": periodic(500, "ba")}, periodic(size)),

@@ -17,8 +17,10 @@
 //! 4. Near copies: the Landau–Vishkin diagonal algorithm with a cap on the distance,
 //!    O(d² + slides).
 //! 5. Past the cap: Hyyrö's banded bit vectors over Ukkonen's band, starting just above a
-//!    character-count lower bound and widening by half, O(n·k/64) each; attempts stop while a
-//!    band is still under a third of the full column, so failures never cost more than step 6.
+//!    character-count lower bound, O(n·k/64) each; a failed band leaves an upper bound on the
+//!    distance (often the distance itself), and the next band takes that width, at most
+//!    doubling; attempts stop while a band is still under a third of the full column, so
+//!    failures never cost more than step 6.
 //! 6. The band of width |b| (`widest_band`): every path of cost ≤ |b|, i.e. the exact distance,
 //!    without the matrix's two far corners that Ukkonen's bound excludes; one branch-free
 //!    column kernel over interleaved (VP, VN) words, O(n·m/64).
@@ -92,16 +94,17 @@ pub fn levenshtein(a: &[char], b: &[char]) -> usize {
     }
     let masks = Masks::new(a);
     // Start the band a little above the lower bound (each edit changes the character counts by
-    // at most 2), and widen it by half until the distance fits. A band of k + 1 rows costs about
-    // k/64 + 2 words a column against the full column's `words`; the attempts are given up while
-    // the band is still under a third of the column, so failed ones never cost more than the full
+    // at most 2), and widen it until the distance fits: to the upper bound a failed band leaves
+    // (often the distance itself), at most doubling. A band of k + 1 rows costs about k/64 + 2
+    // words a column against the full column's `words`; the attempts are given up while the band
+    // is still under a third of the column, so failed ones never cost more than the full
     // computation that follows them.
     let mut k = lv_cap.max(low * 5 / 4 + 32);
     while 3 * (k / 64 + 2) <= masks.words {
-        if let Some(d) = banded(a, b, &masks, k) {
-            return d;
+        match banded(a, b, &masks, k) {
+            Ok(d) => return d,
+            Err(upper) => k = upper.min(2 * k),
         }
-        k += k / 2;
     }
     widest_band(a, b, &masks)
 }
@@ -194,10 +197,14 @@ fn full_column(v: &mut [(u64, u64)], pm: &[u64], out_bit: u64) -> (bool, bool) {
 /// +1 from above: both are over-estimates of the DP values there, and those cells hold values
 /// above k anyway, so every cell whose distance is at most k comes out exact (its optimal path
 /// stays in the band) and none comes out at most k wrongly. Requires |a| ≤ |b|.
-fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Option<usize> {
+///
+/// `Err(upper)` when the distance exceeds k: every value computed is at least the true one
+/// (the DP is monotone in its inputs, and both kinds of border value over-estimate), so the
+/// last row's value is an upper bound on the distance, and a band of that width will hold it.
+fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Result<usize, usize> {
     let (m, n) = (a.len(), b.len());
     if n - m > k {
-        return None;
+        return Err(n);
     }
     let (up, down) = ((k + (n - m)) / 2, (k - (n - m)) / 2);
     let words = masks.words;
@@ -219,7 +226,12 @@ fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Option<usize> {
         let (hp, hn) = full_column(&mut v[first..=last], &masks.row(c)[first..=last], out_bit);
         score = score + usize::from(hp) - usize::from(hn);
     }
-    (last == words - 1 && score <= k).then_some(score)
+    debug_assert_eq!(last, words - 1, "n - m <= k: the band reaches the last row");
+    if score <= k {
+        Ok(score)
+    } else {
+        Err(score)
+    }
 }
 
 /// Landau–Vishkin: for d = 0, 1, …, the furthest row of `a` reachable with d edits on each
@@ -351,8 +363,18 @@ mod tests {
                 let masks = Masks::new(short);
                 assert_eq!(bit_parallel(short, long, &masks), want, "bit-parallel, round {round}");
                 for k in [1, 3, 10, 63, 64, 65, 130, 500] {
-                    let got = banded(short, long, &masks, k);
-                    assert_eq!(got, (want <= k).then_some(want), "banded k {k}, round {round}: {short:?} vs {long:?}");
+                    match banded(short, long, &masks, k) {
+                        Ok(d) => assert!(want <= k && d == want, "banded k {k}, round {round}: {short:?} vs {long:?}"),
+                        // a failed band's bound holds the distance, and a band that wide finds it
+                        Err(upper) => {
+                            assert!(want > k && upper >= want, "banded k {k}, round {round}: {short:?} vs {long:?}");
+                            assert_eq!(
+                                banded(short, long, &masks, upper),
+                                Ok(want),
+                                "band of the bound, round {round}"
+                            );
+                        }
+                    }
                 }
                 assert!(lower_bound(short, long) <= want, "lower bound, round {round}");
                 for cap in [0, 1, 5, 40] {

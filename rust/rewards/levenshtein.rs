@@ -69,6 +69,15 @@ impl Masks {
 
 /// The distance between `a` and `b`.
 pub fn levenshtein(a: &[char], b: &[char]) -> usize {
+    levenshtein_within(a, b, 0, usize::MAX)
+}
+
+/// The distance between `a` and `b`, given bounds a caller knows (`lower` ≤ distance ≤ `upper`,
+/// e.g. from the triangle inequality over distances already computed; `lower` 0: none known,
+/// the character-count bound is computed here, so a caller's nonzero one should include it):
+/// equal bounds are the answer, and the upper one caps the band, so no band wider than it is
+/// ever tried. Bounds that do not hold give wrong distances, so callers pass only proven ones.
+pub fn levenshtein_within(a: &[char], b: &[char], lower: usize, upper: usize) -> usize {
     let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let (a, b) = (&a[p..], &b[p..]);
     let s = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
@@ -80,37 +89,48 @@ pub fn levenshtein(a: &[char], b: &[char]) -> usize {
     if a.len() <= 64 {
         return bit_parallel(a, b, &Masks::new(a));
     }
+    let upper = upper.min(b.len());
+    let low = if lower > 0 { lower } else { lower_bound(a, b) };
+    if low >= upper {
+        debug_assert_eq!(low, upper, "bounds that contradict each other");
+        return upper;
+    }
     // Landau–Vishkin costs O(d²), a band of bit vectors O(n·d/64): the first wins up to about
     // n/24 here. A lower bound above that skips it.
     let lv_cap = (b.len() / 24).clamp(64, 1024);
-    let low = lower_bound(a, b);
-    if dissimilar(a, b) {
-        return widest_band(a, b, &Masks::new(a));
+    // (A caller's bound within Landau–Vishkin's reach settles the choice without the sample.)
+    if upper > lv_cap && dissimilar(a, b) {
+        return banded(a, b, &Masks::new(a), upper).expect("the distance is at most the upper bound");
     }
     if low <= lv_cap {
-        if let Some(d) = landau_vishkin(a, b, lv_cap) {
+        if let Some(d) = landau_vishkin(a, b, lv_cap.min(upper)) {
             return d;
         }
     }
     let masks = Masks::new(a);
     // Start the band a little above the lower bound (each edit changes the character counts by
     // at most 2), and widen it until the distance fits: to the upper bound a failed band leaves
-    // (often the distance itself), at most doubling. A band of k + 1 rows costs about k/64 + 2
-    // words a column against the full column's `words`; the attempts are given up while the band
-    // is still under a third of the column, so failed ones never cost more than the full
-    // computation that follows them.
+    // (often the distance itself), at most doubling, never past the caller's bound (a band that
+    // wide always holds the distance, so it is taken at once when the first guess is near it).
+    // A band of k + 1 rows costs about k/64 + 2 words a column against the full column's
+    // `words`; guesses are given up while the band is still under a third of the column, so
+    // failed ones never cost more than the full computation that follows them.
     let mut k = lv_cap.max(low * 5 / 4 + 32);
-    while 3 * (k / 64 + 2) <= masks.words {
+    if 2 * k >= upper {
+        k = upper;
+    }
+    while k < upper && 3 * (k / 64 + 2) <= masks.words {
         match banded(a, b, &masks, k) {
             Ok(d) => return d,
-            Err(upper) => k = upper.min(2 * k),
+            Err(bound) => k = bound.min(2 * k).min(upper),
         }
     }
-    widest_band(a, b, &masks)
+    banded(a, b, &masks, upper).expect("the distance is at most the upper bound")
 }
 
 /// The distance through the band of every path of cost at most |b| (no distance is larger): a
 /// quarter of the matrix, in its two far corners, is never computed. Requires |a| ≤ |b|.
+#[cfg(test)]
 fn widest_band(a: &[char], b: &[char], masks: &Masks) -> usize {
     banded(a, b, masks, b.len()).expect("the distance is at most the longer length")
 }
@@ -129,7 +149,11 @@ fn dissimilar(a: &[char], b: &[char]) -> bool {
     far(&a[..SAMPLE], &b[..SAMPLE]) && far(&a[a.len() - SAMPLE..], &b[b.len() - SAMPLE..])
 }
 
-/// max(|b| − |a|, ⌈Σ_c |count_a(c) − count_b(c)| / 2⌉) ≤ the distance.
+/// The characters `b` has in excess of `a`, counted with multiplicity, ≤ the distance, and so
+/// are those `a` has in excess of `b`: each edit (an insertion, a deletion, a substitution)
+/// changes one count up and at most one down, so it removes at most one excess of each kind.
+/// The larger of the two is (Σ_c |count_a(c) − count_b(c)| + ||b| − |a||) / 2, at least both the
+/// length difference and half the count difference.
 fn lower_bound(a: &[char], b: &[char]) -> usize {
     let mut counts: HashMap<char, isize> = HashMap::new();
     let mut ascii = [0isize; 128];
@@ -143,7 +167,54 @@ fn lower_bound(a: &[char], b: &[char]) -> usize {
         }
     }
     let diff: usize = ascii.iter().chain(counts.values()).map(|d| d.unsigned_abs()).sum();
-    diff.div_ceil(2).max(b.len() - a.len())
+    (diff + (b.len() - a.len())) / 2
+}
+
+/// The characters of a text with their counts, sorted: for `counts_bound` between many pairs.
+pub fn char_counts(text: &[char]) -> Vec<(char, usize)> {
+    let mut ascii = [0usize; 128];
+    let mut other: Vec<char> = Vec::new();
+    for &c in text {
+        if (c as u32) < 128 {
+            ascii[c as usize] += 1;
+        } else {
+            other.push(c);
+        }
+    }
+    other.sort_unstable();
+    let mut out: Vec<(char, usize)> =
+        (0u8..128).filter(|&c| ascii[c as usize] > 0).map(|c| (c as char, ascii[c as usize])).collect();
+    for c in other {
+        match out.last_mut() {
+            Some((last, n)) if *last == c => *n += 1,
+            _ => out.push((c, 1)),
+        }
+    }
+    out
+}
+
+/// `lower_bound` of two texts from their `char_counts`.
+pub fn counts_bound(x: &[(char, usize)], y: &[(char, usize)]) -> usize {
+    let (mut i, mut j, mut diff) = (0, 0, 0usize);
+    let (mut len_x, mut len_y) = (0usize, 0usize);
+    while i < x.len() || j < y.len() {
+        if j == y.len() || (i < x.len() && x[i].0 < y[j].0) {
+            diff += x[i].1;
+            len_x += x[i].1;
+            i += 1;
+        } else if i == x.len() || y[j].0 < x[i].0 {
+            diff += y[j].1;
+            len_y += y[j].1;
+            j += 1;
+        } else {
+            diff += x[i].1.abs_diff(y[j].1);
+            len_x += x[i].1;
+            len_y += y[j].1;
+            i += 1;
+            j += 1;
+        }
+    }
+    (diff + len_x.abs_diff(len_y)) / 2
 }
 
 /// Hyyrö (2003): column by column over `b`, the vertical deltas of the DP column of pattern `a`
@@ -259,7 +330,11 @@ fn landau_vishkin(a: &[char], b: &[char], cap: usize) -> Option<usize> {
         return Some(0);
     }
     for d in 1..=cap as isize {
-        let (lo, hi) = (-d.min(m), d.min(n));
+        // A path of cost ≤ cap is, after d edits, within cap − d diagonals of the target: the
+        // others cannot lead to an answer (their furthest rows stay valid reachable points for
+        // the diagonals next to them).
+        let slack = cap as isize - d;
+        let (lo, hi) = ((-d.min(m)).max(target - slack), d.min(n).min(target + slack));
         for k in lo..=hi {
             let at = (k + off) as usize;
             let mut i = prev[at].saturating_add(1); // substitution
@@ -317,6 +392,10 @@ mod tests {
         assert_eq!(levenshtein(&s("flaw"), &s("lawn")), 2);
         assert_eq!(levenshtein(&s("héllo wörld"), &s("hello world")), 2);
         assert_eq!(levenshtein(&s("😀a"), &s("a😀")), 2);
+        // The count bound is exact when every edit is forced by the counts: 4 substitutions and
+        // 2 insertions (the length difference alone says 2, half the count difference 5).
+        assert_eq!(lower_bound(&s("aaaa"), &s("bbbbbb")), 6);
+        assert_eq!(counts_bound(&char_counts(&s("xaaaa")), &char_counts(&s("bbbbbbx"))), 6);
     }
 
     /// Every path (one word, Landau–Vishkin, several words, the fallback) against the DP.
@@ -358,6 +437,10 @@ mod tests {
             let want = dp(&a, &b);
             assert_eq!(levenshtein(&a, &b), want, "round {round}: {a:?} vs {b:?}");
             assert_eq!(levenshtein(&b, &a), want);
+            // Any true bounds, tight or loose, give the same distance.
+            for (lo, up) in [(0, want), (want, want), (want / 2, want + 3), (0, 2 * want + 1), (want, usize::MAX)] {
+                assert_eq!(levenshtein_within(&a, &b, lo, up), want, "bounds {lo}..={up}, round {round}");
+            }
             let (short, long) = if a.len() <= b.len() { (&a, &b) } else { (&b, &a) };
             if !short.is_empty() {
                 let masks = Masks::new(short);
@@ -377,6 +460,11 @@ mod tests {
                     }
                 }
                 assert!(lower_bound(short, long) <= want, "lower bound, round {round}");
+                assert_eq!(
+                    counts_bound(&char_counts(&a), &char_counts(&b)),
+                    lower_bound(short, long),
+                    "counts bound, round {round}"
+                );
                 for cap in [0, 1, 5, 40] {
                     let lv = landau_vishkin(short, long, cap);
                     assert_eq!(lv, (want <= cap).then_some(want), "LV cap {cap}, round {round}");

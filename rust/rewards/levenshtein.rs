@@ -44,15 +44,19 @@ struct Masks {
 impl Masks {
     fn new(pattern: &[char]) -> Masks {
         let words = pattern.len().div_ceil(64).max(1);
-        let mut m = Masks { words, ascii: [0; 128], other: HashMap::new(), rows: vec![0; words] };
-        for (i, &c) in pattern.iter().enumerate() {
-            let next = (m.rows.len() / words) as u32;
+        let mut m = Masks { words, ascii: [0; 128], other: HashMap::new(), rows: Vec::new() };
+        // Rows numbered first, so the table is allocated once.
+        let mut next = 1u32;
+        for &c in pattern {
             let slot = if (c as u32) < 128 { &mut m.ascii[c as usize] } else { m.other.entry(c).or_insert(0) };
             if *slot == 0 {
                 *slot = next;
-                m.rows.resize(m.rows.len() + words, 0);
+                next += 1;
             }
-            let row = *slot as usize;
+        }
+        m.rows = vec![0; next as usize * words];
+        for (i, &c) in pattern.iter().enumerate() {
+            let row = if (c as u32) < 128 { m.ascii[c as usize] } else { m.other[&c] } as usize;
             m.rows[row * words + i / 64] |= 1u64 << (i % 64);
         }
         m
@@ -98,8 +102,9 @@ pub fn levenshtein_within(a: &[char], b: &[char], lower: usize, upper: usize) ->
     // Landau–Vishkin costs O(d²), a band of bit vectors O(n·d/64): the first wins up to about
     // n/24 here. A lower bound above that skips it.
     let lv_cap = (b.len() / 24).clamp(64, 1024);
-    // (A caller's bound within Landau–Vishkin's reach settles the choice without the sample.)
-    if upper > lv_cap && dissimilar(a, b) {
+    // (A caller's bound within Landau–Vishkin's reach, or under half the longer length, makes
+    // the sample pointless: the bands tried are capped by it.)
+    if upper > lv_cap && 2 * upper > b.len() && dissimilar(a, b) {
         return banded(a, b, &Masks::new(a), upper).expect("the distance is at most the upper bound");
     }
     if low <= lv_cap {
@@ -281,20 +286,42 @@ fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Result<usize, usiz
     let words = masks.words;
     let bottom = |w: usize| (64 * (w + 1)).min(m); // the block's last row (rows count from 1)
     let last_bit = 1u64 << ((m - 1) % 64);
+    let out_bit = |last: usize| if last + 1 == words { last_bit } else { 1 << 63 };
+    // The words of column j's band (rows j − up ..= j + down, clipped to 1..=m).
+    let band = |j: usize| ((j.saturating_sub(up).max(1) - 1) / 64, ((m.min(j + down)).max(1) - 1) / 64);
     let mut v = vec![(!0u64, 0u64); words];
     let (mut first, mut last) = (0usize, (m.min(down).max(1) - 1) / 64);
     let mut score = bottom(last); // D[bottom row of word `last`][j]; column 0: D[i][0] = i
-    for (jj, &c) in b.iter().enumerate() {
-        let j = jj + 1;
-        let new_last = ((m.min(j + down)).max(1) - 1) / 64;
-        while last < new_last {
-            last += 1;
-            v[last] = (!0, 0);
-            score += bottom(last) - 64 * last;
+                                  // A word entering the band at its bottom: its rows +1 each below the row above.
+    let enter = |v: &mut [(u64, u64)], last: &mut usize, to: usize, score: &mut usize| {
+        while *last < to {
+            *last += 1;
+            v[*last] = (!0, 0);
+            *score += bottom(*last) - 64 * *last;
         }
-        first = first.max((j.saturating_sub(up).max(1) - 1) / 64);
-        let out_bit = if last + 1 == words { last_bit } else { 1 << 63 };
-        let (hp, hn) = full_column(&mut v[first..=last], &masks.row(c)[first..=last], out_bit);
+    };
+    // Columns two at a time (`two_columns`), the last one alone when n is odd.
+    let mut j = 1;
+    while j < n {
+        let (f1, l1) = band(j);
+        let (f2, l2) = band(j + 1);
+        let f1 = first.max(f1);
+        let f2 = f1.max(f2);
+        enter(&mut v, &mut last, l1, &mut score);
+        enter(&mut v, &mut last, l2, &mut score);
+        let ((hp1, hn1), (hp2, hn2)) = two_columns(&mut v, masks.row(b[j - 1]), masks.row(b[j]), (f1, l1), (f2, l2));
+        let (o1, o2) = (out_bit(l1), out_bit(l2));
+        score = score + usize::from(hp1 & o1 != 0) + usize::from(hp2 & o2 != 0)
+            - usize::from(hn1 & o1 != 0)
+            - usize::from(hn2 & o2 != 0);
+        first = f2;
+        j += 2;
+    }
+    if j == n {
+        let (f, l) = band(j);
+        enter(&mut v, &mut last, l, &mut score);
+        first = first.max(f);
+        let (hp, hn) = full_column(&mut v[first..=last], &masks.row(b[j - 1])[first..=last], out_bit(last));
         score = score + usize::from(hp) - usize::from(hn);
     }
     debug_assert_eq!(last, words - 1, "n - m <= k: the band reaches the last row");
@@ -303,6 +330,50 @@ fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Result<usize, usiz
     } else {
         Err(score)
     }
+}
+
+/// One word of one column (`full_column`'s step): the word's new (VP, VN) from its old one, the
+/// character's mask and the horizontal deltas carried in from the word above (updated to those
+/// carried out); returns the word's horizontal deltas (HP, HN) before the shift.
+#[inline(always)]
+fn word(v: &mut (u64, u64), pm: u64, carry: &mut (u64, u64)) -> (u64, u64) {
+    let (v_p, v_n) = *v;
+    let x = pm | carry.1;
+    let d0 = (((x & v_p).wrapping_add(v_p)) ^ v_p) | x | v_n;
+    let hp = v_n | !(d0 | v_p);
+    let hn = d0 & v_p;
+    let (hp_s, hn_s) = ((hp << 1) | carry.0, (hn << 1) | carry.1);
+    *carry = (hp >> 63, hn >> 63);
+    *v = (hn_s | !(d0 | hp_s), hp_s & d0);
+    (hp, hn)
+}
+
+/// Two consecutive columns over their bands' words ([f1, l1] and [f2, l2], f1 ≤ f2, l1 ≤ l2),
+/// skewed by one word: word w of the first column and word w − 1 of the second are computed
+/// together. Each depends only on what the other's previous step wrote, so the processor
+/// overlaps their dependency chains (a word's carry chain is the kernel's latency bound).
+/// Returns the (HP, HN) of each column's last word. The same values as two `full_column`s.
+#[inline(always)]
+fn two_columns(
+    v: &mut [(u64, u64)],
+    pa: &[u64],
+    pb: &[u64],
+    (f1, l1): (usize, usize),
+    (f2, l2): (usize, usize),
+) -> ((u64, u64), (u64, u64)) {
+    let (mut ca, mut cb) = ((1u64, 0u64), (1u64, 0u64));
+    let (mut oa, mut ob) = ((0, 0), (0, 0));
+    for w in f1..=f2.min(l1) {
+        oa = word(&mut v[w], pa[w], &mut ca);
+    }
+    for w in f2 + 1..=l1 {
+        oa = word(&mut v[w], pa[w], &mut ca);
+        ob = word(&mut v[w - 1], pb[w - 1], &mut cb);
+    }
+    for w in f2.max(l1)..=l2 {
+        ob = word(&mut v[w], pb[w], &mut cb);
+    }
+    (oa, ob)
 }
 
 /// Landau–Vishkin: for d = 0, 1, …, the furthest row of `a` reachable with d edits on each

@@ -128,7 +128,7 @@ impl<'a> Group<'a> {
         if n <= 1 {
             return vec![1.0; n];
         }
-        let batch = 2 * rayon::current_num_threads().max(1);
+        let batch = rayon::current_num_threads().max(1);
         // The medoid: candidates in the order of their bounded row sums; the first one's row in
         // full, then each other's distances until its bound exceeds the best row sum or its row
         // is known, those first whose bounds are widest for what they cost (a band of bit

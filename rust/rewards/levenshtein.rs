@@ -31,20 +31,42 @@
 //! with RapidFuzz on random and golden inputs.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Characters past ASCII in hash maps looked up once a column: one multiplication instead of
+/// the standard library's DoS-resistant hash (the keys are the texts' own characters).
+#[derive(Default)]
+struct CharHasher(u64);
+
+impl Hasher for CharHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.0 = u64::from(x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn finish(&self) -> u64 {
+        self.0.rotate_left(32)
+    }
+}
+
+type CharMap<V> = HashMap<char, V, BuildHasherDefault<CharHasher>>;
 
 /// The bit masks of a pattern: for each character, a bit per position where it occurs
 /// (`words` 64-bit words per character; row 0 is the all-zero row of absent characters).
 struct Masks {
     words: usize,
     ascii: [u32; 128],
-    other: HashMap<char, u32>,
+    other: CharMap<u32>,
     rows: Vec<u64>,
 }
 
 impl Masks {
     fn new(pattern: &[char]) -> Masks {
         let words = pattern.len().div_ceil(64).max(1);
-        let mut m = Masks { words, ascii: [0; 128], other: HashMap::new(), rows: Vec::new() };
+        let mut m = Masks { words, ascii: [0; 128], other: CharMap::default(), rows: Vec::new() };
         // Rows numbered first, so the table is allocated once.
         let mut next = 1u32;
         for &c in pattern {
@@ -112,6 +134,16 @@ pub fn levenshtein_within(a: &[char], b: &[char], lower: usize, upper: usize) ->
             return d;
         }
     }
+    // The band prunes the rows below the path once the path has covered the length difference
+    // (`prune`): after a dropped or repeated block, not before it. Reversed texts (same
+    // distance) put a block in the second half first.
+    let reversed: Vec<Vec<char>>;
+    let (a, b) = if block_late(a, b) {
+        reversed = vec![a.iter().rev().copied().collect(), b.iter().rev().copied().collect()];
+        (reversed[0].as_slice(), reversed[1].as_slice())
+    } else {
+        (a, b)
+    };
     let masks = Masks::new(a);
     // Start the band a little above the lower bound (each edit changes the character counts by
     // at most 2), and widen it until the distance fits: to the upper bound a failed band leaves
@@ -131,6 +163,31 @@ pub fn levenshtein_within(a: &[char], b: &[char], lower: usize, upper: usize) ->
         }
     }
     banded(a, b, &masks, upper).expect("the distance is at most the upper bound")
+}
+
+/// Whether the path between near copies of different lengths takes most of the length
+/// difference late: a piece from the middle of `a` found in `b` on its own diagonal (near 0)
+/// rather than shifted by the difference. Only a choice of direction, never of the result.
+fn block_late(a: &[char], b: &[char]) -> bool {
+    const PIECE: usize = 24;
+    let (m, n) = (a.len(), b.len());
+    let delta = n - m;
+    if delta < 128 || m < 4 * PIECE {
+        return false;
+    }
+    // Three pieces around the middle, in case one holds an edit.
+    for at in [m / 2, m / 2 - PIECE, m / 2 + PIECE] {
+        let piece = &a[at..at + PIECE];
+        let (from, to) = (at.saturating_sub(64), (at + delta + 64 + PIECE).min(n));
+        let found: Vec<usize> =
+            (from..=to - PIECE).filter(|&p| b[p] == piece[0] && &b[p..p + PIECE] == piece).collect();
+        if !found.is_empty() {
+            let near_own = found.iter().any(|&p| p.abs_diff(at) <= delta / 4);
+            let near_shifted = found.iter().any(|&p| p.abs_diff(at + delta) <= delta / 4);
+            return near_own && !near_shifted;
+        }
+    }
+    false
 }
 
 /// The distance through the band of every path of cost at most |b| (no distance is larger): a
@@ -160,7 +217,7 @@ fn dissimilar(a: &[char], b: &[char]) -> bool {
 /// The larger of the two is (Σ_c |count_a(c) − count_b(c)| + ||b| − |a||) / 2, at least both the
 /// length difference and half the count difference.
 fn lower_bound(a: &[char], b: &[char]) -> usize {
-    let mut counts: HashMap<char, isize> = HashMap::new();
+    let mut counts: CharMap<isize> = CharMap::default();
     let mut ascii = [0isize; 128];
     for (s, sign) in [(a, 1isize), (b, -1)] {
         for &c in s {
@@ -267,12 +324,14 @@ fn full_column(v: &mut [(u64, u64)], pm: &[u64], out_bit: u64) -> (bool, bool) {
 }
 
 /// The distance if it is at most `k`, else None: `bit_parallel` restricted to the words that
-/// hold Ukkonen's band of column j, the rows a path of cost ≤ k can pass through: with
-/// δ = n − m ≥ 0, rows j − (k + δ)/2 ..= j + (k − δ)/2. A word enters the band at its bottom with
-/// the rows below its upper neighbour counted +1 each, and the word below a dropped one reads
-/// +1 from above: both are over-estimates of the DP values there, and those cells hold values
-/// above k anyway, so every cell whose distance is at most k comes out exact (its optimal path
-/// stays in the band) and none comes out at most k wrongly. Requires |a| ≤ |b|.
+/// hold the band of column j, rows a path of cost ≤ k can pass through. Its top is Ukkonen's:
+/// with δ = n − m ≥ 0, rows from j − (k + δ)/2. Its bottom is a lowest diagonal j − row:
+/// Ukkonen's −(k − δ)/2 to start with, raised as the columns show more rows to be dead (`prune`).
+/// A word enters the band at its bottom with the rows below its upper neighbour counted +1
+/// each, and the word below a dropped one reads +1 from above: both are over-estimates of the
+/// DP values there, and those cells hold values above k anyway, so every cell on a path of cost
+/// at most k comes out exact (the path stays in the band) and none comes out at most k wrongly.
+/// Requires |a| ≤ |b|.
 ///
 /// `Err(upper)` when the distance exceeds k: every value computed is at least the true one
 /// (the DP is monotone in its inputs, and both kinds of border value over-estimate), so the
@@ -282,15 +341,21 @@ fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Result<usize, usiz
     if n - m > k {
         return Err(n);
     }
-    let (up, down) = ((k + (n - m)) / 2, (k - (n - m)) / 2);
+    let delta = n - m;
+    let up = (k + delta) / 2;
     let words = masks.words;
     let bottom = |w: usize| (64 * (w + 1)).min(m); // the block's last row (rows count from 1)
     let last_bit = 1u64 << ((m - 1) % 64);
     let out_bit = |last: usize| if last + 1 == words { last_bit } else { 1 << 63 };
-    // The words of column j's band (rows j − up ..= j + down, clipped to 1..=m).
-    let band = |j: usize| ((j.saturating_sub(up).max(1) - 1) / 64, ((m.min(j + down)).max(1) - 1) / 64);
+    // The lowest diagonal j − i of the band (never above δ, the diagonal of the last cell).
+    let mut lowest = -(((k - delta) / 2) as isize);
+    // The words of column j's band (rows j − up ..= j − lowest, clipped to 1..=m).
+    let band = |j: usize, lowest: isize| {
+        let last_row = (j as isize - lowest).clamp(1, m as isize) as usize;
+        ((j.saturating_sub(up).max(1) - 1) / 64, (last_row - 1) / 64)
+    };
     let mut v = vec![(!0u64, 0u64); words];
-    let (mut first, mut last) = (0usize, (m.min(down).max(1) - 1) / 64);
+    let (mut first, mut last) = (0usize, band(0, lowest).1);
     let mut score = bottom(last); // D[bottom row of word `last`][j]; column 0: D[i][0] = i
                                   // A word entering the band at its bottom: its rows +1 each below the row above.
     let enter = |v: &mut [(u64, u64)], last: &mut usize, to: usize, score: &mut usize| {
@@ -303,8 +368,8 @@ fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Result<usize, usiz
     // Columns two at a time (`two_columns`), the last one alone when n is odd.
     let mut j = 1;
     while j < n {
-        let (f1, l1) = band(j);
-        let (f2, l2) = band(j + 1);
+        let (f1, l1) = band(j, lowest);
+        let (f2, l2) = band(j + 1, lowest);
         let f1 = first.max(f1);
         let f2 = f1.max(f2);
         enter(&mut v, &mut last, l1, &mut score);
@@ -315,10 +380,13 @@ fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Result<usize, usiz
             - usize::from(hn1 & o1 != 0)
             - usize::from(hn2 & o2 != 0);
         first = f2;
+        if j % 8 == 7 && lowest < delta as isize {
+            lowest = prune(&v, (first, &mut last), &mut score, (j + 1, m, delta, k), lowest);
+        }
         j += 2;
     }
     if j == n {
-        let (f, l) = band(j);
+        let (f, l) = band(j, lowest);
         enter(&mut v, &mut last, l, &mut score);
         first = first.max(f);
         let (hp, hn) = full_column(&mut v[first..=last], &masks.row(b[j - 1])[first..=last], out_bit(last));
@@ -330,6 +398,54 @@ fn banded(a: &[char], b: &[char], masks: &Masks, k: usize) -> Result<usize, usiz
     } else {
         Err(score)
     }
+}
+
+/// The band's lowest diagonal after column j, raised past rows no path of cost ≤ k can use.
+///
+/// With g the DP value and h(i, j) = |δ − (j − i)| (the length difference left, a consistent
+/// lower bound on the cost to the end), f = g + h never decreases along a path, and a cell with
+/// f > k is on no path of cost ≤ k. Below diagonal δ (rows i ≥ j − δ), one row down changes g
+/// by −1..=1 and adds 1 to h, so f never decreases down the column there: if f(R, j) > k for
+/// such a row R, every row below R in column j is dead too, and so is every row below R + t in
+/// column j + t (a path reaching one enters column j + t either from a dead cell of column j + t
+/// − 1 or above row R + t, and then pays at least 2 in f for each row it descends below the
+/// diagonal, as much as f can have fallen up the column from R). So the diagonals ≤ j − R are
+/// dead from column j on. The values at the words' last rows come from `score` and the words'
+/// vertical deltas; computed values are exact where f ≤ k, so a computed f > k is a true one.
+/// The words below the new bottom leave the band (`score` moves up with them).
+fn prune(
+    v: &[(u64, u64)],
+    (first, last): (usize, &mut usize),
+    score: &mut usize,
+    (j, m, delta, k): (usize, usize, usize, usize),
+    lowest: isize,
+) -> isize {
+    let bottom = |w: usize| (64 * (w + 1)).min(m);
+    let (mut w, mut g, mut dead) = (*last, *score, None);
+    loop {
+        let row = bottom(w);
+        if row + delta < j || g + row + delta - j <= k {
+            break; // above diagonal δ, or alive
+        }
+        dead = Some((w, row, g));
+        if w == first {
+            break;
+        }
+        let rows = row - 64 * w; // the word's rows in the band, 1..=64
+        let mask = if rows == 64 { !0 } else { (1u64 << rows) - 1 };
+        let (vp, vn) = v[w];
+        g = g + (vn & mask).count_ones() as usize - (vp & mask).count_ones() as usize;
+        w -= 1;
+    }
+    let Some((w, row, g)) = dead else { return lowest };
+    let raised = (j as isize - row as isize + 1).min(delta as isize);
+    // Rows from `row` down are dead; the band keeps word w (its rows above `row` may live) and
+    // drops the words below it.
+    if w < *last {
+        *last = w;
+        *score = g;
+    }
+    raised.max(lowest)
 }
 
 /// One word of one column (`full_column`'s step): the word's new (VP, VN) from its old one, the
@@ -577,6 +693,37 @@ mod tests {
             let want = dp(&a, &b);
             assert_eq!(levenshtein(&a, &b), want, "round {round}");
             assert_eq!(levenshtein(&b, &a), want, "round {round}, swapped");
+        }
+    }
+
+    /// A block dropped early or late, with scattered edits around it: the direction is chosen
+    /// as meant (late blocks reversed), the pruned bands give the DP's distance either way, for
+    /// tight and loose bands.
+    #[test]
+    fn blocks_early_and_late() {
+        let mut rng = XorShift(0xb10c_4e7e);
+        let alphabet = s("abcdefghijklmnopqrstuvwxyz ,.");
+        for round in 0..16 {
+            let len = 2500 + rng.below(800);
+            let base: Vec<char> = (0..len).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+            let late = round % 2 == 1;
+            let at = if late { len * 3 / 4 } else { len / 5 } + rng.below(100);
+            let mut short = [&base[..at], &base[at + 200 + rng.below(300)..]].concat();
+            let mut long = base.clone();
+            for x in [&mut short, &mut long] {
+                for _ in 0..rng.below(40) {
+                    let i = rng.below(x.len());
+                    x[i] = alphabet[rng.below(alphabet.len())];
+                }
+            }
+            assert_eq!(block_late(&short, &long), late, "round {round}");
+            let want = dp(&short, &long);
+            let masks = Masks::new(&short);
+            for k in [want, want + 40, 2 * want] {
+                assert_eq!(banded(&short, &long, &masks, k), Ok(want), "round {round}, k {k}");
+            }
+            assert_eq!(levenshtein(&short, &long), want, "round {round}");
+            assert_eq!(levenshtein_within(&long, &short, want / 2, want + 7), want, "round {round}");
         }
     }
 }

@@ -168,6 +168,7 @@ pub fn levenshtein_within(a: &[char], b: &[char], lower: usize, upper: usize) ->
 /// Whether the path between near copies of different lengths takes most of the length
 /// difference late: a piece from the middle of `a` found in `b` on its own diagonal (near 0)
 /// rather than shifted by the difference. Only a choice of direction, never of the result.
+#[inline(never)]
 fn block_late(a: &[char], b: &[char]) -> bool {
     const PIECE: usize = 24;
     let (m, n) = (a.len(), b.len());
@@ -206,8 +207,12 @@ fn dissimilar(a: &[char], b: &[char]) -> bool {
     if a.len() < 4 * SAMPLE {
         return false;
     }
-    // Both ends: one dropped or repeated block misaligns one end of the texts, not both.
-    let far = |x: &[char], y: &[char]| bit_parallel(x, y, &Masks::new(x)) > SAMPLE / 4;
+    // Both ends: one dropped or repeated block misaligns one end of the texts, not both. Near
+    // copies usually show it in their first 64 characters already (one word, a fraction of the
+    // cost).
+    let far = |x: &[char], y: &[char]| {
+        bit_parallel(&x[..64], &y[..64], &Masks::new(&x[..64])) > 16 && bit_parallel(x, y, &Masks::new(x)) > SAMPLE / 4
+    };
     far(&a[..SAMPLE], &b[..SAMPLE]) && far(&a[a.len() - SAMPLE..], &b[b.len() - SAMPLE..])
 }
 
@@ -216,6 +221,7 @@ fn dissimilar(a: &[char], b: &[char]) -> bool {
 /// changes one count up and at most one down, so it removes at most one excess of each kind.
 /// The larger of the two is (Σ_c |count_a(c) − count_b(c)| + ||b| − |a||) / 2, at least both the
 /// length difference and half the count difference.
+#[inline(never)]
 fn lower_bound(a: &[char], b: &[char]) -> usize {
     let mut counts: CharMap<isize> = CharMap::default();
     let mut ascii = [0isize; 128];
@@ -495,6 +501,7 @@ fn two_columns(
 /// Landau–Vishkin: for d = 0, 1, …, the furthest row of `a` reachable with d edits on each
 /// diagonal k = j − i, extended along runs of equal characters. None when the distance
 /// exceeds `cap`. Requires |a| ≤ |b|.
+#[inline(never)]
 fn landau_vishkin(a: &[char], b: &[char], cap: usize) -> Option<usize> {
     let (m, n) = (a.len() as isize, b.len() as isize);
     let target = n - m;
@@ -503,6 +510,8 @@ fn landau_vishkin(a: &[char], b: &[char], cap: usize) -> Option<usize> {
     }
     let off = cap as isize + 1;
     let size = 2 * cap + 3;
+    // Rows in the arrays are always reachable points of their diagonal with at most the round's
+    // edits, or this (far below any row), which the border below lifts.
     const NONE: isize = isize::MIN / 4;
     let mut prev = vec![NONE; size];
     let mut cur = vec![NONE; size];
@@ -522,28 +531,18 @@ fn landau_vishkin(a: &[char], b: &[char], cap: usize) -> Option<usize> {
         // the diagonals next to them).
         let slack = cap as isize - d;
         let (lo, hi) = ((-d.min(m)).max(target - slack), d.min(n).min(target + slack));
-        for k in lo..=hi {
-            let at = (k + off) as usize;
-            let mut i = prev[at].saturating_add(1); // substitution
-            i = i.max(prev[at + 1].saturating_add(1)); // a character of a skipped
-            i = i.max(prev[at - 1]); // a character of b skipped
-            if i < 0 || i < -k {
-                cur[at] = NONE;
-                continue;
-            }
-            i = i.min(m).min(n - k);
-            cur[at] = slide(i, k);
+        let (from, to) = ((lo + off) as usize, (hi + off) as usize);
+        for (x, (c, w)) in cur[from..=to].iter_mut().zip(prev[from - 1..=to + 1].windows(3)).enumerate() {
+            let k = lo + x as isize;
+            // A substitution, a character of a skipped, one of b skipped; or the border cell
+            // of the diagonal (|k| ≤ d edits away from the start).
+            let i = (w[1] + 1).max(w[2] + 1).max(w[0]).max(-k.min(0));
+            *c = slide(i.min(m).min(n - k), k);
         }
         if cur[(target + off) as usize] >= m {
             return Some(d as usize);
         }
-        // Diagonals just outside this round's range stay unreachable for the next one.
         std::mem::swap(&mut prev, &mut cur);
-        for k in [lo - 1, hi + 1] {
-            if (k + off) >= 0 && ((k + off) as usize) < size {
-                cur[(k + off) as usize] = NONE;
-            }
-        }
     }
     None
 }

@@ -28,8 +28,10 @@ pub fn medoid_rewards(texts: &[Vec<char>], groups: &[u64]) -> Vec<f64> {
         }
     }
     let counts: Vec<Vec<(char, usize)>> = texts.par_iter().map(|t| char_counts(t)).collect();
+    // One task per group: rayon's splitting in halves would keep costly groups together.
     let rewards: Vec<Vec<f64>> = members
         .par_iter()
+        .with_max_len(1)
         .map(|(_, m)| {
             let group = Group::new(
                 m.iter().map(|&i| texts[i].as_slice()).collect(),

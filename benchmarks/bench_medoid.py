@@ -2,7 +2,7 @@
 (each a copy of its page with the edits sampling makes: a few dozen character substitutions,
 insertions and deletions, and now and then a dropped or repeated paragraph).
 
-    python benchmarks/bench_medoid.py [--threads N] [--repeats 5] [--olmocr-tree /tmp/ref/tree]
+    python benchmarks/bench_medoid.py [--threads N] [--repeats 5] [--seed 0] [--olmocr-tree /tmp/ref/tree]
 
 Prints the median wall time of `_core.medoid_rewards` for the step (per page group, every
 pairwise Levenshtein distance in Rust, pairs in parallel), and with --olmocr-tree the time of
@@ -76,11 +76,12 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--olmocr-tree")
+    ap.add_argument("--seed", type=int, default=0, help="another draw of the same kind of workload")
     args = ap.parse_args()
 
     from olmocr_rl import _core
 
-    texts, groups = workload()
+    texts, groups = workload(args.seed)
     lengths = sorted(map(len, texts))
     print(f"workload: {len(set(groups))} pages x 28 completions, {lengths[0]}-{lengths[-1]} characters, "
           f"{len(set(groups)) * 28 * 27 // 2} pairs")  # fmt: skip

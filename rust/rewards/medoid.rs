@@ -140,7 +140,14 @@ impl<'a> Group<'a> {
         let mut medoid = order[0];
         self.compute(&(0..n).filter(|&j| j != medoid).map(|j| (medoid, j)).collect::<Vec<_>>());
         let mut best = self.row_lower(medoid);
-        for &i in &order[1..] {
+        // The others in the order of their likely row sums, now that a known row bounds every
+        // distance from both sides (the counts alone favour texts whose edits are insertions
+        // and deletions): the medoid tends to come early, and with it a low best sum that rules
+        // the rest out sooner.
+        let mut rest: Vec<(usize, usize)> =
+            order[1..].iter().map(|&i| ((0..n).map(|j| self.lower(i, j) + self.upper(i, j)).sum(), i)).collect();
+        rest.sort_unstable();
+        for &(_, i) in &rest {
             loop {
                 let bound = self.row_lower(i);
                 if bound > best || (bound == best && i > medoid) {

@@ -54,7 +54,8 @@ def levenshtein(a: str, b: str) -> int:
 
 def medoid_rewards(texts: list[str], groups: list[int] | None = None, threads: int | None = None) -> list[float]:
     """olmOCR's medoid reward of each text within its group (`groups[i]`, any labels; None: one
-    group), pairwise distances in parallel with the GIL released."""
+    group): the values of every pairwise distance, computing only the distances they depend on,
+    in parallel with the GIL released."""
 
 def edit_similarities(texts: list[str], references: list[str | None], threads: int | None = None) -> list[float]:
     """`fuzz.ratio(text, reference) / 100` per pair, 0.0 where the reference is None."""

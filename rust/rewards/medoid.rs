@@ -10,7 +10,9 @@
 //! Differences from upstream: none in the value for one set. Upstream applies it to whatever
 //! list trl hands the reward function (one rank's slice of the batch, pages mixed); `groups`
 //! here lets a caller compute it per page group (what the idea means), upstream's mode being one
-//! group. The pairwise distances are computed in parallel, the GIL released.
+//! group. Only the distances the result depends on are computed (`Group`: the others are
+//! bounded, and the bounds decide; typically half the pairs), in parallel, the GIL released;
+//! a test compares with the full matrix, ties included.
 
 use rayon::prelude::*;
 

@@ -173,7 +173,6 @@ pub fn levenshtein_within(a: &[char], b: &[char], lower: usize, upper: usize) ->
 /// Whether the path between near copies of different lengths takes most of the length
 /// difference late: a piece from the middle of `a` found in `b` on its own diagonal (near 0)
 /// rather than shifted by the difference. Only a choice of direction, never of the result.
-#[inline(never)]
 fn block_late(a: &[char], b: &[char]) -> bool {
     const PIECE: usize = 24;
     let (m, n) = (a.len(), b.len());
@@ -213,10 +212,13 @@ fn dissimilar(a: &[char], b: &[char]) -> bool {
         return false;
     }
     // Both ends: one dropped or repeated block misaligns one end of the texts, not both. Near
-    // copies usually show it in their first 64 characters already (one word, a fraction of the
-    // cost).
+    // copies usually show it in the sample's last 64 characters already (one word, a fraction
+    // of the cost; the last ones, so that a shared header, such as front matter, decides
+    // nothing).
     let far = |x: &[char], y: &[char]| {
-        bit_parallel(&x[..64], &y[..64], &Masks::new(&x[..64])) > 16 && bit_parallel(x, y, &Masks::new(x)) > SAMPLE / 4
+        let tail = SAMPLE - 64..SAMPLE;
+        bit_parallel(&x[tail.clone()], &y[tail.clone()], &Masks::new(&x[tail])) > 16
+            && bit_parallel(x, y, &Masks::new(x)) > SAMPLE / 4
     };
     far(&a[..SAMPLE], &b[..SAMPLE]) && far(&a[a.len() - SAMPLE..], &b[b.len() - SAMPLE..])
 }
@@ -226,7 +228,6 @@ fn dissimilar(a: &[char], b: &[char]) -> bool {
 /// changes one count up and at most one down, so it removes at most one excess of each kind.
 /// The larger of the two is (Σ_c |count_a(c) − count_b(c)| + ||b| − |a||) / 2, at least both the
 /// length difference and half the count difference.
-#[inline(never)]
 fn lower_bound(a: &[char], b: &[char]) -> usize {
     let mut counts: CharMap<isize> = CharMap::default();
     let mut ascii = [0isize; 128];
@@ -506,7 +507,6 @@ fn two_columns(
 /// Landau–Vishkin: for d = 0, 1, …, the furthest row of `a` reachable with d edits on each
 /// diagonal k = j − i, extended along runs of equal characters. None when the distance
 /// exceeds `cap`. Requires |a| ≤ |b|.
-#[inline(never)]
 fn landau_vishkin(a: &[char], b: &[char], cap: usize) -> Option<usize> {
     let (m, n) = (a.len() as isize, b.len() as isize);
     let target = n - m;

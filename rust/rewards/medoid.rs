@@ -61,7 +61,8 @@ const MAX_PIVOTS: usize = 16;
 /// above by d(i,p) + d(p,j) and the longer length, p a text whose row is known. A text whose
 /// row sum is bounded above the best exact one (or equal to it, with a later index) cannot be
 /// the medoid; a pair bounded at or below the largest distance found cannot exceed it. The
-/// result is what the full matrix gives (a test compares), at a fraction of its pairs.
+/// result is what the full matrix gives (a test compares), at a fraction of its pairs. Row sums
+/// stand for upstream's mean distances: they share the divisor n − 1, so the same one is least.
 struct Group<'a> {
     texts: Vec<&'a [char]>,
     n: usize,
@@ -206,8 +207,8 @@ mod tests {
 
     use crate::test_rng::XorShift;
 
-    /// Upstream's computation as it stands: every distance, then its arithmetic on the matrix. The mean distances share the divisor n − 1,
-    /// so comparing row sums picks the same medoid (first minimum).
+    /// Upstream's computation as it stands: every distance, then its arithmetic on the matrix
+    /// (row sums for its mean distances, as `Group` compares them).
     fn full_matrix(texts: &[Vec<char>]) -> Vec<f64> {
         let n = texts.len();
         let d: Vec<Vec<usize>> = texts

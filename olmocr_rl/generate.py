@@ -108,6 +108,8 @@ def transcribe(
 def transformers_generate(model: Any, processor: Any, *, max_new_tokens: int) -> GenerateFn:
     """Batched `model.generate` (left padding), image placeholder tokens suppressed."""
 
+    from olmocr_rl.engines import transformers_suppression
+
     def generate(images: list, prompts: list[str], temperature: float) -> list[str]:
         import torch
 
@@ -128,10 +130,7 @@ def transformers_generate(model: Any, processor: Any, *, max_new_tokens: int) ->
             gen["temperature"] = temperature
         if tok.pad_token_id is not None:
             gen["pad_token_id"] = tok.pad_token_id
-        config = getattr(model, "config", None)
-        placeholders = [i for i in (getattr(config, "image_token_id", None), getattr(config, "video_token_id", None)) if isinstance(i, int)]
-        if placeholders:
-            gen["suppress_tokens"] = placeholders
+        gen.update(transformers_suppression(model.config))  # placeholders are never sampled
         with torch.no_grad():
             out = model.generate(**inputs, **gen)
         return processor.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
@@ -139,19 +138,69 @@ def transformers_generate(model: Any, processor: Any, *, max_new_tokens: int) ->
     return generate
 
 
-def vllm_generate(model: str, processor: Any, *, max_new_tokens: int, max_model_len: int, trust_remote_code: bool = False) -> GenerateFn:
+def model_context_length(config: Any) -> int | None:
+    """The longest sequence a model config allows (its text model's position embeddings)."""
+    for scope in (getattr(config, "text_config", None), config):
+        value = getattr(scope, "max_position_embeddings", None) if scope is not None else None
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def longest_prompt(processor: Any, rows: Sequence[dict]) -> int:
+    """The longest prompt, in tokens, of `rows` as our processor builds it (chat template, image
+    expanded into its tokens): the count depends on the image's size only, so one blank image per
+    distinct (size, prompt) is enough."""
+    from PIL import Image
+
+    from olmocr_rl.train.data import conversation
+
+    longest = 0
+    for width, height, prompt in {(int(r["width"]), int(r["height"]), str(r["prompt"])) for r in rows}:
+        text = processor.apply_chat_template(conversation(prompt), add_generation_prompt=True, tokenize=False)
+        ids = processor(text=[text], images=[Image.new("RGB", (width, height))])["input_ids"][0]
+        longest = max(longest, len(ids))
+    return longest
+
+
+def vllm_context(limit: int | None, longest_prompt: int, max_new_tokens: int) -> tuple[int, int]:
+    """(vLLM's max_model_len, max tokens per completion): the longest prompt plus `max_new_tokens`,
+    within the model's `limit` (vLLM refuses a context above it); completions are shortened to fit.
+    ValueError when not even one completion token fits."""
+    need = longest_prompt + max_new_tokens
+    if limit is None or need <= limit:
+        return need, max_new_tokens
+    if limit - longest_prompt < 1:
+        raise ValueError(f"the longest prompt needs about {longest_prompt} tokens, the model's whole context is {limit}")
+    return limit, limit - longest_prompt
+
+
+def vllm_generate(
+    model: str,
+    processor: Any,
+    config: Any,
+    *,
+    max_new_tokens: int,
+    max_model_len: int,
+    seed: int = 0,
+    enforce_eager: bool = False,
+    trust_remote_code: bool = False,
+) -> GenerateFn:
     """vLLM's offline engine (`vllm.LLM`), one image per prompt, the prompt text from our
-    processor's chat template."""
+    processor's chat template, the placeholders suppressed (olmocr_rl/engines.py)."""
     try:
         from vllm import LLM, SamplingParams
     except ImportError as e:
         raise RuntimeError(f"--engine vllm needs vLLM ({e}); pip install 'olmocr-rl[vllm]', or use --engine transformers") from None
+    from olmocr_rl.engines import vllm_suppression
     from olmocr_rl.train.data import conversation
 
-    llm = LLM(model=model, max_model_len=max_model_len, limit_mm_per_prompt={"image": 1}, trust_remote_code=trust_remote_code)
+    llm = LLM(model=model, max_model_len=max_model_len, limit_mm_per_prompt={"image": 1}, seed=seed,
+              enforce_eager=enforce_eager, trust_remote_code=trust_remote_code)  # fmt: skip
+    suppression = vllm_suppression(config)
 
     def generate(images: list, prompts: list[str], temperature: float) -> list[str]:
-        params = SamplingParams(temperature=temperature, max_tokens=max_new_tokens)
+        params = SamplingParams(temperature=temperature, max_tokens=max_new_tokens, **suppression)
         requests = [
             {
                 "prompt": processor.apply_chat_template(conversation(p), add_generation_prompt=True, tokenize=False),
@@ -159,7 +208,7 @@ def vllm_generate(model: str, processor: Any, *, max_new_tokens: int, max_model_
             }
             for im, p in zip(images, prompts)
         ]
-        return [o.outputs[0].text for o in llm.generate(requests, params)]
+        return [o.outputs[0].text for o in llm.generate(requests, params, use_tqdm=False)]
 
     return generate
 

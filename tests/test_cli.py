@@ -53,6 +53,7 @@ COMMANDS = {
         "model": None, "bench_dir": None, ("--candidate", "-c"): "generated", ("--repeats",): 1, ("--temperature",): 0.0,
         ("--max-new-tokens",): 8000, ("--batch-size",): 8, ("--engine",): "transformers", ("--prompt-file",): None,
         ("--longest-side",): 1288, ("--raw",): False, ("--quiet", "-q"): False,
+        ("--seed",): 0, ("--eager", "--no-eager"): None,  # #24/#25: the run's seed reaches the engine; vLLM eager mode
     },
     "report": {"run_dir": None, ("--output", "-o"): None, ("--max-completions",): 40},  # #16: new
     "soup": {"checkpoints": None, ("--output", "-o"): None, ("--overwrite",): False},

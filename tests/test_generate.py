@@ -117,7 +117,7 @@ def test_vllm_engine_at_its_boundary(tiny, tmp_path, monkeypatch):
         def __init__(self, **kwargs):
             calls["init"] = kwargs
 
-        def generate(self, requests, params):
+        def generate(self, requests, params, use_tqdm=True):
             calls.setdefault("requests", []).extend(requests)
             calls["params"] = params
             return [types.SimpleNamespace(outputs=[types.SimpleNamespace(text="from vllm")]) for _ in requests]
@@ -130,7 +130,15 @@ def test_vllm_engine_at_its_boundary(tiny, tmp_path, monkeypatch):
     res = invoke(["generate", str(tiny), str(bench), "--engine", "vllm", "--candidate", "v", "--max-new-tokens", "64",
                   "--longest-side", "112", "--quiet"])  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert calls["init"]["model"] == str(tiny) and calls["params"] == {"temperature": 0.0, "max_tokens": 64}
+    assert calls["init"]["model"] == str(tiny) and calls["init"]["seed"] == 0
+    assert calls["init"]["enforce_eager"] is True  # no CUDA here: eager unless --no-eager
+    # The placeholders are never sampled; the context is the longest prompt plus the new tokens.
+    assert calls["params"] == {"temperature": 0.0, "max_tokens": 64, "logit_bias": {261: -100.0, 262: -100.0, 259: -100.0, 260: -100.0}}
+    from olmocr_rl.train.modeling import load_processor
+
+    processor = load_processor(str(tiny))
+    longest = max(len(processor(text=[r["prompt"]], images=[r["multi_modal_data"]["image"]])["input_ids"][0]) for r in calls["requests"])
+    assert calls["init"]["max_model_len"] == longest + 64
     from PIL import Image
 
     from olmocr_rl.prompts import DEFAULT_PROMPT

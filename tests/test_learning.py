@@ -31,8 +31,8 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_train import FIXTURES, tiny_model  # noqa: F401  (session fixture shared with test_train)
 
+from olmocr_rl.engines import rank_seed
 from olmocr_rl.train.config import load_config
-from olmocr_rl.train.worker import rank_seed
 
 HERE = Path(__file__).resolve().parent
 LAUNCH = ["--num_machines", "1", "--machine_rank", "0", "--mixed_precision", "no", "--main_process_port", "0"]

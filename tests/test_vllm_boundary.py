@@ -123,7 +123,7 @@ def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_pa
     from olmocr_rl.train.worker import run
 
     preflight = importlib.import_module("olmocr_rl.train.preflight")
-    monkeypatch.setattr(preflight, "vllm_problems", lambda cuda: [])  # no vLLM, no CUDA here
+    monkeypatch.setattr(preflight, "vllm_problems", lambda cuda, mode="colocate": [])  # no vLLM, no CUDA here
     monkeypatch.setattr(vllm_generation, "is_vllm_available", lambda *a, **k: True)
     monkeypatch.setattr(vllm_generation, "VLLMClient", RecordingClient)
     monkeypatch.setattr(vllm_generation, "LLM", RecordingLLM, raising=False)
@@ -133,13 +133,14 @@ def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_pa
         # nothing, and the test's values would outlive it.
         monkeypatch.setenv(var, "0")
         monkeypatch.delenv(var)
-    processor = load_processor(str(tiny_model))
+    processor = load_processor(str(tiny_model), max_pixels=6272)  # the trainer's processor, with the run's max_pixels
     RecordingClient.calls, RecordingClient.tokenizer = [], processor.tokenizer
     RecordingLLM.calls, RecordingLLM.tokenizer = [], processor.tokenizer
 
     out = tmp_path / "run"
     cfg = cfg_for(prepared, tiny_model, out, "use_vllm=true", f"vllm_mode={mode}", "vllm_server_host=10.0.0.7",
-                  "vllm_server_port=8123", "max_steps=1", "save_steps=0", "eval_split=none", "final_outputs=none")  # fmt: skip
+                  "vllm_server_port=8123", "max_steps=1", "save_steps=0", "eval_split=none", "final_outputs=none",
+                  "seed=5", "max_pixels=6272")  # fmt: skip
     summary = run(cfg, final_outputs=False)
     assert summary["global_step"] == 1
 
@@ -151,6 +152,9 @@ def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_pa
         assert init["model"] == str(tiny_model) and init["gpu_memory_utilization"] == cfg.vllm_gpu_memory_utilization
         assert init["max_model_len"] == cfg.max_prompt_tokens + cfg.max_completion_length
         assert init["enable_sleep_mode"] is False and init["logprobs_mode"] == "processed_logprobs"
+        # The run's seed (trl alone would give rank 0 seed 0 whatever the run's seed) and the
+        # trainer's processor bounds reach the engine (olmocr_rl/engines.py).
+        assert init["seed"] == 5 and init["mm_processor_kwargs"] == {"max_pixels": 6272}
     sent_images, sent_prompts, sampling = _sent(mode)
     completions = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps  # one generation round
     if mode == "server":
@@ -160,6 +164,9 @@ def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_pa
     assert sampling["temperature"] == cfg.temperature and sampling["top_p"] == cfg.top_p
     assert sampling["max_tokens"] == cfg.max_completion_length
     assert sampling["logprobs"] == 0  # the sampled token's logprob: importance sampling correction
+    # Vision placeholders are never sampled (a sampled one breaks the log-prob pass).
+    bias = sampling["logit_bias"] if mode == "colocate" else sampling["generation_kwargs"]["logit_bias"]
+    assert bias == {259: -100.0, 260: -100.0, 261: -100.0, 262: -100.0}
 
     rows = read_split(prepared, "train")
     pages = {row["image"]: Image.open(prepared / row["image"]).convert("RGB") for row in rows}

@@ -83,8 +83,12 @@ def test_server_command_is_the_one_trl_builds():
     argv = server_argv(cfg, split, host="127.0.0.1", port=8123)
     expected = build_command(ScriptArguments(model="org/model", host="127.0.0.1", port=8123, tensor_parallel_size=2,
                                              gpu_memory_utilization=0.5, max_model_len=11000, dtype="bfloat16"),
-                             ["--enable-prefix-caching"])  # fmt: skip
-    assert argv == expected
+                             ["--seed", "42", "--enable-prefix-caching"])  # fmt: skip
+    assert argv == expected  # trl's command, the run's seed (trl starts no server to seed), the user's arguments
+    # The trainer's processor bounds reach the server, so both expand an image into as many tokens.
+    bounded = server_argv(TrainConfig(model="org/model", max_pixels=1003520, seed=3), split, host="127.0.0.1", port=8123)
+    assert bounded[bounded.index("--seed") + 1] == "3"
+    assert json.loads(bounded[bounded.index("--mm-processor-kwargs") + 1]) == {"max_pixels": 1003520}
     assert argv[argv.index("serve") + 1] == "org/model" and "--weight-transfer-config" in argv
     env = server_env(split, base={"PATH": "/bin"})
     assert env == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "2,3", "VLLM_SERVER_DEV_MODE": "1"}
@@ -215,6 +219,7 @@ def test_interrupt_stops_server_and_training(tmp_path, signum):
 
 TRL_REQUIRES = ["accelerate>=1.10.1", 'vllm<=0.31.0,>=0.22.0; extra == "vllm"', 'requests; extra == "vllm"']
 VLLM_REQUIRES = ["transformers<5.18.0,>=5.10.4", "torch==2.13.0", "torchvision==0.28.0", 'pytest; extra == "test"']
+VLLM_REQUIRES_BY_NAME = {"vllm": VLLM_REQUIRES}
 
 
 def _fake_environment(monkeypatch, versions: dict[str, str | None]):
@@ -222,8 +227,9 @@ def _fake_environment(monkeypatch, versions: dict[str, str | None]):
     import importlib.util
 
     preflight = importlib.import_module("olmocr_rl.train.preflight")
-    requires = {"trl": TRL_REQUIRES, "vllm": VLLM_REQUIRES}
+    requires = {"trl": TRL_REQUIRES, **VLLM_REQUIRES_BY_NAME}
     monkeypatch.setattr(preflight, "_dist_version", lambda name: versions.get(name))
+    monkeypatch.setattr(preflight, "vllm_distribution", lambda: "vllm" if versions.get("vllm") else None)
     monkeypatch.setattr(preflight, "_dist_requires", lambda name: requires.get(name, []))
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -242,17 +248,32 @@ def _fake_environment(monkeypatch, versions: dict[str, str | None]):
         ({"vllm": "0.31.0", "trl": "1.16.0", "torch": "2.14.1", "transformers": "5.23.0"}, True,
          ["vLLM 0.31.0 needs torch==2.13.0, but torch 2.14.1 is installed",
           "vLLM 0.31.0 needs transformers<5.18.0,>=5.10.4, but transformers 5.23.0 is installed"]),
-        ({"vllm": "0.31.0", "trl": "1.16.0", "torch": "2.13.0", "transformers": "5.17.0"}, False,
-         ["vLLM generation needs CUDA GPUs, and torch sees none here"]),
+        # PyPI's CPU build pins torch==2.13.0+cpu, a build PyPI does not have; its torch 2.13.0 runs it.
+        ({"vllm": "0.31.0", "trl": "1.16.0", "torch": "2.13.0", "transformers": "5.17.0", "requires": "+cpu"}, True, []),
     ],
 )  # fmt: skip
 def test_vllm_preflight(monkeypatch, versions, cuda, problems):
+    if versions.pop("requires", None):
+        monkeypatch.setitem(VLLM_REQUIRES_BY_NAME, "vllm", [r.replace("torch==2.13.0", "torch==2.13.0+cpu") for r in VLLM_REQUIRES])
     preflight = _fake_environment(monkeypatch, versions)
     found = preflight.vllm_problems(cuda)
     assert [p.message for p in found] == problems
     assert all(p.severity == "error" and "use_vllm=false" in p.fix for p in found)
     if any("needs torch" in m or "not installed" in m for m in problems):
         assert "pip install 'olmocr-rl[vllm]'" in found[0].fix
+
+
+def test_vllm_preflight_without_cuda_accepts_what_works(monkeypatch):
+    """Without CUDA (vLLM's CPU build): never server mode (its weight sync is NCCL), colocated
+    generation only where the engine takes the trainer's weights (asked of the installed vLLM)."""
+    preflight = _fake_environment(monkeypatch, {"vllm": "0.31.0", "trl": "1.16.0", "torch": "2.13.0", "transformers": "5.17.0"})
+    server = preflight.vllm_problems(False, "server")
+    assert [p.key for p in server] == ["vllm_mode"] and "NCCL" in server[0].message and "vllm_mode=colocate" in server[0].fix
+    monkeypatch.setattr(preflight, "cpu_engine_cannot_take_weights", lambda: "it repacks linear weights")
+    (problem,) = preflight.vllm_problems(False, "colocate")
+    assert problem.key == "use_vllm" and problem.message.endswith("cannot take the trainer's weights: it repacks linear weights")
+    monkeypatch.setattr(preflight, "cpu_engine_cannot_take_weights", lambda: None)
+    assert preflight.vllm_problems(False, "colocate") == []
 
 
 def test_vllm_preflight_runs_in_train_preflight(monkeypatch, tmp_path):
@@ -305,7 +326,7 @@ def test_cli_runs_server_then_training_and_cleans_up(prepared, tiny_model, tmp_p
     preflight = importlib.import_module("olmocr_rl.train.preflight")  # the package exports a function of that name
 
     port = free_port()
-    monkeypatch.setattr(preflight, "vllm_problems", lambda cuda: [])
+    monkeypatch.setattr(preflight, "vllm_problems", lambda cuda, mode="colocate": [])
     monkeypatch.setenv("STANDIN_RECORD", str(tmp_path / "server.json"))
     monkeypatch.setenv("TRAINER_RECORD", str(tmp_path / "trainer.json"))
     seen = {}

@@ -27,6 +27,13 @@ def generate_command(
     ] = None,
     longest_side: Annotated[int, typer.Option("--longest-side", min=1, help="Longest side of rendered pages, px (as prepare).")] = 1288,
     raw: Annotated[bool, typer.Option("--raw", help="Write whole completions (front matter kept).")] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sampling (either engine).")] = 0,
+    eager: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--eager/--no-eager", help="vLLM without CUDA graphs or compilation (default: eager without CUDA).", show_default=False
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
     return run(Namespace(**locals()))
@@ -55,7 +62,7 @@ def run(args: Namespace) -> int:
              f"skipped; see {out / '.render' / 'report.json'}", err=True)  # fmt: skip
     if not rows:
         fail(f"{bench}: no page with tests could be rendered (see {out / '.render' / 'report.json'})")
-    generate = _engine(args)
+    generate = _engine(args, rows)
     progress, close = _progress(len(rows), args.quiet)
     try:
         summary = transcribe(generate, out / ".render", rows, out, repeats=args.repeats, temperature=args.temperature,
@@ -74,18 +81,29 @@ def run(args: Namespace) -> int:
     return 0
 
 
-def _engine(args: Namespace):
-    from olmocr_rl.generate import transformers_generate, vllm_generate
+def _engine(args: Namespace, rows: list[dict]):
+    from olmocr_rl.generate import longest_prompt, model_context_length, transformers_generate, vllm_context, vllm_generate
     from olmocr_rl.train.config import ConfigError
     from olmocr_rl.train.modeling import load_processor, load_trained
 
     try:
         processor = load_processor(args.model)
-        if args.engine == "vllm":
-            return vllm_generate(args.model, processor, max_new_tokens=args.max_new_tokens, max_model_len=args.max_new_tokens + 4096)
         import torch
 
         cuda = torch.cuda.is_available()
+        if args.engine == "vllm":
+            from transformers import AutoConfig
+
+            config = AutoConfig.from_pretrained(args.model)
+            longest = longest_prompt(processor, rows)
+            context, max_tokens = vllm_context(model_context_length(config), longest, args.max_new_tokens)
+            if max_tokens < args.max_new_tokens:
+                echo(f"warning: completions capped at {max_tokens} tokens: the model's context is {context} and a prompt "
+                     f"takes up to {longest}", err=True)  # fmt: skip
+            eager = (not cuda) if args.eager is None else args.eager
+            return vllm_generate(args.model, processor, config, max_new_tokens=max_tokens, max_model_len=context,
+                                 seed=args.seed, enforce_eager=eager)  # fmt: skip
+        torch.manual_seed(args.seed)
         model = load_trained(args.model, dtype=torch.bfloat16 if cuda else torch.float32)
         model = model.to("cuda") if cuda else model
         model.eval()

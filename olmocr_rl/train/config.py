@@ -138,6 +138,7 @@ class TrainConfig:
     vllm_server_port: int = opt(8000, "the server's port", trl="vllm")
     vllm_enable_sleep_mode: bool = opt(False, "colocated vLLM frees its memory during the optimizer step", trl="vllm")
     vllm_max_model_length: Optional[int] = opt(None, "vLLM's context (None: max_prompt_tokens + max_completion_length)")
+    vllm_enforce_eager: bool = opt(False, "vLLM without CUDA graphs or torch.compile (starts faster; on CPU, compiling takes minutes)")
     # The server `olmocr-rl train --vllm-gpus K` starts on the last K GPUs (trl's `vllm serve` command):
     vllm_data_parallel_size: int = opt(1, "--vllm-gpus server: data parallel replicas (tensor parallel = K / this)")
     vllm_server_gpu_memory_utilization: float = opt(0.9, "--vllm-gpus server: its share of its GPUs")

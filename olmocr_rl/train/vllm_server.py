@@ -86,12 +86,25 @@ def server_argv(cfg: TrainConfig, split: GpuSplit, *, host: str, port: int) -> l
         model=cfg.model, host=host, port=port, tensor_parallel_size=split.tensor_parallel,
         data_parallel_size=split.data_parallel, gpu_memory_utilization=cfg.vllm_server_gpu_memory_utilization,
         max_model_len=max_model_length(cfg), trust_remote_code=cfg.trust_remote_code,
-        dtype="bfloat16" if cfg.bf16 else "auto",
+        dtype="bfloat16" if cfg.bf16 else "auto", enforce_eager=cfg.vllm_enforce_eager or None,
     )  # fmt: skip
-    argv = build_command(args, [str(a) for a in cfg.vllm_server_args])
+    argv = build_command(args, [*engine_args(cfg), *(str(a) for a in cfg.vllm_server_args)])
     if cfg.vllm_server_command:
         argv = shlex.split(cfg.vllm_server_command) + argv[argv.index("serve") + 1 :]
     return argv
+
+
+def engine_args(cfg: TrainConfig) -> list[str]:
+    """`vllm serve` arguments that trl's command leaves out (olmocr_rl/engines.py): the run's seed,
+    and the trainer's processor bounds. Placeholder suppression travels with each request."""
+    import json
+
+    from olmocr_rl.engines import pixel_bounds
+
+    args = ["--seed", str(cfg.seed)]
+    if bounds := pixel_bounds(cfg.max_pixels):
+        args += ["--mm-processor-kwargs", json.dumps(bounds)]
+    return args
 
 
 def server_env(split: GpuSplit, base: dict[str, str] | None = None) -> dict[str, str]:

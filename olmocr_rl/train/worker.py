@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl.engines import rank_seed
 from olmocr_rl.train.config import ConfigError, TrainConfig, build_grpo_config, cuda_available
 from olmocr_rl.train.preflight import errors, preflight
 
@@ -26,21 +27,6 @@ def world_size() -> int:
 
 def rank() -> int:
     return int(os.environ.get("RANK", "0"))
-
-
-def rank_seed(seed: int, rank: int) -> int:
-    """The sampling seed of one training rank: `seed` itself on rank 0 (so one rank under a
-    launcher reproduces a one-process run), a SplitMix64 mix of (seed, rank) on the others.
-    trl seeds rank r with seed + r, so runs with seeds s and s + 1 would share all but one of
-    their ranks' sampling streams: "independent" seeds for a soup would start from the same
-    completions on most GPUs."""
-    if rank == 0:
-        return seed
-    mask = (1 << 64) - 1
-    x = (seed * 0x9E3779B97F4A7C15 + rank * 0xBF58476D1CE4E5B9) & mask
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
-    return (x ^ (x >> 31)) % (1 << 32)  # numpy's seed range
 
 
 def refused(cfg: TrainConfig, error: BaseException) -> ConfigError:
@@ -54,6 +40,22 @@ def refused(cfg: TrainConfig, error: BaseException) -> ConfigError:
     keys = [f"trl.{k}" for k in cfg.trl if k in named] or [f"trl.{k}" for k in cfg.trl]
     fix = f"; check {', '.join(keys)}" if keys else ""
     return ConfigError(f"trl refused the configuration while building the trainer: {message}{fix}")
+
+
+def engine_settings(cfg: TrainConfig):
+    """What trl's colocated vLLM engine gets besides trl's own arguments (olmocr_rl/engines.py)."""
+    import contextlib
+
+    if not (cfg.use_vllm and cfg.vllm_mode == "colocate"):
+        return contextlib.nullcontext()
+    from olmocr_rl.engines import colocated_engine, pixel_bounds
+
+    return colocated_engine(
+        seed=cfg.seed,
+        tensor_parallel_size=cfg.vllm_tensor_parallel_size,
+        mm_processor_kwargs=pixel_bounds(cfg.max_pixels),
+        enforce_eager=cfg.vllm_enforce_eager,
+    )
 
 
 def resolve_resume(cfg: TrainConfig) -> str | None:
@@ -79,6 +81,7 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     writes the bench-style outputs. Returns a summary (also written to train_summary.json)."""
     from trl import GRPOTrainer
 
+    from olmocr_rl.engines import transformers_suppression, vllm_suppression
     from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback
     from olmocr_rl.train.data import build_dataset, tests_dir
     from olmocr_rl.train.modeling import load_model, load_processor, lora_config
@@ -100,16 +103,9 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     full_ckpt = resume if resume and not cfg.lora and (Path(resume) / "config.json").is_file() else None
     model = load_model(cfg, cuda=cuda, path=full_ckpt)
     args = build_grpo_config(cfg, cuda=cuda, has_eval=bool(eval_rows))
-    if not cfg.use_vllm:
-        # A sampled image/video placeholder token would not match the image features in the
-        # log-prob pass (trl#3847); trl >= 1.16 suppresses the image token itself.
-        placeholders = [
-            i for i in (getattr(model.config, "image_token_id", None), getattr(model.config, "video_token_id", None)) if isinstance(i, int)
-        ]
-        gen_kwargs = dict(args.generation_kwargs or {})
-        if placeholders and "suppress_tokens" not in gen_kwargs:
-            gen_kwargs["suppress_tokens"] = placeholders
-            args.generation_kwargs = gen_kwargs
+    # Placeholder tokens are never sampled, whichever engine generates (olmocr_rl/engines.py).
+    suppression = vllm_suppression(model.config) if cfg.use_vllm else transformers_suppression(model.config)
+    args.generation_kwargs = {**suppression, **(args.generation_kwargs or {})}
     if cfg.progress:
         args.disable_tqdm = True  # our rich display replaces the tqdm bar
 
@@ -127,16 +123,17 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     if cfg.progress:
         callbacks.append(RichProgressCallback())
     try:
-        trainer = GRPOTrainer(
-            model=model,
-            reward_funcs=funcs,
-            args=args,
-            train_dataset=build_dataset(cfg.prepared_dir, train_rows),
-            eval_dataset=build_dataset(cfg.prepared_dir, eval_rows) if eval_rows and args.eval_strategy != "no" else None,
-            processing_class=processor,
-            callbacks=callbacks,
-            peft_config=lora_config(cfg),
-        )
+        with engine_settings(cfg):
+            trainer = GRPOTrainer(
+                model=model,
+                reward_funcs=funcs,
+                args=args,
+                train_dataset=build_dataset(cfg.prepared_dir, train_rows),
+                eval_dataset=build_dataset(cfg.prepared_dir, eval_rows) if eval_rows and args.eval_strategy != "no" else None,
+                processing_class=processor,
+                callbacks=callbacks,
+                peft_config=lora_config(cfg),
+            )
     except (ValueError, TypeError, NotImplementedError) as e:
         raise refused(cfg, e) from e
     # After trl's own set_seed(seed + rank); a resumed run restores each rank's RNG instead.

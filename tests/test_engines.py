@@ -1,0 +1,75 @@
+"""What every generation engine is told (olmocr_rl/engines.py), and the processor settings they
+share: the placeholder tokens, the seed, the pixel budget."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_train import tiny_model  # noqa: F401  (session fixture)
+
+from olmocr_rl.engines import colocated_engine, placeholder_token_ids, rank_seed, transformers_suppression, vllm_suppression
+from olmocr_rl.train.config import ConfigError
+
+
+def test_placeholders_of_every_qwen_vl_family(tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench_fixtures"))
+    from tiny_vlm import FAMILIES, _configs
+
+    for family in FAMILIES:
+        config, _ = _configs(family)
+        assert sorted(placeholder_token_ids(config)) == [259, 260, 261, 262], family
+    config, _ = _configs("qwen2_5_vl")
+    assert transformers_suppression(config) == {"suppress_tokens": [261, 262, 259, 260]}
+    assert vllm_suppression(config) == {"logit_bias": {261: -100.0, 262: -100.0, 259: -100.0, 260: -100.0}}
+    assert placeholder_token_ids(types.SimpleNamespace(text_config=types.SimpleNamespace(image_token_id=7))) == [7]
+    assert transformers_suppression(types.SimpleNamespace()) == {} and vllm_suppression(types.SimpleNamespace()) == {}
+
+
+def test_the_colocated_engine_gets_the_runs_seed_bounds_and_eager_mode(monkeypatch):
+    pytest.importorskip("trl")
+    from trl.generation import vllm_generation
+
+    made = []
+    monkeypatch.setattr(vllm_generation, "LLM", lambda **kw: made.append(kw), raising=False)
+    original = vllm_generation.LLM
+    with colocated_engine(seed=11, tensor_parallel_size=2, mm_processor_kwargs={"max_pixels": 100352}, enforce_eager=True):
+        vllm_generation.LLM(model="m", seed=0)  # what trl passes rank 0 and 1 (process_index // tp)
+        vllm_generation.LLM(model="m", seed=3)  # ranks 6 and 7
+    assert vllm_generation.LLM is original  # only while trl builds its engine
+    assert made[0] == {"model": "m", "seed": 11, "mm_processor_kwargs": {"max_pixels": 100352}, "enforce_eager": True}
+    assert made[1]["seed"] == rank_seed(11, 3) != rank_seed(12, 3)  # each run's seed reaches every group
+    with colocated_engine(seed=11, tensor_parallel_size=1, mm_processor_kwargs={}, enforce_eager=False):
+        vllm_generation.LLM(model="m", seed=0)
+    assert made[2] == {"model": "m", "seed": 11}
+
+
+def test_max_pixels_reaches_the_processor_and_is_checked(tiny_model, monkeypatch):
+    """`max_pixels` shrinks what the processor makes of a page (transformers 5 ignores the attribute
+    this project used to set, so the budget silently did nothing), and a processor that ignores
+    it is refused."""
+    from PIL import Image
+
+    from olmocr_rl.train import modeling
+
+    page = Image.new("RGB", (600, 800))
+
+    def tokens(processor) -> int:
+        grid = processor.image_processor(images=[page], return_tensors="np")["image_grid_thw"][0]
+        return int(grid.prod()) // processor.image_processor.merge_size**2
+
+    default = modeling.load_processor(str(tiny_model))
+    bounded = modeling.load_processor(str(tiny_model), max_pixels=28 * 28 * 8)
+    assert tokens(bounded) <= 8 < tokens(default)
+
+    from transformers import AutoProcessor
+
+    real = AutoProcessor.from_pretrained
+    monkeypatch.setattr(AutoProcessor, "from_pretrained", lambda name, max_pixels=None, **kw: real(name, **kw))  # ignores it
+    with pytest.raises(ConfigError, match=r"max_pixels=6272: the processor of .* ignores it"):
+        modeling.load_processor(str(tiny_model), max_pixels=6272)

@@ -6,7 +6,7 @@ random but seeded, so two builds with the same arguments are identical.
 
 Used by the training tests and the README demo:
 
-    python bench_fixtures/tiny_vlm.py OUT_DIR [--family qwen2_5_vl|qwen2_vl|qwen3_vl] [--seed 0]
+    python bench_fixtures/tiny_vlm.py OUT_DIR [--family qwen2_5_vl|qwen2_vl|qwen3_vl] [--seed 0] [--head-dim 16|32]
 
 or `from tiny_vlm import build_tiny_vlm` (with bench_fixtures/ on sys.path).
 """
@@ -81,15 +81,22 @@ def _tokenizer():
     return Qwen2TokenizerFast(**kwargs)
 
 
-def _configs(family: str):
-    """(model config, image-processor kwargs) for a ~0.2 M parameter model of `family`."""
+HEAD_DIMS = (16, 32)
+
+
+def _configs(family: str, head_dim: int = 16):
+    """(model config, image-processor kwargs) for a ~0.2 M parameter model of `family`, with
+    attention heads of `head_dim` (16: 4 heads; 32: 2 heads, as vLLM's CPU attention needs)."""
+    heads = 64 // head_dim
+    # mrope sections sum to head_dim / 2.
+    mrope = [2, 3, 3] if head_dim == 16 else [4, 6, 6]
     text = dict(
         vocab_size=VOCAB_SIZE,
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        num_attention_heads=heads,
+        num_key_value_heads=max(1, heads // 2),
         max_position_embeddings=4096,
         tie_word_embeddings=False,
         bos_token_id=None,
@@ -110,8 +117,7 @@ def _configs(family: str):
     if family == "qwen2_5_vl":
         from transformers import Qwen2_5_VLConfig
 
-        # mrope sections sum to head_dim / 2 = 64 / 4 / 2 = 8.
-        text["rope_scaling"] = {"type": "mrope", "rope_type": "default", "mrope_section": [2, 3, 3]}
+        text["rope_scaling"] = {"type": "mrope", "rope_type": "default", "mrope_section": mrope}
         vision = dict(
             depth=2,
             hidden_size=32,
@@ -129,7 +135,7 @@ def _configs(family: str):
     if family == "qwen2_vl":
         from transformers import Qwen2VLConfig
 
-        text["rope_scaling"] = {"type": "mrope", "rope_type": "default", "mrope_section": [2, 3, 3]}
+        text["rope_scaling"] = {"type": "mrope", "rope_type": "default", "mrope_section": mrope}
         vision = dict(
             depth=2, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2, patch_size=14, spatial_merge_size=2, temporal_patch_size=2
         )
@@ -137,8 +143,8 @@ def _configs(family: str):
     if family == "qwen3_vl":
         from transformers import Qwen3VLConfig
 
-        text["head_dim"] = 16
-        text["rope_scaling"] = {"rope_type": "default", "mrope_section": [2, 3, 3], "mrope_interleaved": True}
+        text["head_dim"] = head_dim
+        text["rope_scaling"] = {"rope_type": "default", "mrope_section": mrope, "mrope_interleaved": True}
         vision = dict(
             depth=2,
             hidden_size=32,
@@ -180,17 +186,20 @@ def _processor(family: str, tokenizer, image_kwargs: dict):
     return cls(image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor, chat_template=CHAT_TEMPLATE)
 
 
-def build_tiny_vlm(out_dir: str | Path, family: str = "qwen2_5_vl", *, seed: int = 0) -> Path:
+def build_tiny_vlm(out_dir: str | Path, family: str = "qwen2_5_vl", *, seed: int = 0, head_dim: int = 16) -> Path:
     """Write a tiny random `family` model + processor to `out_dir` (save_pretrained layout) and
-    return the directory. Deterministic for a given (family, seed, library versions)."""
+    return the directory. Deterministic for a given (family, seed, head_dim, library versions).
+    `head_dim=32` is the variant vLLM's CPU attention runs (it needs heads of at least 32)."""
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {HEAD_DIMS}, not {head_dim}")
     import torch
     from transformers import AutoModelForImageTextToText, GenerationConfig
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    config, image_kwargs = _configs(family)
+    config, image_kwargs = _configs(family, head_dim)
     tokenizer = _tokenizer()
     processor = _processor(family, tokenizer, image_kwargs)
 
@@ -206,7 +215,7 @@ def build_tiny_vlm(out_dir: str | Path, family: str = "qwen2_5_vl", *, seed: int
     model.save_pretrained(out)
     processor.save_pretrained(out)
     (out / "tiny_vlm.json").write_text(
-        json.dumps({"family": family, "seed": seed, "params": sum(p.numel() for p in model.parameters())}) + "\n"
+        json.dumps({"family": family, "seed": seed, "head_dim": head_dim, "params": sum(p.numel() for p in model.parameters())}) + "\n"
     )
     return out
 
@@ -216,8 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--family", choices=FAMILIES, default="qwen2_5_vl")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--head-dim", type=int, choices=HEAD_DIMS, default=16, help="32: the variant vLLM's CPU attention runs")
     args = parser.parse_args(argv)
-    out = build_tiny_vlm(args.out_dir, args.family, seed=args.seed)
+    out = build_tiny_vlm(args.out_dir, args.family, seed=args.seed, head_dim=args.head_dim)
     print(out)
     return 0
 

@@ -1,4 +1,6 @@
+import importlib.util
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -51,3 +53,14 @@ def golden_disagreement(case: dict) -> str | None:
 def golden_failures(cases: list[dict]) -> list[str]:
     """One line per case that disagrees with the reference."""
     return [f"{c['case']}: {why}" for c in cases if (why := golden_disagreement(c))]
+
+
+def pytest_runtest_setup(item):
+    """`vllm` tests need the real vLLM (`make test-vllm` builds its environment). Where it is not
+    installed they are skipped with that reason, except under `make test-vllm`, where a missing
+    vLLM is a failure."""
+    if item.get_closest_marker("vllm") is None or importlib.util.find_spec("vllm") is not None:
+        return
+    if os.environ.get("OLMOCR_RL_REQUIRE_VLLM"):
+        pytest.fail("vLLM is not importable in the vLLM test environment (scripts/vllm_env.py)")
+    pytest.skip("needs the real vLLM: `make test-vllm` builds its environment and runs these tests")

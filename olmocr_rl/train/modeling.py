@@ -9,29 +9,40 @@ from typing import Any
 from olmocr_rl.train.config import ConfigError, TrainConfig
 
 
-def resolve_dtype(cfg: TrainConfig, cuda: bool) -> Any:
+def training_dtype(cfg: TrainConfig, *, bf16: bool, deepspeed: bool) -> Any:
+    """The dtype the policy is loaded in for training. Weights an optimizer updates must be float32
+    (the "master" copy): AdamW at olmOCR 2's lr 2e-6 moves a weight by about 2e-6 a step, which a
+    bfloat16 weight of magnitude 0.01-0.1 (spacing 6e-5 to 5e-4) rounds away (a CPU probe: 3.8 % of
+    bf16 weights changed in 10 steps, 99.99 % with a float32 copy). So `auto` loads:
+    float32 for full training without DeepSpeed (bf16 runs as autocast: the Trainer's bf16=true);
+    bfloat16 under DeepSpeed with bf16 (its optimizer keeps float32 partitions of every weight) and
+    for LoRA's frozen base (peft makes the adapters float32). An explicit half dtype for weights
+    that train without DeepSpeed is refused by pre-flight (`precision_problem`)."""
     import torch
 
-    name = cfg.dtype
-    if name == "auto":
-        name = "bfloat16" if cuda else "float32"
-    return getattr(torch, name)
+    if cfg.dtype != "auto":
+        return getattr(torch, cfg.dtype)
+    half = bf16 and (deepspeed or cfg.lora)
+    return torch.bfloat16 if half else torch.float32
+
+
+def inference_dtype(cuda: bool) -> Any:
+    """Generation only (final outputs, `olmocr-rl generate`): bfloat16 on CUDA, else float32."""
+    import torch
+
+    return torch.bfloat16 if cuda else torch.float32
 
 
 def load_processor(model: str, *, trust_remote_code: bool = False, max_pixels: int | None = None) -> Any:
     """AutoProcessor, checked to really be multimodal: for an unknown processor class
     transformers silently returns the bare tokenizer, and trl would then train text-only.
-    `max_pixels` goes through from_pretrained (transformers maps it onto the image processor's
-    `size`; setting an attribute afterwards is silently ignored by transformers 5) and is checked
-    to take effect."""
+    `max_pixels` is set where the installed transformers reads it and checked to take effect (the
+    `max_pixels` attribute alone is silently ignored by transformers 5)."""
     from transformers import AutoProcessor
     from transformers.processing_utils import ProcessorMixin
 
-    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
-    if max_pixels is not None:
-        kwargs["max_pixels"] = max_pixels
     try:
-        processor = AutoProcessor.from_pretrained(model, **kwargs)
+        processor = AutoProcessor.from_pretrained(model, trust_remote_code=trust_remote_code)
     except (OSError, ImportError, ValueError) as e:
         raise ConfigError(f"cannot load the processor of {model}: {e}") from e
     if not isinstance(processor, ProcessorMixin) or getattr(processor, "image_processor", None) is None:
@@ -41,12 +52,27 @@ def load_processor(model: str, *, trust_remote_code: bool = False, max_pixels: i
             "model folder, install torchvision (the Qwen-VL processors need it), or pass trust_remote_code=true "
             "for a custom processor."
         )
+    if max_pixels is not None:
+        set_max_pixels(processor.image_processor, max_pixels)
     if max_pixels is not None and (used := image_pixels(processor.image_processor, 4 * max_pixels)) is not None and used > max_pixels:
         raise ConfigError(
             f"max_pixels={max_pixels}: the processor of {model} ({type(processor.image_processor).__name__}) ignores it "
             f"(an image of {4 * max_pixels} pixels is resized to {used}); set the budget in its preprocessor_config.json"
         )
     return processor
+
+
+def set_max_pixels(image_processor: Any, max_pixels: int) -> None:
+    """The image budget where each transformers version reads it: `size.longest_edge` (a dict in
+    4.x, a SizeDict in 5.x, where the `max_pixels` attribute is no longer read) and `max_pixels`."""
+    size = getattr(image_processor, "size", None)
+    if isinstance(size, dict):
+        if "longest_edge" in size:
+            size["longest_edge"] = max_pixels
+    elif hasattr(size, "longest_edge"):
+        size.longest_edge = max_pixels
+    if hasattr(image_processor, "max_pixels"):
+        image_processor.max_pixels = max_pixels
 
 
 def image_pixels(image_processor: Any, pixels: int) -> int | None:
@@ -65,11 +91,13 @@ def image_pixels(image_processor: Any, pixels: int) -> int | None:
     return int(grid[1]) * int(grid[2]) * patch * patch
 
 
-def load_model(cfg: TrainConfig, *, cuda: bool, path: str | None = None) -> Any:
-    """The policy: cfg.model, or `path` (a full-weight checkpoint to resume from)."""
+def load_model(cfg: TrainConfig, *, bf16: bool, deepspeed: bool, path: str | None = None) -> Any:
+    """The policy: cfg.model, or `path` (a full-weight checkpoint to resume from), in the dtype
+    `training_dtype` chooses. Under ZeRO-3 call it after the trainer's config exists (its
+    DeepSpeed plugin then makes from_pretrained load each rank's partition only)."""
     from transformers import AutoModelForImageTextToText
 
-    kwargs: dict[str, Any] = {"dtype": resolve_dtype(cfg, cuda), "trust_remote_code": cfg.trust_remote_code}
+    kwargs: dict[str, Any] = {"dtype": training_dtype(cfg, bf16=bf16, deepspeed=deepspeed), "trust_remote_code": cfg.trust_remote_code}
     if cfg.attn_implementation:
         kwargs["attn_implementation"] = cfg.attn_implementation
     try:

@@ -31,6 +31,21 @@ class Problem:
         return f"{self.severity}: {self.key}: {self.message}\n  fix: {self.fix}"
 
 
+def precision_problem(cfg: TrainConfig, deepspeed: bool) -> Problem | None:
+    """Half-precision weights that an optimizer updates directly: at lr 2e-6 most updates round
+    away (olmocr_rl/train/modeling.py, training_dtype). DeepSpeed keeps float32 master weights of
+    its own; LoRA trains float32 adapters over the frozen base."""
+    if cfg.dtype in ("bfloat16", "float16") and not cfg.lora and not deepspeed:
+        return Problem(
+            "dtype",
+            f"dtype={cfg.dtype} would train {cfg.dtype} weights directly: at learning_rate={cfg.learning_rate:g} most "
+            "AdamW updates round away and the model barely trains",
+            "drop dtype (auto: float32 weights with bf16 autocast), or run DeepSpeed (--zero 1|2|3: float32 master "
+            "weights), or train a LoRA adapter (lora=true)",
+        )
+    return None
+
+
 def estimate_prompt_tokens(prompt_text: str, image_tokens: int) -> int:
     return int(image_tokens) + math.ceil(len(prompt_text.encode("utf-8")) / BYTES_PER_TOKEN) + TEMPLATE_TOKENS
 
@@ -60,13 +75,25 @@ def _batch_fix(cfg: TrainConfig, world_size: int) -> str:
 
 
 def preflight(
-    cfg: TrainConfig, world_size: int, prepared_dir: str | os.PathLike[str] | None = None, *, cuda: bool | None = None
+    cfg: TrainConfig,
+    world_size: int,
+    prepared_dir: str | os.PathLike[str] | None = None,
+    *,
+    cuda: bool | None = None,
+    deepspeed: bool | None = None,
 ) -> list[Problem]:
     """Everything that can be checked without loading the model. `world_size` is the total
-    number of training processes (all machines); `cuda`: whether CUDA is available (None: ask torch)."""
+    number of training processes (all machines); `cuda`: whether CUDA is available (None: ask torch);
+    `deepspeed`: whether the ranks run DeepSpeed (None: this process's environment says)."""
     out: list[Problem] = []
     add = out.append
     prepared = Path(prepared_dir if prepared_dir is not None else cfg.prepared_dir)
+    if deepspeed is None:
+        from olmocr_rl.train.config import deepspeed_active
+
+        deepspeed = deepspeed_active()
+    if (problem := precision_problem(cfg, deepspeed)) is not None:
+        add(problem)
 
     # --- the batch arithmetic trl enforces at construction (divisibility) ------------------
     g = cfg.num_generations

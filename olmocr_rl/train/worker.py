@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from olmocr_rl.engines import rank_seed
-from olmocr_rl.train.config import ConfigError, TrainConfig, build_grpo_config, cuda_available
+from olmocr_rl.train.config import ConfigError, TrainConfig, build_grpo_config, cuda_available, deepspeed_active
 from olmocr_rl.train.preflight import errors, preflight
 
 
@@ -56,6 +56,27 @@ def engine_settings(cfg: TrainConfig):
         mm_processor_kwargs=pixel_bounds(cfg.max_pixels),
         enforce_eager=cfg.vllm_enforce_eager,
     )
+
+
+def zero3_partitioned(model: Any) -> bool | None:
+    """Under ZeRO-3: whether the model was loaded partitioned (its parameters carry DeepSpeed's
+    ids); a whole model per rank is warned about. None when ZeRO-3 is off."""
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    if not is_deepspeed_zero3_enabled():
+        return None
+    partitioned = all(hasattr(p, "ds_id") for p in model.parameters())
+    if not partitioned:
+        warnings.warn("ZeRO-3: the model was loaded whole on this rank, not partitioned", stacklevel=2)
+    # transformers 5's ZeRO-3 loading path keeps every checkpoint-key conversion it tried, where the
+    # regular path keeps those that matched; save_pretrained reverses them all and writes keys such
+    # as `model.model.embed_tokens.weight` for Qwen2.5-VL, which transformers 4.x and vLLM cannot
+    # load. Keep the used ones, as the regular path does (the saved keys are tested equal to the base
+    # model's: tests/test_train_distributed.py).
+    conversions = getattr(model, "_weight_conversions", None)
+    if conversions:
+        model._weight_conversions = [c for c in conversions if not hasattr(c, "was_used") or c.was_used()]
+    return partitioned
 
 
 def resolve_resume(cfg: TrainConfig) -> str | None:
@@ -101,8 +122,11 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     # names; the Trainer (transformers 4.57 and 5.23 alike) loads them raw and, for Qwen-VL, matches
     # none, with only a warning (transformers#43701). It still restores optimizer, scheduler, RNG, step.
     full_ckpt = resume if resume and not cfg.lora and (Path(resume) / "config.json").is_file() else None
-    model = load_model(cfg, cuda=cuda, path=full_ckpt)
+    # The trainer's config first: under ZeRO-3 it switches on partitioned loading (DeepSpeed's
+    # zero.Init), so that no rank holds the whole model in host memory.
     args = build_grpo_config(cfg, cuda=cuda, has_eval=bool(eval_rows))
+    model = load_model(cfg, bf16=bool(args.bf16), deepspeed=deepspeed_active(), path=full_ckpt)
+    partitioned = zero3_partitioned(model)
     # Placeholder tokens are never sampled, whichever engine generates (olmocr_rl/engines.py).
     suppression = vllm_suppression(model.config) if cfg.use_vllm else transformers_suppression(model.config)
     args.generation_kwargs = {**suppression, **(args.generation_kwargs or {})}
@@ -167,6 +191,8 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
         "eval_metrics": eval_metrics,
         "checkpoints": sorted(p.name for p in Path(cfg.output_dir).glob("checkpoint-*")),
     }
+    if partitioned is not None:
+        summary["zero3_partitioned_load"] = partitioned
     if final_outputs is None:
         final_outputs = world == 1
     if final_outputs and cfg.final_outputs != "none":
@@ -179,12 +205,12 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
 def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = None) -> dict:
     """The model's output on the configured pages (`final_outputs`) as output_dir/outputs/*.md,
     with output_dir laid out as a bench folder. Loads the saved model when none is given."""
-    from olmocr_rl.train.modeling import load_processor, load_trained, resolve_dtype
+    from olmocr_rl.train.modeling import inference_dtype, load_processor, load_trained
     from olmocr_rl.train.outputs import select_rows, write_outputs
 
     if model is None:
         cuda = cuda_available()
-        model = load_trained(cfg.output_dir, dtype=resolve_dtype(cfg, cuda), trust_remote_code=cfg.trust_remote_code)
+        model = load_trained(cfg.output_dir, dtype=inference_dtype(cuda), trust_remote_code=cfg.trust_remote_code)
         if cuda:
             model = model.to("cuda")
     if processor is None:

@@ -22,7 +22,8 @@ from olmocr_rl.cli import app
 # command -> {option strings or argument name: default}; (the argparse parser's table)
 COMMANDS = {
     "validate": {"tests": None},
-    "check": {"tests": None, "page": None, ("--test", "-t"): None, ("--pdf",): None, ("--json",): False},
+    "check": {"tests": None, "page": None, ("--test", "-t"): None, ("--pdf",): None, ("--json",): False,
+              ("--guard",): "none"},  # #26: the published checks unless asked
     "bench": {
         "bench_dir": None, ("--candidate", "-c"): None, ("--details",): None, ("--json",): False,
         ("--skip-baseline", "--skip_baseline"): False, ("--force",): False, ("--workers",): None,
@@ -31,6 +32,7 @@ COMMANDS = {
         # #16: the reference runner's report, sample and failed-tests options
         ("--report", "--test-report"): None, ("--max-reports", "--max_reports"): None, ("--sample",): None,
         ("--output-failed", "--output_failed"): None,
+        ("--guard",): "none",  # #26: the published checks unless asked
     },
     "prepare": {
         "bench_dir": None, "out_dir": None, ("--longest-side", "--target-longest-image-dim"): 1288,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import warnings
@@ -19,7 +20,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 # benchmark (allenai/olmocr @ f7cfe4c); "short-output" adds allenai/olmocr PR #462's guard, a page
 # shorter than `len(text) - max_diffs` fails `present` and passes `absent`.
 Guard = Literal["none", "short-output"]
-GUARDS: tuple[str, ...] = ("none", "short-output")
+GUARDS: tuple[Guard, ...] = ("none", "short-output")
 
 
 class SuiteError(ValueError):
@@ -146,6 +147,7 @@ class BenchSuite:
         self._core = core
         self._sources = list(sources)
         self._unreadable: list[str] = []
+        self._lines: dict[str, list[str]] = {}  # source -> its lines, read by `record`
         self.errors: list[str] = [_format_error(e.source, e.line, e.id, e.message) for e in core.errors]
         self._info = {r.id: TestInfo(r.id, r.type, r.pdf, r.page, r.source, r.line) for r in core.records()}
 
@@ -198,6 +200,16 @@ class BenchSuite:
 
     def info(self, test_id: str) -> TestInfo:
         return self._info[test_id]
+
+    def record(self, test_id: str) -> dict:
+        """The test's JSON record as its file holds it (read as the loader reads it: a duplicate
+        key keeps its last value); KeyError for an id the suite does not hold."""
+        info = self._info[test_id]
+        lines = self._lines.get(info.source)
+        if lines is None:
+            text = next(t for name, t in self._sources if name == info.source)
+            lines = self._lines[info.source] = _NEWLINE.split(text)
+        return json.loads(lines[info.line - 1])
 
     def type_counts(self) -> dict[str, int]:
         """How many tests of each type the suite holds."""

@@ -34,6 +34,7 @@ COMMANDS = {
         ("--output-failed", "--output_failed"): None,
         ("--guard",): "none",  # #26: the published checks unless asked
     },
+    "probe": {"tests": None, ("--flag-share",): 0.5, ("--details",): None, ("--json",): False, ("--workers",): None},  # #26: new
     "prepare": {
         "bench_dir": None, "out_dir": None, ("--longest-side", "--target-longest-image-dim"): 1288,
         ("--jsonl-filter",): None, ("--type-filter",): None, ("--max-pages",): None, ("--eval-fraction",): 0.0,

@@ -1,6 +1,6 @@
 """Throughput of the text checks: olmocr-rl's Rust core vs the olmOCR-bench reference.
 
-    python benchmarks/bench_text_checks.py [--olmocr-tree DIR] [--pages 40] [--seed 0]
+    python benchmarks/bench_text_checks.py [--olmocr-tree DIR] [--pages 40] [--seed 0] [--guard none]
 
 Builds OCR-like pages of 2-8k characters with present/absent/order/baseline/format/footnote
 tests on each (exact, perturbed and missing queries), then times, per check on one core:
@@ -94,6 +94,7 @@ def main() -> None:
     ap.add_argument("--olmocr-tree", help="extracted upstream allenai/olmocr checkout")
     ap.add_argument("--pages", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--guard", default="none", help="the checks' rule set: none (published) or short-output (PR #462)")
     args = ap.parse_args()
 
     from olmocr_rl import BenchSuite
@@ -102,7 +103,7 @@ def main() -> None:
     pages = [make_page(rng) for _ in range(args.pages)]
     tests = [make_tests(rng, p, i) for i, p in enumerate(pages)]
     records = [t for ts in tests for t in ts]
-    suite = BenchSuite.from_jsonl("\n".join(json.dumps(t) for t in records))
+    suite = BenchSuite.from_jsonl("\n".join(json.dumps(t) for t in records), guard=args.guard)
     pairs = [(t, pages[i]) for i, ts in enumerate(tests) for t in ts]
     by_type: dict[str, list] = {}
     for t, p in pairs:

@@ -180,12 +180,17 @@ class Suite:
         """The rejected records, in file order."""
     def records(self) -> list[Record]:
         """Every loaded test, in load order."""
-    def check(self, test_id: str, text: str) -> Verdict:
-        """One test on one page."""
-    def check_batch(self, pages: list[tuple[str, list[str]]], threads: int | None = None) -> list[list[Verdict]]:
+    def check(self, test_id: str, text: str, guard: str = "none") -> Verdict:
+        """One test on one page; `guard`: "none" (the published checks) or "short-output"
+        (PR #462's guard on present/absent); anything else raises ValueError."""
+    def check_batch(self, pages: list[tuple[str, list[str]]], threads: int | None = None, guard: str = "none") -> list[list[Verdict]]:
         """Each (text, test ids) page's verdicts; pages in parallel on `threads` threads."""
-    def check_files(self, items: list[tuple[str | os.PathLike[str], list[str]]], threads: int | None = None) -> list[list[Verdict] | None]:
+    def check_files(
+        self, items: list[tuple[str | os.PathLike[str], list[str]]], threads: int | None = None, guard: str = "none"
+    ) -> list[list[Verdict] | None]:
         """`check_batch` on page files read as the reference reads them; None for a file that
         cannot be read or is not UTF-8."""
-    def score(self, pages: list[tuple[str, list[str]]], threads: int | None = None, details: bool = False) -> list[ScoredPage]:
+    def score(
+        self, pages: list[tuple[str, list[str]]], threads: int | None = None, details: bool = False, guard: str = "none"
+    ) -> list[ScoredPage]:
         """Each page's distinct tests in load order; the verdicts are kept when `details`."""

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Union
 
-from olmocr_rl.suite import BenchSuite, PageScore, check_threads
+from olmocr_rl.suite import BenchSuite, Guard, PageScore, check_guard, check_threads
 
 SuiteLike = Union[BenchSuite, str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 
@@ -66,6 +66,12 @@ class BenchReward:
     present/format test earns its best similarity divided by its threshold, other failures 0). A completion without test ids gets None. An id missing from the suite raises
     KeyError naming it: a dataset built for another suite is a bug, not a zero reward.
 
+    `guard="short-output"` (default) scores with allenai/olmocr PR #462's short-output guard: a
+    completion too short to hold a `present` test's text fails it (and passes the `absent`
+    tests), where the published checks would let an output of one newline pass every `present`
+    test whose text holds a space (docs/checks.md §3.1.1). `guard="none"`: the published
+    benchmark's verdicts, as `olmocr-rl bench` gives them by default.
+
     Pass a loaded `BenchSuite` or what `BenchSuite.load` takes. Raises EnvironmentProblem when
     the suite holds tests this environment cannot check (math tests without KaTeX 0.16.21).
     Picklable; safe to call from several threads (the scoring runs in Rust with the GIL released).
@@ -78,9 +84,11 @@ class BenchReward:
         *,
         threads: int | None = None,
         name: str | None = None,
+        guard: Guard = "short-output",
     ):
         if average not in ("micro", "macro", "graded"):
             raise ValueError(f"average must be 'micro', 'macro' or 'graded', not {average!r}")
+        self.guard: Guard = check_guard(guard)
         self.suite = suite if isinstance(suite, BenchSuite) else BenchSuite.load(suite)
         # Math tests without KaTeX would all fail as error verdicts: a silently wrong reward.
         self.suite.require_environment()
@@ -99,7 +107,7 @@ class BenchReward:
         idx = [i for i, ids in enumerate(test_ids) if ids]
         scores: list[PageScore | None] = [None] * len(texts)
         pages = [list(test_ids[i] or ()) for i in idx]
-        got = self.suite.score([texts[i] for i in idx], pages, details=details, threads=self.threads)
+        got = self.suite.score([texts[i] for i in idx], pages, details=details, threads=self.threads, guard=self.guard)
         for i, s in zip(idx, got):
             scores[i] = s
         return scores

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, Union
+from typing import Literal, NamedTuple, Union
 
 from olmocr_rl import _core, _katex
 
 _katex.configure()
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+# Rules on top of the published checks (docs/checks.md §3.1.1): "none" is the published
+# benchmark (allenai/olmocr @ f7cfe4c); "short-output" adds allenai/olmocr PR #462's guard, a page
+# shorter than `len(text) - max_diffs` fails `present` and passes `absent`.
+Guard = Literal["none", "short-output"]
+GUARDS: tuple[Guard, ...] = ("none", "short-output")
 
 
 class SuiteError(ValueError):
@@ -93,6 +100,13 @@ def check_threads(threads: object) -> int | None:
     return threads
 
 
+def check_guard(guard: object) -> Guard:
+    """`guard` if it names a rule set (GUARDS), else ValueError naming the choices."""
+    if guard not in GUARDS:
+        raise ValueError(f"guard must be one of {', '.join(map(repr, GUARDS))}, not {guard!r}")
+    return guard  # type: ignore[return-value]
+
+
 def _jsonl_files(path: PathLike | Sequence[PathLike]) -> list[Path]:
     if isinstance(path, (str, os.PathLike)):
         p = Path(path)
@@ -119,36 +133,46 @@ class BenchSuite:
     `.jsonl` file, or a list of them. Invalid records raise `SuiteError` naming file:line and
     test id for every bad record; `strict=False` warns instead and keeps the valid tests
     (`.errors` lists what was dropped).
+
+    `guard` is the rule set the checks use unless a call names another: "none" (default), the
+    published benchmark's checks; "short-output", with allenai/olmocr PR #462's guard (a page
+    too short to hold a `present`/`absent` text fails `present` and passes `absent`;
+    docs/checks.md §3.1.1). `BenchReward` turns it on by default.
     """
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, core: _core.Suite, sources: Sequence[tuple[str, str]] = ()):
+    def __init__(self, core: _core.Suite, sources: Sequence[tuple[str, str]] = (), *, guard: Guard = "none"):
+        self.guard: Guard = check_guard(guard)
         self._core = core
         self._sources = list(sources)
         self._unreadable: list[str] = []
+        self._lines: dict[str, list[str]] = {}  # source -> its lines, read by `record`
         self.errors: list[str] = [_format_error(e.source, e.line, e.id, e.message) for e in core.errors]
         self._info = {r.id: TestInfo(r.id, r.type, r.pdf, r.page, r.source, r.line) for r in core.records()}
 
     @classmethod
-    def load(cls, path: PathLike | Sequence[PathLike], *, strict: bool = True) -> BenchSuite:
+    def load(cls, path: PathLike | Sequence[PathLike], *, strict: bool = True, guard: Guard = "none") -> BenchSuite:
         files = _jsonl_files(path)
         sources, unreadable = [], []
         for f in files:
             text, bad_lines = _read_jsonl(f)
             sources.append((str(f), text))
             unreadable += bad_lines
-        return cls.from_sources(sources, strict=strict, unreadable=unreadable)
+        return cls.from_sources(sources, strict=strict, unreadable=unreadable, guard=guard)
 
     @classmethod
-    def from_jsonl(cls, text: str, source: str = "<string>", *, strict: bool = True) -> BenchSuite:
-        return cls.from_sources([(source, text)], strict=strict)
+    def from_jsonl(cls, text: str, source: str = "<string>", *, strict: bool = True, guard: Guard = "none") -> BenchSuite:
+        return cls.from_sources([(source, text)], strict=strict, guard=guard)
 
     @classmethod
-    def from_sources(cls, sources: Sequence[tuple[str, str]], *, strict: bool = True, unreadable: Sequence[str] = ()) -> BenchSuite:
+    def from_sources(
+        cls, sources: Sequence[tuple[str, str]], *, strict: bool = True, unreadable: Sequence[str] = (), guard: Guard = "none"
+    ) -> BenchSuite:
         """`unreadable`: errors for lines dropped before parsing (not UTF-8), listed first."""
+        guard = check_guard(guard)
         sources = [(str(name), text) for name, text in sources]
-        suite = cls(_core.Suite.from_sources(sources), sources)
+        suite = cls(_core.Suite.from_sources(sources), sources, guard=guard)
         suite._unreadable = list(unreadable)
         suite.errors = [*unreadable, *suite.errors]
         if suite.errors:
@@ -162,7 +186,7 @@ class BenchSuite:
 
     def __reduce__(self):
         # Picklable (e.g. for multiprocessing): rebuilt from the same JSONL texts.
-        return (_rebuild, (self._sources, self._unreadable))
+        return (_rebuild, (self._sources, self._unreadable, self.guard))
 
     def __len__(self) -> int:
         return len(self._info)
@@ -176,6 +200,16 @@ class BenchSuite:
 
     def info(self, test_id: str) -> TestInfo:
         return self._info[test_id]
+
+    def record(self, test_id: str) -> dict:
+        """The test's JSON record as its file holds it (read as the loader reads it: a duplicate
+        key keeps its last value); KeyError for an id the suite does not hold."""
+        info = self._info[test_id]
+        lines = self._lines.get(info.source)
+        if lines is None:
+            text = next(t for name, t in self._sources if name == info.source)
+            lines = self._lines[info.source] = _NEWLINE.split(text)
+        return json.loads(lines[info.line - 1])
 
     def type_counts(self) -> dict[str, int]:
         """How many tests of each type the suite holds."""
@@ -195,25 +229,33 @@ class BenchSuite:
         if problem:
             raise EnvironmentProblem(problem)
 
-    def check(self, test_id: str, text: str) -> CheckResult:
-        """Runs one test on one page of model output (`text` is used as given)."""
-        v = self._core.check(test_id, text)
+    def _guard(self, guard: Guard | None) -> Guard:
+        return self.guard if guard is None else check_guard(guard)
+
+    def check(self, test_id: str, text: str, *, guard: Guard | None = None) -> CheckResult:
+        """Runs one test on one page of model output (`text` is used as given); `guard`: the
+        rule set ("none" or "short-output"; default: the suite's `guard`)."""
+        v = self._core.check(test_id, text, self._guard(guard))
         return CheckResult(v.passed, v.explanation, v.error)
 
-    def check_batch(self, pages: Sequence[tuple[str, Sequence[str]]], *, threads: int | None = None) -> list[list[CheckResult]]:
+    def check_batch(
+        self, pages: Sequence[tuple[str, Sequence[str]]], *, threads: int | None = None, guard: Guard | None = None
+    ) -> list[list[CheckResult]]:
         """Runs each (text, test ids) page's tests; pages are checked in parallel in Rust
-        (`threads` as in `score`)."""
+        (`threads` as in `score`, `guard` as in `check`)."""
         threads = check_threads(threads)
-        rows = self._core.check_batch([(t, list(ids)) for t, ids in pages], threads)
+        rows = self._core.check_batch([(t, list(ids)) for t, ids in pages], threads, self._guard(guard))
         return [[CheckResult(v.passed, v.explanation, v.error) for v in page] for page in rows]
 
-    def check_files(self, items: Sequence[tuple[PathLike, Sequence[str]]], *, threads: int | None = None) -> list[list[CheckResult] | None]:
+    def check_files(
+        self, items: Sequence[tuple[PathLike, Sequence[str]]], *, threads: int | None = None, guard: Guard | None = None
+    ) -> list[list[CheckResult] | None]:
         """`check_batch` on page files: each (path, test ids) item's file is read in Rust as the
         reference reads page files (UTF-8, universal newlines) and its tests run, items in
         parallel. None for a file that cannot be read or is not UTF-8 (read it yourself for the
-        error)."""
+        error). `guard` as in `check`."""
         threads = check_threads(threads)
-        rows = self._core.check_files([(os.fspath(p), list(ids)) for p, ids in items], threads)
+        rows = self._core.check_files([(os.fspath(p), list(ids)) for p, ids in items], threads, self._guard(guard))
         return [None if page is None else [CheckResult(v.passed, v.explanation, v.error) for v in page] for page in rows]
 
     def score(
@@ -223,12 +265,14 @@ class BenchSuite:
         *,
         details: bool = False,
         threads: int | None = None,
+        guard: Guard | None = None,
     ) -> list[PageScore]:
         """Scores each completion on its tests; the whole batch crosses into Rust once and runs
         on a thread pool with the GIL released (`threads`, default: `OLMOCR_RL_THREADS` or the
         cores divided by `LOCAL_WORLD_SIZE`). Each test id counts once per completion; an
-        unknown id raises KeyError."""
+        unknown id raises KeyError. `guard` as in `check`."""
         threads = check_threads(threads)
+        guard = self._guard(guard)
         if len(completions) != len(test_ids):
             raise ValueError(f"{len(completions)} completions but {len(test_ids)} test id lists")
         # GRPO groups often repeat a completion word for word: score each distinct one once.
@@ -236,7 +280,7 @@ class BenchSuite:
         slot = [first.setdefault((c, tuple(ids)), len(first)) for c, ids in zip(completions, test_ids)]
         pages = [(c, list(ids)) for c, ids in first]
         scored = []
-        for s in self._core.score(pages, threads, details):
+        for s in self._core.score(pages, threads, details, guard):
             scored.append(
                 PageScore(
                     reward=s.reward,
@@ -257,10 +301,10 @@ class BenchSuite:
         return out
 
 
-def _rebuild(sources: list[tuple[str, str]], unreadable: Sequence[str] = ()) -> BenchSuite:
+def _rebuild(sources: list[tuple[str, str]], unreadable: Sequence[str] = (), guard: Guard = "none") -> BenchSuite:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # warned when first loaded
-        return BenchSuite.from_sources(sources, strict=False, unreadable=unreadable)
+        return BenchSuite.from_sources(sources, strict=False, unreadable=unreadable, guard=guard)
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # universal newlines, as Python's text mode and the core split lines

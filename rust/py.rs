@@ -2,7 +2,7 @@
 //! surfaces as a Python exception instead of killing the caller, and batch calls release the
 //! GIL while Rust works.
 
-use crate::checks::Verdict;
+use crate::checks::{Guard, Verdict};
 use crate::score::CoreError;
 use crate::suite::{SpecError, TestSuite};
 use crate::{fuzz, score, search, text};
@@ -12,7 +12,7 @@ use pyo3::types::{PyList, PyString};
 use rayon::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-fn guard<T>(f: impl FnOnce() -> T) -> PyResult<T> {
+fn no_panic<T>(f: impl FnOnce() -> T) -> PyResult<T> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|e| {
         let msg = e
             .downcast_ref::<&str>()
@@ -26,23 +26,23 @@ fn guard<T>(f: impl FnOnce() -> T) -> PyResult<T> {
 #[pyfunction]
 fn normalize_text(py: Python<'_>, s: &Bound<'_, PyString>) -> PyResult<PyText> {
     let (s, surrogates) = text_of(s)?;
-    py.detach(|| guard(|| PyText(text::normalize_text(&s), surrogates)))
+    py.detach(|| no_panic(|| PyText(text::normalize_text(&s), surrogates)))
 }
 
 #[pyfunction]
 fn ratio(a: &str, b: &str) -> PyResult<f64> {
-    guard(|| fuzz::ratio(&text::chars(a), &text::chars(b)))
+    no_panic(|| fuzz::ratio(&text::chars(a), &text::chars(b)))
 }
 
 #[pyfunction]
 fn partial_ratio(py: Python<'_>, a: &str, b: &str) -> PyResult<f64> {
-    py.detach(|| guard(|| fuzz::partial_ratio(&text::chars(a), &text::chars(b))))
+    py.detach(|| no_panic(|| fuzz::partial_ratio(&text::chars(a), &text::chars(b))))
 }
 
 #[pyfunction]
 fn find_near_matches(py: Python<'_>, sub: &str, seq: &str, max_l_dist: usize) -> PyResult<Vec<(usize, usize, usize)>> {
     py.detach(|| {
-        guard(|| {
+        no_panic(|| {
             search::find_near_matches(&text::chars(sub), &text::chars(seq), max_l_dist)
                 .into_iter()
                 .map(|m| (m.start, m.end, m.dist))
@@ -77,7 +77,7 @@ fn _fmt_float(x: f64) -> (String, String, String) {
 #[pyfunction]
 fn _parse_tables<'py>(py: Python<'py>, text: &str, markdown: bool) -> PyResult<Bound<'py, PyAny>> {
     let json = py
-        .detach(|| guard(|| crate::table::describe(&text::chars(text), markdown)))?
+        .detach(|| no_panic(|| crate::table::describe(&text::chars(text), markdown)))?
         .map_err(pyo3::exceptions::PyValueError::new_err)?;
     py.import("json")?.call_method1("loads", (json,))
 }
@@ -92,7 +92,7 @@ fn pdf_page_counts(
     threads: Option<usize>,
 ) -> PyResult<Vec<Option<usize>>> {
     py.detach(|| {
-        guard(|| score::pool(threads).install(|| paths.par_iter().map(|p| crate::pdf::page_count_file(p)).collect()))
+        no_panic(|| score::pool(threads).install(|| paths.par_iter().map(|p| crate::pdf::page_count_file(p)).collect()))
     })
 }
 
@@ -107,7 +107,7 @@ fn set_katex_path(path: Option<std::path::PathBuf>) {
 /// None if math checks can run here, else why not (and how to fix it).
 #[pyfunction]
 fn katex_problem(py: Python<'_>) -> PyResult<Option<String>> {
-    py.detach(|| guard(|| crate::math::katex::available().err()))
+    py.detach(|| no_panic(|| crate::math::katex::available().err()))
 }
 
 /// A Python string as Rust text: lone surrogates (Python strings may hold them, Rust strings
@@ -231,6 +231,13 @@ struct ScoredPage {
     results: Py<PyList>,
 }
 
+/// A guard by the name users write ("none", "short-output"); ValueError naming the choices.
+fn guard_named(name: &str) -> PyResult<Guard> {
+    Guard::from_name(name).ok_or_else(|| {
+        pyo3::exceptions::PyValueError::new_err(format!("guard must be 'none' or 'short-output', not {name:?}"))
+    })
+}
+
 impl From<CoreError> for PyErr {
     fn from(e: CoreError) -> PyErr {
         match e {
@@ -270,7 +277,7 @@ impl Suite {
     #[staticmethod]
     fn from_sources(py: Python<'_>, sources: Vec<(String, String)>) -> PyResult<Self> {
         py.detach(|| {
-            guard(|| Suite { inner: TestSuite::from_sources(sources.iter().map(|(a, b)| (a.as_str(), b.as_str()))) })
+            no_panic(|| Suite { inner: TestSuite::from_sources(sources.iter().map(|(a, b)| (a.as_str(), b.as_str()))) })
         })
     }
 
@@ -309,30 +316,36 @@ impl Suite {
             .collect()
     }
 
-    /// Runs one test on one page.
-    fn check(&self, py: Python<'_>, test_id: &str, text: &Bound<'_, PyString>) -> PyResult<Py<PyVerdict>> {
+    /// Runs one test on one page (`guard`: "none", the published checks, or "short-output").
+    #[pyo3(signature = (test_id, text, guard="none"))]
+    fn check(&self, py: Python<'_>, test_id: &str, text: &Bound<'_, PyString>, guard: &str) -> PyResult<Py<PyVerdict>> {
+        let guard = guard_named(guard)?;
         let (text, surrogates) = text_of(text)?;
         let ids = [test_id.to_string()];
-        let verdicts = py.detach(|| guard(|| score::check_page(&self.inner, &text, &ids)))??;
+        let verdicts = py.detach(|| no_panic(|| score::check_page(&self.inner, &text, &ids, guard)))??;
         let mut out = verdicts_to_py(py, verdicts, surrogates || self.inner.has_stand_ins)?;
         Ok(out.remove(0))
     }
 
     /// Runs each page's tests, pages in parallel (`threads`: the pool's size, default as in
-    /// `score`): one list of verdicts per page. The GIL is released for the whole batch.
-    #[pyo3(signature = (pages, threads=None))]
+    /// `score`): one list of verdicts per page, under `guard` (as in `check`). The GIL is released
+    /// for the whole batch.
+    #[pyo3(signature = (pages, threads=None, guard="none"))]
     fn check_batch(
         &self,
         py: Python<'_>,
         pages: Vec<(Bound<'_, PyString>, Vec<String>)>,
         threads: Option<usize>,
+        guard: &str,
     ) -> PyResult<Vec<Vec<Py<PyVerdict>>>> {
+        let guard = guard_named(guard)?;
         let pages: Vec<((String, bool), Vec<String>)> =
             pages.into_iter().map(|(t, ids)| Ok((text_of(&t)?, ids))).collect::<PyResult<_>>()?;
         let verdicts = py.detach(|| {
-            guard(|| {
-                let one =
-                    |((text_, _), ids): &((String, bool), Vec<String>)| score::check_page(&self.inner, text_, ids);
+            no_panic(|| {
+                let one = |((text_, _), ids): &((String, bool), Vec<String>)| {
+                    score::check_page(&self.inner, text_, ids, guard)
+                };
                 if pages.len() <= 1 {
                     // Handing one page to the pool costs more than it saves.
                     pages.iter().map(one).collect::<Result<Vec<_>, _>>()
@@ -351,18 +364,20 @@ impl Suite {
     /// `check_batch` on files: reads each (path, test ids) item as the reference reads page
     /// files (`files::read_text`) and runs its tests, items in parallel, GIL released. Per item:
     /// None when the file cannot be read or is not UTF-8 (re-read it in Python for the error),
-    /// else its verdicts.
-    #[pyo3(signature = (items, threads=None))]
+    /// else its verdicts (`guard` as in `check`).
+    #[pyo3(signature = (items, threads=None, guard="none"))]
     fn check_files(
         &self,
         py: Python<'_>,
         items: Vec<(std::path::PathBuf, Vec<String>)>,
         threads: Option<usize>,
+        guard: &str,
     ) -> PyResult<Vec<Option<Vec<Py<PyVerdict>>>>> {
+        let guard = guard_named(guard)?;
         let verdicts = py.detach(|| {
-            guard(|| {
+            no_panic(|| {
                 let one = |(path, ids): &(std::path::PathBuf, Vec<String>)| match crate::files::read_text(path) {
-                    Some(text) => score::check_page(&self.inner, &text, ids).map(Some),
+                    Some(text) => score::check_page(&self.inner, &text, ids, guard).map(Some),
                     None => Ok(None),
                 };
                 score::pool(threads).install(|| items.par_iter().map(one).collect::<Result<Vec<_>, _>>())
@@ -373,15 +388,17 @@ impl Suite {
     }
 
     /// Scores pages, each page's distinct tests in load order (see `ScoredPage`); the verdicts
-    /// are kept when `details`.
-    #[pyo3(signature = (pages, threads=None, details=false))]
+    /// are kept when `details`; `guard` as in `check`.
+    #[pyo3(signature = (pages, threads=None, details=false, guard="none"))]
     fn score(
         &self,
         py: Python<'_>,
         pages: Vec<(Bound<'_, PyString>, Vec<String>)>,
         threads: Option<usize>,
         details: bool,
+        guard: &str,
     ) -> PyResult<Vec<ScoredPage>> {
+        let guard = guard_named(guard)?;
         let mut surrogates = Vec::with_capacity(pages.len());
         let pages: Vec<(String, Vec<String>)> = pages
             .into_iter()
@@ -391,7 +408,7 @@ impl Suite {
                 Ok((text, ids))
             })
             .collect::<PyResult<_>>()?;
-        let scored = py.detach(|| guard(|| score::score_pages(&self.inner, &pages, threads)))?;
+        let scored = py.detach(|| no_panic(|| score::score_pages(&self.inner, &pages, threads, guard)))?;
         scored
             .into_iter()
             .zip(surrogates)
@@ -460,7 +477,7 @@ fn medoid_rewards(
     let texts = texts_of(&texts)?;
     let groups = groups.unwrap_or_else(|| vec![0; texts.len()]);
     same_length("group labels", texts.len(), groups.len())?;
-    py.detach(|| guard(|| score::pool(threads).install(|| crate::rewards::medoid::medoid_rewards(&texts, &groups))))
+    py.detach(|| no_panic(|| score::pool(threads).install(|| crate::rewards::medoid::medoid_rewards(&texts, &groups))))
 }
 
 #[pyfunction]
@@ -474,7 +491,7 @@ fn edit_similarities(
     same_length("references", texts.len(), references.len())?;
     let (texts, refs) = (texts_of(&texts)?, optional_texts_of(&references)?);
     py.detach(|| {
-        guard(|| {
+        no_panic(|| {
             score::pool(threads).install(|| {
                 texts.par_iter().zip(&refs).map(|(t, r)| crate::rewards::edit_similarity(t, r.as_deref())).collect()
             })
@@ -498,7 +515,7 @@ fn element_count_rewards(
     same_length("references", texts.len(), references.len())?;
     let (texts, refs) = (texts_of(&texts)?, optional_texts_of(&references)?);
     py.detach(|| {
-        guard(|| {
+        no_panic(|| {
             score::pool(threads).install(|| {
                 texts
                     .par_iter()
@@ -519,7 +536,7 @@ fn rect_table_shares(
 ) -> PyResult<Vec<Option<f64>>> {
     let texts = texts_of(&texts)?;
     py.detach(|| {
-        guard(|| {
+        no_panic(|| {
             score::pool(threads)
                 .install(|| texts.par_iter().map(|t| crate::rewards::elements::rect_table_share(t)).collect())
         })

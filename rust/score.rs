@@ -6,7 +6,7 @@
 //! `passed / total` and `sum(type rates) / n_types` (types in first-appearance order). A test on
 //! which the reference raises counts as a failure that stays in the denominator, as there.
 
-use crate::checks::{run, Page, Verdict};
+use crate::checks::{run, Guard, Page, Verdict};
 use crate::suite::{Kind, TestSuite};
 use crate::text::chars;
 use rayon::prelude::*;
@@ -53,20 +53,20 @@ pub enum CoreError {
     UnknownId(String),
 }
 
-/// Runs the tests `ids` on one page, in the order given (a repeated id runs again): the one
-/// per-page routine behind `check`, `check_batch` and `check_files`.
-pub fn check_page(suite: &TestSuite, text: &str, ids: &[String]) -> Result<Vec<Verdict>, CoreError> {
+/// Runs the tests `ids` on one page, in the order given (a repeated id runs again), under
+/// `guard`'s rules: the one per-page routine behind `check`, `check_batch` and `check_files`.
+pub fn check_page(suite: &TestSuite, text: &str, ids: &[String], guard: Guard) -> Result<Vec<Verdict>, CoreError> {
     let tests = ids
         .iter()
         .map(|id| suite.get(id).ok_or_else(|| CoreError::UnknownId(id.clone())))
         .collect::<Result<Vec<_>, _>>()?;
     let raw = chars(text);
     let page = Page::new(&raw);
-    Ok(tests.into_iter().map(|test| run(test, &page)).collect())
+    Ok(tests.into_iter().map(|test| run(test, &page, guard)).collect())
 }
 
-/// Scores one page: every distinct requested test, in load order.
-pub fn score_page(suite: &TestSuite, text: &str, ids: &[String]) -> Result<PageScore, CoreError> {
+/// Scores one page: every distinct requested test, in load order, under `guard`'s rules.
+pub fn score_page(suite: &TestSuite, text: &str, ids: &[String], guard: Guard) -> Result<PageScore, CoreError> {
     let mut idx: Vec<usize> = ids
         .iter()
         .map(|id| suite.position(id).ok_or_else(|| CoreError::UnknownId(id.clone())))
@@ -78,7 +78,7 @@ pub fn score_page(suite: &TestSuite, text: &str, ids: &[String]) -> Result<PageS
     let mut score = PageScore { passed: 0, total: 0, by_type: Vec::new(), credit: 0.0, results: Vec::new() };
     for i in idx {
         let test = &suite.tests[i];
-        let verdict = run(test, &page);
+        let verdict = run(test, &page, guard);
         score.total += 1;
         score.passed += usize::from(verdict.passed);
         score.credit += verdict.credit;
@@ -99,11 +99,12 @@ pub fn score_pages(
     suite: &TestSuite,
     pages: &[(String, Vec<String>)],
     threads: Option<usize>,
+    guard: Guard,
 ) -> Vec<Result<PageScore, CoreError>> {
     if pages.len() <= 1 {
-        return pages.iter().map(|(t, ids)| score_page(suite, t, ids)).collect();
+        return pages.iter().map(|(t, ids)| score_page(suite, t, ids, guard)).collect();
     }
-    pool(threads).install(|| pages.par_iter().map(|(t, ids)| score_page(suite, t, ids)).collect())
+    pool(threads).install(|| pages.par_iter().map(|(t, ids)| score_page(suite, t, ids, guard)).collect())
 }
 
 /// The default pool size: the cores this process may use, divided among the local ranks of a
@@ -178,13 +179,16 @@ mod tests {
         .join("\n");
         let suite = TestSuite::from_sources([("t.jsonl", jsonl.as_str())]);
         let ids: Vec<String> = ["a1", "p2", "p1", "b1", "p1"].iter().map(|s| s.to_string()).collect();
-        let s = score_page(&suite, "alpha beta", &ids).unwrap();
+        let s = score_page(&suite, "alpha beta", &ids, Guard::None).unwrap();
         assert_eq!((s.passed, s.total), (3, 4));
         assert_eq!(s.by_type, vec![(Kind::Present, 1, 2), (Kind::Baseline, 1, 1), (Kind::Absent, 1, 1)]);
         assert_eq!(s.reward(), Some(0.75));
         assert_eq!(s.macro_reward(), Some((0.5 + 1.0 + 1.0) / 3.0));
-        assert_eq!(score_page(&suite, "x", &["zz".to_string()]).unwrap_err(), CoreError::UnknownId("zz".into()));
-        let empty = score_page(&suite, "x", &[]).unwrap();
+        assert_eq!(
+            score_page(&suite, "x", &["zz".to_string()], Guard::None).unwrap_err(),
+            CoreError::UnknownId("zz".into())
+        );
+        let empty = score_page(&suite, "x", &[], Guard::None).unwrap();
         assert_eq!((empty.reward(), empty.macro_reward()), (None, None));
     }
 

@@ -25,10 +25,11 @@ def text_cases() -> list[dict]:
     return read_jsonl(GOLDEN / "text_cases.jsonl")
 
 
-def golden_disagreement(case: dict) -> str | None:
+def golden_disagreement(case: dict, guard: str = "none") -> str | None:
     """How our result on one golden case differs from the reference's, or None if it agrees:
     load-time acceptance, verdict, error-ness and (when the reference does not raise) the exact
-    explanation. Nondeterministic reference cases only need to load and run."""
+    explanation. Nondeterministic reference cases only need to load and run. `guard`: the rule
+    set our checks use (the case's verdict must come from the matching reference)."""
     # Duplicate-key cases carry the record verbatim (the reference's JSON reader keeps the last).
     record = case.get("raw_test") or json.dumps(case["test"], ensure_ascii=False)
     suite = BenchSuite.from_jsonl(record, "case.jsonl", strict=False)
@@ -37,7 +38,7 @@ def golden_disagreement(case: dict) -> str | None:
     if not len(suite):
         return f"reference accepts, we reject: {suite.errors}"
     (test_id,) = suite.ids
-    got = suite.check(test_id, case["text"])
+    got = suite.check(test_id, case["text"], guard=guard)
     if case.get("nondeterministic"):
         return None
     if got.passed != case["passed"]:
@@ -50,9 +51,9 @@ def golden_disagreement(case: dict) -> str | None:
     return None
 
 
-def golden_failures(cases: list[dict]) -> list[str]:
+def golden_failures(cases: list[dict], guard: str = "none") -> list[str]:
     """One line per case that disagrees with the reference."""
-    return [f"{c['case']}: {why}" for c in cases if (why := golden_disagreement(c))]
+    return [f"{c['case']}: {why}" for c in cases if (why := golden_disagreement(c, guard))]
 
 
 def pytest_runtest_setup(item):

@@ -22,7 +22,8 @@ from olmocr_rl.cli import app
 # command -> {option strings or argument name: default}; (the argparse parser's table)
 COMMANDS = {
     "validate": {"tests": None},
-    "check": {"tests": None, "page": None, ("--test", "-t"): None, ("--pdf",): None, ("--json",): False},
+    "check": {"tests": None, "page": None, ("--test", "-t"): None, ("--pdf",): None, ("--json",): False,
+              ("--guard",): "none"},  # #26: the published checks unless asked
     "bench": {
         "bench_dir": None, ("--candidate", "-c"): None, ("--details",): None, ("--json",): False,
         ("--skip-baseline", "--skip_baseline"): False, ("--force",): False, ("--workers",): None,
@@ -31,7 +32,9 @@ COMMANDS = {
         # #16: the reference runner's report, sample and failed-tests options
         ("--report", "--test-report"): None, ("--max-reports", "--max_reports"): None, ("--sample",): None,
         ("--output-failed", "--output_failed"): None,
+        ("--guard",): "none",  # #26: the published checks unless asked
     },
+    "probe": {"tests": None, ("--flag-share",): 0.5, ("--details",): None, ("--json",): False, ("--workers",): None},  # #26: new
     "prepare": {
         "bench_dir": None, "out_dir": None, ("--longest-side", "--target-longest-image-dim"): 1288,
         ("--jsonl-filter",): None, ("--type-filter",): None, ("--max-pages",): None, ("--eval-fraction",): 0.0,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from olmocr_rl import _core
-from olmocr_rl.suite import BenchSuite, SuiteError, TestInfo
+from olmocr_rl.suite import BenchSuite, Guard, SuiteError, TestInfo
 
 BASELINE_GROUP = "baseline"
 
@@ -63,10 +63,11 @@ def _pypdf_page_count(path: str | os.PathLike[str]) -> int:
     return len(PdfReader(path).pages)
 
 
-def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, force: bool = False) -> Bench:
+def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, force: bool = False, guard: Guard = "none") -> Bench:
     """Loads a bench folder (or one of its `.jsonl` files); raises BenchError on what the
     reference would refuse to run (no pdfs/, no PDFs, no tests, invalid tests, pages without
-    tests unless `force`), listing every problem."""
+    tests unless `force`), listing every problem. The suite checks under `guard` ("none": the
+    published benchmark)."""
     given = Path(path)
     if not given.exists():
         raise BenchError(f"{given}: no such file or directory")
@@ -92,7 +93,7 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
         except (OSError, UnicodeDecodeError) as e:
             raise BenchError(f"{f}: cannot read ({e})") from None
     try:
-        suite = BenchSuite.from_sources(sources, strict=True)
+        suite = BenchSuite.from_sources(sources, strict=True, guard=guard)
     except SuiteError as e:
         raise BenchError(e.errors) from None
     if not len(suite):
@@ -110,7 +111,7 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
     if auto:
         text = "\n".join(json.dumps(r, ensure_ascii=False) for r in auto)
         try:
-            suite = BenchSuite.from_sources([*sources, (_AUTO_SOURCE, text)], strict=True)
+            suite = BenchSuite.from_sources([*sources, (_AUTO_SOURCE, text)], strict=True, guard=guard)
         except SuiteError as e:
             raise BenchError([m.replace(_AUTO_SOURCE, "auto-added baseline tests") for m in e.errors]) from None
         infos = [suite.info(i) for i in suite.ids]

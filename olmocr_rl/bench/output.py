@@ -81,6 +81,7 @@ def summary_dict(summary: BenchSummary) -> dict:
         "pdfs": len(b.pdf_keys),
         "tests": len(b.tests),
         "tests_by_type": dict(sorted(counts.items())),
+        "guard": b.suite.guard,
         "warnings": b.warnings,
         "ci": {"level": summary.confidence_level, "samples": summary.bootstrap_samples, "seed": summary.seed},
         "candidates": cands,
@@ -108,6 +109,13 @@ def print_summary(summary: BenchSummary, console: Any = None, *, show_failures: 
             score = c.status
         table.add_row(c.name, score, "" if c.failed else half, str(len(c.outcomes)))
     console.print(table)
+    if b.suite.guard != "none":
+        console.print(
+            f"guard: {b.suite.guard} (allenai/olmocr PR #462: a page too short for a present/absent text fails present, "
+            "passes absent); not the published benchmark's semantics",
+            style="yellow",
+            highlight=False,
+        )
 
     breakdown = Table(title="pass rate by JSONL file (tests passed) and by test type (mean over repeats)", title_justify="left")
     breakdown.add_column("")

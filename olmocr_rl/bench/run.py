@@ -11,7 +11,7 @@ from olmocr_rl.bench.checking import Progress, evaluate_candidate
 from olmocr_rl.bench.folder import find_candidates, load_bench
 from olmocr_rl.bench.results import BenchSummary
 from olmocr_rl.bench.stats import bootstrap_ci
-from olmocr_rl.suite import check_threads
+from olmocr_rl.suite import Guard, check_guard, check_threads
 
 
 def run_bench(
@@ -28,12 +28,15 @@ def run_bench(
     progress: Progress | None = None,
     sample: int | None = None,
     keep_details: bool = False,
+    guard: Guard = "none",
 ) -> BenchSummary:
     """Runs the benchmark on a bench folder; see the module docstring. `sample`: score only that
     many tests, drawn with `random.Random(seed)` (the reference's `--sample`, unseeded there), kept
-    in file order. `keep_details`: keep each candidate's details rows on its result."""
+    in file order. `keep_details`: keep each candidate's details rows on its result. `guard`:
+    "none" (default), the published benchmark's checks, or "short-output" (docs/checks.md
+    §3.1.1)."""
     threads = check_threads(threads)
-    bench = load_bench(path, skip_baseline=skip_baseline, force=force)
+    bench = load_bench(path, skip_baseline=skip_baseline, force=force, guard=check_guard(guard))
     if sample is not None and 0 < sample < len(bench.tests):
         chosen = set(random.Random(seed).sample(range(len(bench.tests)), sample))
         bench.tests = [t for i, t in enumerate(bench.tests) if i in chosen]

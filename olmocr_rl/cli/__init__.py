@@ -7,6 +7,7 @@ end a command with one `error: ...` line on stderr and exit status 1 (`fail`); u
 instead of the one-line summary.
 """
 
+import enum
 import os
 import sys
 import traceback
@@ -24,6 +25,13 @@ app = typer.Typer(
 )
 
 _state = {"debug": False}
+
+
+class GuardChoice(str, enum.Enum):
+    """`--guard` of bench, check and probe: the rule set of the checks (olmocr_rl.suite.GUARDS)."""
+
+    none = "none"
+    short_output = "short-output"
 
 
 class CliError(Exception):
@@ -65,7 +73,7 @@ def _root(
 
 
 # The command modules, in the order `--help` lists their commands; importing one registers it.
-from olmocr_rl.cli import check, bench, prepare, train, generate, report, soup, install_katex  # noqa: E402,F401,I001
+from olmocr_rl.cli import check, bench, probe, prepare, train, generate, report, soup, install_katex  # noqa: E402,F401,I001
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from olmocr_rl.cli import app, fail
+from olmocr_rl.cli import GuardChoice, app, fail
 
 DESCRIPTION = """Run olmOCR-bench on every candidate folder: majority over repeats, per-JSONL pass
 rates, their mean as the score, a bootstrap CI; a candidate with any error is FAILED as upstream."""
@@ -52,6 +52,13 @@ def bench_command(
         Optional[int], typer.Option("--max-reports", "--max_reports", min=1, help="In the report, at most N PDFs per JSONL file.")
     ] = None,
     sample: Annotated[Optional[int], typer.Option("--sample", min=1, help="Score only N tests, drawn with --seed.")] = None,
+    guard: Annotated[
+        GuardChoice,
+        typer.Option(
+            "--guard",
+            help="none: the published benchmark's checks; short-output: allenai/olmocr PR #462's guard (a page too short for a present/absent text fails present, passes absent), as training rewards score by default.",
+        ),
+    ] = GuardChoice.none,
     output_failed: Annotated[
         Optional[Path],
         typer.Option(
@@ -101,6 +108,7 @@ def run(args: Namespace) -> int:
             progress=progress,
             sample=args.sample,
             keep_details=args.report is not None,
+            guard=args.guard.value,
         )
     except (BenchError, OSError) as e:  # OSError: e.g. the details file cannot be written
         fail(str(e))

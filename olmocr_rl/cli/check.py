@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from olmocr_rl.cli import app, echo, fail
+from olmocr_rl.cli import GuardChoice, app, echo, fail
 
 
 @app.command("validate", help="Load and validate test JSONL as olmOCR-bench does; list every invalid record.")
@@ -27,8 +27,12 @@ def check_command(
     ] = None,
     pdf: Annotated[Optional[str], typer.Option("--pdf", help="Run every test of this PDF (as named in the JSONL).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per test.")] = False,
+    guard: Annotated[
+        GuardChoice,
+        typer.Option("--guard", help="none: the published checks; short-output: with allenai/olmocr PR #462's short-output guard."),
+    ] = GuardChoice.none,
 ) -> int:
-    return check(Namespace(tests=tests, page=page, test_id=test_id, pdf=pdf, as_json=as_json))
+    return check(Namespace(tests=tests, page=page, test_id=test_id, pdf=pdf, as_json=as_json, guard=guard.value))
 
 
 def _load(path: Path, strict: bool):
@@ -70,7 +74,7 @@ def check(args: Namespace) -> int:
     except (OSError, UnicodeDecodeError) as e:
         fail(f"cannot read {args.page}: {e}")
     passed = 0
-    for i, r in zip(ids, suite.check_batch([(text, ids)])[0]):
+    for i, r in zip(ids, suite.check_batch([(text, ids)], guard=args.guard)[0]):
         passed += r.passed
         if args.as_json:
             echo(json.dumps({"id": i, "type": suite.info(i).type, **r._asdict()}, ensure_ascii=False))

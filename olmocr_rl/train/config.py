@@ -84,6 +84,7 @@ class TrainConfig:
     # --- rewards -------------------------------------------------------------------------------
     rewards: dict = opt(help="reward name (or package.module:function) -> weight", factory=lambda: {"bench": 1.0})
     reward_threads: Optional[int] = opt(None, "Rust scoring threads per rank (default: cores / local ranks)")
+    bench_guard: Literal["short-output", "none"] = opt("short-output", "bench rewards: olmocr PR #462's short-output guard, or none")
 
     # --- the GRPO recipe (olmOCR 2) --------------------------------------------------------
     num_generations: int = opt(28, "completions sampled per page", trl="direct")

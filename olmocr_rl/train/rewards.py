@@ -20,7 +20,7 @@ from olmocr_rl.rewards import (
     RectTablesReward,
     rates,
 )
-from olmocr_rl.suite import BenchSuite, PageScore
+from olmocr_rl.suite import BenchSuite, Guard, PageScore
 from olmocr_rl.train.config import REWARD_NAMES, ConfigError, is_user_reward
 
 _AVERAGE = {"bench": "micro", "bench-macro": "macro", "bench-graded": "graded"}
@@ -168,8 +168,9 @@ class TrainBenchReward(BenchReward):
         log_metrics: bool = True,
         recorder: CompletionRecorder | None = None,
         threads: int | None = None,
+        guard: Guard = "short-output",
     ):
-        super().__init__(suite, average, threads=threads)  # type: ignore[arg-type]
+        super().__init__(suite, average, threads=threads, guard=guard)  # type: ignore[arg-type]
         self.log_metrics = log_metrics
         self.recorder = recorder
 
@@ -224,9 +225,11 @@ def build_rewards(
     model: Any = None,
     recorder: CompletionRecorder | None = None,
     threads: int | None = None,
+    guard: Guard = "short-output",
 ) -> tuple[list[Callable], list[float]]:
     """Reward callables and their weights, in the order given. Bench rewards share one suite
-    (the prepared folder's accepted tests); the first one logs bench/<type>/pass_rate."""
+    (the prepared folder's accepted tests) and score under `guard`; the first one logs
+    bench/<type>/pass_rate."""
     funcs: list[Callable] = []
     weights: list[float] = []
     suite: BenchSuite | None = None
@@ -236,7 +239,9 @@ def build_rewards(
             if suite is None:
                 suite = tests if isinstance(tests, BenchSuite) else BenchSuite.load(tests)
             funcs.append(
-                TrainBenchReward(suite, _AVERAGE[name], log_metrics=not logged, recorder=None if logged else recorder, threads=threads)
+                TrainBenchReward(
+                    suite, _AVERAGE[name], log_metrics=not logged, recorder=None if logged else recorder, threads=threads, guard=guard
+                )
             )
             logged = True
         elif name == "eos":

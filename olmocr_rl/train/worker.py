@@ -139,7 +139,13 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
         else None
     )
     funcs, weights = build_rewards(
-        cfg.rewards, tests_dir(cfg.prepared_dir), processor=processor, model=model, recorder=recorder, threads=cfg.reward_threads
+        cfg.rewards,
+        tests_dir(cfg.prepared_dir),
+        processor=processor,
+        model=model,
+        recorder=recorder,
+        threads=cfg.reward_threads,
+        guard=cfg.bench_guard,
     )
     if list(args.reward_weights) != weights:  # both come from cfg.rewards, in order
         raise RuntimeError(f"reward weights {args.reward_weights} do not match the reward functions' {weights}")

@@ -4,21 +4,28 @@
 //! normalized page, optionally case-insensitively and within the first/last N code points.
 //! Passes when: `partial_ratio(text, page) / 100 >= 1 - max_diffs / len(text)` for `present`,
 //! and when that does not hold for `absent`.
-//! Differences from upstream: none. A `first_n`/`last_n` that Python cannot slice with (a float,
-//! a string, ...) gives an error verdict where the reference raises `TypeError`.
+//! With `Guard::ShortOutput` (allenai/olmocr PR #462, not in the published benchmark; on by
+//! default in training rewards only, §3.1.1): first, when the page as compared (normalized,
+//! lowercased if case-insensitive, cut to `first_n`/`last_n`) has fewer code points than
+//! `len(text) - max_diffs` (`text` lowercased if case-insensitive), `present` fails ("Candidate too
+//! short ...") and `absent` passes, whatever `partial_ratio` says. A failure there earns no
+//! partial credit (graded reward 0).
+//! Differences from upstream: none (either rule set). A `first_n`/`last_n` that Python cannot
+//! slice with (a float, a string, ...) gives an error verdict where the reference raises
+//! `TypeError`, before the guard as there.
 //!
 //! How: the query (lowercased when case-insensitive) is compiled once at load time; the
 //! search over a whole page uses the page's shared character index (the same scores, found
-//! from the positions of rare query characters).
+//! from the positions of rare query characters). The guard is one length comparison.
 
-use super::{threshold, Page, Verdict};
+use super::{threshold, Guard, Page, Verdict};
 use crate::fuzz::min_score_for_threshold;
 use crate::suite::{Kind, SliceArg, Spec, Test};
 use crate::text::{prefix, py_fixed, py_float_repr, py_slice};
 
 const SLICE_ERROR: &str = "TypeError: slice indices must be integers or None or have an __index__ method";
 
-pub fn check(test: &Test, page: &Page) -> Verdict {
+pub fn check(test: &Test, page: &Page, guard: Guard) -> Verdict {
     let Spec::Presence { case_sensitive, first_n, last_n, query: needle, .. } = &test.spec else {
         unreachable!("presence::check called on another type")
     };
@@ -41,8 +48,13 @@ pub fn check(test: &Test, page: &Page) -> Verdict {
         (SliceArg::At(f), SliceArg::Off) => (py_slice(content, None, Some(*f)), None),
         (SliceArg::Off, SliceArg::At(l)) => (py_slice(content, Some(l.saturating_neg()), None), None),
     };
-    let thr = threshold(test.max_diffs, query.len());
     let present = test.kind == Kind::Present;
+    if guard == Guard::ShortOutput {
+        if let Some(verdict) = short_output(test, query, window.len(), present) {
+            return verdict;
+        }
+    }
+    let thr = threshold(test.max_diffs, query.len());
     // Decide with an early-exit search; the exact best score is only needed for a message
     // (and a failed `present` test's partial credit).
     let min_score = min_score_for_threshold(thr);
@@ -73,6 +85,24 @@ pub fn check(test: &Test, page: &Page) -> Verdict {
     }
 }
 
+/// PR #462's guard: `len(page) < len(query) - max_diffs` (Python ints, so never true once
+/// `max_diffs >= len(query)`) decides the test: `present` fails with PR #462's message, `absent`
+/// passes. None when the page is long enough and the fuzzy comparison decides.
+fn short_output(test: &Test, query: &[char], page_len: usize, present: bool) -> Option<Verdict> {
+    let needed = (query.len() as u128).checked_sub(test.max_diffs)?;
+    if page_len as u128 >= needed {
+        return None;
+    }
+    Some(if present {
+        Verdict::fail(format!(
+            "Candidate too short ({page_len} chars) to plausibly contain '{}...' (need >= {needed} chars)",
+            prefix(query, 40)
+        ))
+    } else {
+        Verdict::pass()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,8 +111,8 @@ mod tests {
     use crate::text::{chars, py_lower, string};
 
     /// The check as the definition reads, with nothing compiled ahead or indexed: a fresh
-    /// `partial_ratio` on the (sliced) normalized page.
-    fn plain(test: &Test, page: &Page) -> Verdict {
+    /// `partial_ratio` on the (sliced) normalized page, after PR #462's length test when guarded.
+    fn plain(test: &Test, page: &Page, guard: Guard) -> Verdict {
         let Spec::Presence { text, case_sensitive, first_n, last_n, .. } = &test.spec else { unreachable!() };
         let (query, content) = if *case_sensitive {
             (text.clone(), page.normalized().to_vec())
@@ -98,9 +128,20 @@ mod tests {
             (SliceArg::At(f), SliceArg::Off) => py_slice(&content, None, Some(*f)).to_vec(),
             (SliceArg::Off, SliceArg::At(l)) => py_slice(&content, Some(-*l), None).to_vec(),
         };
+        let present = test.kind == Kind::Present;
+        let min_required = query.len() as i128 - test.max_diffs.min(1 << 100) as i128;
+        if guard == Guard::ShortOutput && (window.len() as i128) < min_required {
+            if !present {
+                return Verdict::pass();
+            }
+            return Verdict::fail(format!(
+                "Candidate too short ({} chars) to plausibly contain '{}...' (need >= {min_required} chars)",
+                window.len(),
+                prefix(&query, 40)
+            ));
+        }
         let thr = threshold(test.max_diffs, query.len());
         let best = partial_ratio(&query, &window) / 100.0;
-        let present = test.kind == Kind::Present;
         if (best >= thr) == present {
             return Verdict::pass();
         }
@@ -125,10 +166,11 @@ mod tests {
         let below = |n: usize| rng.borrow_mut().below(n);
         let alphabets = ["ab ", "abcAB d", "the Quick brown FOX, jumps", "aéΣσς€ ", "x**y_ <b>z</b>"];
         let mut passed = [0usize; 2];
+        let mut guarded = [0usize; 2];
         for it in 0..400 {
             let alpha: Vec<char> = chars(alphabets[it % alphabets.len()]);
             let pick = |len: usize| -> Vec<char> { (0..len).map(|_| alpha[below(alpha.len())]).collect() };
-            let page_raw = pick(below(300));
+            let page_raw = pick(if it % 5 == 0 { below(30) } else { below(300) });
             let mut query = pick(1 + below(25));
             if it % 2 == 0 && page_raw.len() > 30 {
                 // A (possibly damaged) piece of the page itself.
@@ -157,10 +199,55 @@ mod tests {
             );
             let Ok(test) = parse_record(&record, "t", 1) else { continue };
             let page = Page::new(&page_raw);
-            let got = check(&test, &page);
-            assert_eq!(got, plain(&test, &page), "{record} on {:?}", string(&page_raw));
-            passed[usize::from(got.passed)] += 1;
+            for guard in [Guard::None, Guard::ShortOutput] {
+                let got = check(&test, &page, guard);
+                assert_eq!(got, plain(&test, &page, guard), "{record} on {:?} ({guard:?})", string(&page_raw));
+                passed[usize::from(got.passed)] += 1;
+                guarded[usize::from(got.explanation.starts_with("Candidate too short"))] += 1;
+            }
         }
         assert!(passed[0] > 50 && passed[1] > 50, "{passed:?}");
+        assert!(guarded[1] > 20, "the guard decided only {} checks", guarded[1]);
+    }
+
+    /// The guard's boundary, by hand: "abcdef" (6 code points) with max_diffs 2 needs a page of
+    /// at least 4 code points; below that `present` fails with PR #462's message (and no credit)
+    /// and `absent` passes, above it the fuzzy comparison decides as without the guard.
+    #[test]
+    fn short_output_guard_boundary() {
+        let load = |kind: &str, extra: &str| {
+            parse_record(
+                &format!(r#"{{"pdf":"a","page":1,"id":"t","type":"{kind}","text":"abcdef","max_diffs":2{extra}}}"#),
+                "t",
+                1,
+            )
+            .unwrap()
+        };
+        let (present, absent) = (load("present", ""), load("absent", ""));
+        let run_on = |test: &Test, page: &str, guard| check(test, &Page::new(&chars(page)), guard);
+        // " x d" (4 code points after normalizing "\n x  d"): long enough, so the published
+        // verdicts stand; "cde" (3): too short.
+        for page in ["\n x  d", "abcd"] {
+            for test in [&present, &absent] {
+                assert_eq!(run_on(test, page, Guard::ShortOutput), run_on(test, page, Guard::None), "{page:?}");
+            }
+        }
+        let short = run_on(&present, "cde", Guard::ShortOutput);
+        assert!(!short.passed && short.credit == 0.0);
+        assert_eq!(
+            short.explanation,
+            "Candidate too short (3 chars) to plausibly contain 'abcdef...' (need >= 4 chars)"
+        );
+        assert!(run_on(&present, "cde", Guard::None).passed, "published semantics: the roles swap");
+        assert!(run_on(&absent, "cde", Guard::ShortOutput).passed);
+        assert!(!run_on(&absent, "cde", Guard::None).passed);
+        // first_n cuts before the guard measures: 3 code points of a long page are too short.
+        let cut = load("present", r#","first_n":3"#);
+        assert!(!run_on(&cut, "abcdef and more", Guard::ShortOutput).passed);
+        assert!(run_on(&cut, "abcdef and more", Guard::None).passed);
+        // max_diffs >= len(text): the requirement is <= 0 and never triggers.
+        let lax = parse_record(r#"{"pdf":"a","page":1,"id":"t","type":"present","text":"ab","max_diffs":2}"#, "t", 1)
+            .unwrap();
+        assert!(run_on(&lax, "", Guard::ShortOutput).passed);
     }
 }

@@ -1,0 +1,203 @@
+"""`olmocr-rl probe`: degenerate candidates scored on every tested page (docs/bench.md).
+
+The figures are checked against a folder small enough to compute by hand (every test has
+max_diffs 0, so a present/absent/order text matches only where it occurs exactly, or where the
+page is shorter than it: then the published check compares the other way round), and against
+counts derived from the bundled fixtures' JSONL.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction as F
+from pathlib import Path
+
+import pytest
+from clirun import invoke
+
+from olmocr_rl import BenchSuite
+from olmocr_rl.probe import COMMON_WORDS, LOOP_REPEATS, details_rows, probe, probe_pages, result_dict
+
+FIXTURES = Path(__file__).resolve().parent.parent / "bench_fixtures"
+
+A = [
+    {"pdf": "a.pdf", "page": 1, "id": "pA", "type": "present", "text": "alpha beta"},
+    {"pdf": "a.pdf", "page": 1, "id": "aA", "type": "absent", "text": "gamma delta"},
+    {"pdf": "a.pdf", "page": 1, "id": "oA", "type": "order", "before": "one two", "after": "three four"},
+]
+B = [
+    {"pdf": "b.pdf", "page": 1, "id": "aB", "type": "absent", "text": "Page 2"},
+    {"pdf": "b.pdf", "page": 1, "id": "bB", "type": "baseline"},
+]
+
+# (candidate, guard) -> (mean page reward, {type: (passed, total)}, {jsonl: (passed, total)}), by hand:
+#   empty: page A passes only the absent test (1/3); page B the absent test, not the baseline
+#     (no letter) (1/2). The same with the guard (an empty page never matches a text).
+#   newline, published: " " matches the space in "alpha beta" (present passes) and in "gamma
+#     delta" / "Page 2" (both absent tests fail): A 1/3, B 0/2. Guarded: 1 code point is too
+#     short for every text: present fails, absent passes, as empty.
+#   own-texts: A is "alpha beta\none two\nthree four": all 3 pass; B has no present/order text,
+#     so it is empty there: 1/2.
+#   loop: "alpha beta" 50 times: present and absent pass on A, order fails (2/3); B empty: 1/2.
+#   common-words: none of the texts occurs in it: A 1/3; on B the absent test and the baseline
+#     (letters, no short repeat at the end) pass: 2/2.
+TYPES = ("absent", "baseline", "order", "present")
+EMPTY = (F(1, 2) * (F(1, 3) + F(1, 2)), (2, 0, 0, 0), (1, 1))
+EXPECTED = {
+    ("empty", "none"): EMPTY,
+    ("empty", "short-output"): EMPTY,
+    ("newline", "none"): (F(1, 2) * (F(1, 3) + 0), (0, 0, 0, 1), (1, 0)),
+    ("newline", "short-output"): EMPTY,
+    ("own-texts", "none"): (F(1, 2) * (1 + F(1, 2)), (2, 0, 1, 1), (3, 1)),
+    ("own-texts", "short-output"): (F(1, 2) * (1 + F(1, 2)), (2, 0, 1, 1), (3, 1)),
+    ("loop", "none"): (F(1, 2) * (F(2, 3) + F(1, 2)), (2, 0, 0, 1), (2, 1)),
+    ("loop", "short-output"): (F(1, 2) * (F(2, 3) + F(1, 2)), (2, 0, 0, 1), (2, 1)),
+    ("common-words", "none"): (F(1, 2) * (F(1, 3) + 1), (2, 1, 0, 0), (1, 2)),
+    ("common-words", "short-output"): (F(1, 2) * (F(1, 3) + 1), (2, 1, 0, 0), (1, 2)),
+}
+TOTALS = {"absent": 2, "baseline": 1, "order": 1, "present": 1}
+
+
+@pytest.fixture()
+def tiny(tmp_path) -> Path:
+    root = tmp_path / "tiny"
+    root.mkdir()
+    for name, records in (("a.jsonl", A), ("b.jsonl", B)):
+        (root / name).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return root
+
+
+def test_candidates_are_built_from_the_page(tiny):
+    pages = probe_pages(BenchSuite.load(tiny))
+    assert [(p.pdf, p.ids) for p in pages] == [("a.pdf", ["pA", "aA", "oA"]), ("b.pdf", ["aB", "bB"])]
+    a, b = pages
+    assert a.candidate("own-texts") == "alpha beta\none two\nthree four"
+    assert a.candidate("loop") == "\n".join(["alpha beta"] * LOOP_REPEATS)
+    assert (b.candidate("own-texts"), b.candidate("loop"), a.candidate("empty"), a.candidate("newline")) == ("", "", "", "\n")
+    assert a.candidate("common-words") == b.candidate("common-words") == COMMON_WORDS
+    # Texts cut to the page's start come first, those cut to its end last.
+    cut = BenchSuite.from_jsonl(
+        "\n".join(
+            json.dumps({"pdf": "c.pdf", "page": 1, "id": i, "type": "present", "text": t, **kw})
+            for i, t, kw in (("x", "tail", {"last_n": 9}), ("y", "middle", {}), ("z", "head", {"first_n": 5}))
+        )
+    )
+    assert probe_pages(cut)[0].candidate("own-texts") == "head\nmiddle\ntail"
+
+
+def test_figures_equal_the_hand_computed_ones(tiny):
+    result = probe(BenchSuite.load(tiny))
+    assert [(e.candidate, e.guard) for e in result.earned] == list(EXPECTED)
+    for e in result.earned:
+        reward, by_type, by_jsonl = EXPECTED[(e.candidate, e.guard)]
+        assert e.reward == pytest.approx(float(reward), abs=1e-12), (e.candidate, e.guard)
+        assert {t: (c.passed, c.total) for t, c in e.by_type.items()} == {t: (p, TOTALS[t]) for t, p in zip(TYPES, by_type)}, e
+        assert {j: (c.passed, c.total) for j, c in e.by_jsonl.items()} == {"a.jsonl": (by_jsonl[0], 3), "b.jsonl": (by_jsonl[1], 2)}
+    over = {(e.candidate, e.guard): e.pages_over_share for e in result.earned}
+    # Pages whose reward is above one half: A for own-texts (1) and loop (2/3), B for common-words (1).
+    assert over == {k: int(k[0] in ("own-texts", "loop", "common-words")) for k in EXPECTED}
+
+
+def test_flags_and_details(tiny):
+    suite = BenchSuite.load(tiny)
+    flags = {(f.candidate, f.guard, f.type) for f in probe(suite).flags}
+    assert flags == {
+        ("empty", "none", "absent"),
+        ("empty", "short-output", "absent"),
+        ("newline", "none", "present"),  # the loophole: one newline passes "alpha beta"
+        ("newline", "short-output", "absent"),
+        ("loop", "none", "present"),
+        ("loop", "none", "absent"),
+        ("loop", "short-output", "present"),
+        ("loop", "short-output", "absent"),
+        ("common-words", "none", "absent"),
+        ("common-words", "none", "baseline"),
+        ("common-words", "short-output", "absent"),
+        ("common-words", "short-output", "baseline"),
+    }  # own-texts, the bound, is never flagged
+    assert not probe(suite, flag_share=1.0).flags  # "more than" the share: nothing passes more than all
+    rows = details_rows(probe(suite))
+    newline = [r for r in rows if (r["candidate"], r["guard"]) == ("newline", "none")]
+    assert newline == [
+        {"candidate": "newline", "guard": "none", "id": "pA", "type": "present", "jsonl": "a.jsonl", "pdf": "a.pdf", "page": 1}
+    ]
+    assert sorted(r["id"] for r in rows if r["candidate"] == "common-words") == ["aA", "aA", "aB", "aB", "bB", "bB"]
+    with pytest.raises(ValueError, match="flag_share"):
+        probe(suite, flag_share=1.5)
+
+
+def test_cli_json_details_and_text(tiny, tmp_path):
+    details = tmp_path / "flagged.jsonl"
+    res = invoke(["probe", tiny, "--json", "--details", details])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert (out["pages"], out["test_count"], out["flag_share"]) == (2, 5, 0.5)
+    got = {(e["candidate"], e["guard"]): e for e in out["earned"]}
+    assert got[("newline", "none")]["by_type"]["present"] == {"passed": 1, "total": 1, "rate": 1.0}
+    assert got[("newline", "short-output")]["reward"] == pytest.approx(5 / 12)
+    assert len(out["flags"]) == 12
+    assert [json.loads(line) for line in details.read_text().splitlines()] == details_rows(probe(BenchSuite.load(tiny)))
+    assert out == result_dict(probe(BenchSuite.load(tiny), source=str(tiny)))
+
+    text = invoke(["probe", tiny, "--flag-share", "0.9"], env={"COLUMNS": "200"})
+    assert text.exit_code == 0, text.output
+    assert "flag: newline passes 100.0% (1/1) of the present tests with guard none" in text.stdout
+    assert "flag: newline passes 100.0% (1/1) of the present tests with guard short-output" not in text.stdout
+    assert "absent: absent tests pass on any output without their text" in text.stdout
+    assert invoke(["probe", tiny, "--flag-share", "2"]).exit_code == 2
+    missing = invoke(["probe", tmp_path / "nowhere"])
+    assert missing.exit_code == 1 and missing.stderr.startswith("error: ") and len(missing.stderr.splitlines()) == 1
+
+
+def test_a_prepared_folder_is_probed_through_its_tests(tiny, tmp_path):
+    prepared = tmp_path / "prepared"
+    (prepared / "tests").mkdir(parents=True)
+    for f in tiny.glob("*.jsonl"):
+        (prepared / "tests" / f.name).write_text(f.read_text())
+    res = invoke(["probe", prepared, "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["test_count"] == 5
+
+
+def test_bundled_fixtures(tmp_path):
+    """On bench_fixtures, figures derived from its JSONL by counting: one newline passes, under
+    the published checks, exactly the present tests whose text holds a space (and fails every
+    absent test, all of which hold one); the guard turns both around. The empty page passes
+    only the absent tests, so its reward is the mean over pages of absent tests / tests."""
+    records = [json.loads(line) for f in sorted(FIXTURES.glob("*.jsonl")) for line in f.read_text().splitlines() if line.strip()]
+    present = [r for r in records if r["type"] == "present"]
+    absent = [r for r in records if r["type"] == "absent"]
+    assert all(" " in r["text"] for r in absent) and 0 < sum(" " in r["text"] for r in present) < len(present)
+    pages: dict[tuple, list[str]] = {}
+    for r in records:
+        pages.setdefault((r["pdf"], r["page"]), []).append(r["type"])
+    empty_reward = sum(F(types.count("absent"), len(types)) for types in pages.values()) / len(pages)
+
+    result = probe(BenchSuite.load(FIXTURES))
+    got = {(e.candidate, e.guard): e for e in result.earned}
+    assert len(result.pages) == len(pages)
+    nl, nl_guarded = got[("newline", "none")], got[("newline", "short-output")]
+    assert (nl.by_type["present"].passed, nl.by_type["present"].total) == (sum(" " in r["text"] for r in present), len(present))
+    assert (nl.by_type["absent"].passed, nl_guarded.by_type["absent"].passed, nl_guarded.by_type["present"].passed) == (0, len(absent), 0)
+    for guard in ("none", "short-output"):
+        e = got[("empty", guard)]
+        assert e.all.passed == len(absent) and e.reward == pytest.approx(float(empty_reward), abs=1e-12)
+    assert nl_guarded.reward == pytest.approx(float(empty_reward), abs=1e-12)
+    # The bound passes every present and order test of the fixtures.
+    own = got[("own-texts", "none")]
+    assert own.by_type["present"].passed == len(present) and own.by_type["order"].rate == 1.0
+    assert ("newline", "none", "present") in {(f.candidate, f.guard, f.type) for f in result.flags}
+    assert ("newline", "short-output", "present") not in {(f.candidate, f.guard, f.type) for f in result.flags}
+
+
+def test_suite_record_reads_the_line_as_loaded(tmp_path):
+    """`BenchSuite.record` (the probe's texts): universal newlines number the lines as the loader
+    does, and a duplicate key keeps its last value."""
+    f = tmp_path / "t.jsonl"
+    lines = ['{"pdf": "a.pdf", "page": 1, "id": "x", "type": "present", "text": "first", "text": "last"}', "", json.dumps(A[0])]
+    f.write_bytes("\r\n".join(lines).encode() + b"\r")
+    suite = BenchSuite.load(f)
+    assert suite.record("x")["text"] == "last" and suite.record("pA") == A[0]
+    assert suite.info("pA").line == 3
+    with pytest.raises(KeyError):
+        suite.record("nope")

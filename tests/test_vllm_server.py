@@ -19,12 +19,12 @@ import pytest
 
 from olmocr_rl.train.config import ConfigError, TrainConfig
 from olmocr_rl.train.launch import free_port
+from olmocr_rl.train.supervise import supervise
 from olmocr_rl.train.vllm_server import (
     GpuSplit,
     ServerError,
     VLLMServer,
     port_free,
-    serve_and_train,
     server_argv,
     server_env,
     split_gpus,
@@ -127,7 +127,7 @@ def test_healthy_server_training_succeeds_then_everything_stops(tmp_path):
     server = _server(tmp_path, "ok", port)
     argv, env = _trainer(tmp_path, "ok", port)
     lines: list[str] = []
-    assert serve_and_train(server, argv, env, timeout=30, echo=lines.append) == 0
+    assert supervise(argv, env, server=server, timeout=30, echo=lines.append) == 0
     srv, trainer = _records(tmp_path)
     assert srv["env"] == {"CUDA_VISIBLE_DEVICES": "2", "VLLM_SERVER_DEV_MODE": "1"}  # the server's GPUs
     assert trainer["health"] == 200 and trainer["env"]["CUDA_VISIBLE_DEVICES"] == "0,1"  # started after health
@@ -140,7 +140,7 @@ def test_healthy_server_training_succeeds_then_everything_stops(tmp_path):
 def test_training_failure_stops_the_server(tmp_path):
     port = free_port()
     argv, env = _trainer(tmp_path, "fail", port)
-    assert serve_and_train(_server(tmp_path, "ok", port), argv, env, timeout=30, echo=lambda s: None) == 5
+    assert supervise(argv, env, server=_server(tmp_path, "ok", port), timeout=30, echo=lambda s: None) == 5
     srv, _ = _records(tmp_path)
     assert gone(srv["pid"], srv["child_pid"]) and port_free(port, "127.0.0.1")
 
@@ -150,7 +150,7 @@ def test_never_healthy_times_out_with_the_log_tail(tmp_path):
     argv, env = _trainer(tmp_path, "ok", port)
     start = time.monotonic()
     with pytest.raises(ServerError) as err:
-        serve_and_train(_server(tmp_path, "never", port), argv, env, timeout=3, echo=lambda s: None)
+        supervise(argv, env, server=_server(tmp_path, "never", port), timeout=3, echo=lambda s: None)
     assert 3 <= time.monotonic() - start < 20
     message = str(err.value)
     assert f"was not healthy after 3 s (vllm_server_timeout); last lines of {tmp_path / 'logs' / 'vllm.log'}" in message
@@ -165,7 +165,7 @@ def test_server_crash_at_start_is_reported_at_once(tmp_path):
     argv, env = _trainer(tmp_path, "ok", port)
     start = time.monotonic()
     with pytest.raises(ServerError, match=r"exited with status 2 before it was ready(.|\n)*no kernel image"):
-        serve_and_train(_server(tmp_path, "crash", port), argv, env, timeout=60, echo=lambda s: None)
+        supervise(argv, env, server=_server(tmp_path, "crash", port), timeout=60, echo=lambda s: None)
     assert time.monotonic() - start < 15  # not the timeout
     assert not (tmp_path / "trainer.json").exists()
 
@@ -174,7 +174,7 @@ def test_server_dying_mid_run_stops_training(tmp_path):
     port = free_port()
     argv, env = _trainer(tmp_path, "hang", port)
     with pytest.raises(ServerError, match=r"exited with status 3 during training; training was stopped(.|\n)*engine core died"):
-        serve_and_train(_server(tmp_path, "die", port, STANDIN_DIE_AFTER="2"), argv, env, timeout=30, echo=lambda s: None)
+        supervise(argv, env, server=_server(tmp_path, "die", port, STANDIN_DIE_AFTER="2"), timeout=30, echo=lambda s: None)
     srv, trainer = _records(tmp_path)
     assert trainer is not None  # it was running
     assert gone(srv["pid"], srv["child_pid"], trainer["pid"]) and port_free(port, "127.0.0.1")
@@ -184,22 +184,26 @@ DRIVER = textwrap.dedent("""
     import sys
     sys.path.insert(0, {here!r})
     from pathlib import Path
-    from olmocr_rl.train.vllm_server import Interrupted, serve_and_train
+    from olmocr_rl.procs import Interrupted
+    from olmocr_rl.train.supervise import supervise
     from test_vllm_server import _server, _trainer
-    tmp, port = Path(sys.argv[1]), int(sys.argv[2])
-    argv, env = _trainer(tmp, "hang", port)
+    tmp, port, mode = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    argv, env = _trainer(tmp, mode, port)
     try:
-        serve_and_train(_server(tmp, "ok", port), argv, env, timeout=30, echo=print)
+        supervise(argv, env, server=_server(tmp, "ok", port), timeout=30, grace=3, echo=print)
     except Interrupted as e:
         print("interrupted:", e, flush=True)
         sys.exit(130)
 """)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_interrupt_stops_server_and_training(tmp_path, signum):
+    """SIGHUP (a dropped ssh session) as SIGINT and SIGTERM: every process the command started is
+    gone, the ranks a launcher puts in sessions of their own (as torchrun does) and a rank that
+    ignores SIGTERM included."""
     port = free_port()
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER.format(here=str(HERE)), str(tmp_path), str(port)],
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER.format(here=str(HERE)), str(tmp_path), str(port), "hang-ranks"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     deadline = time.monotonic() + 60
     while not (tmp_path / "trainer.json").exists():
@@ -210,7 +214,22 @@ def test_interrupt_stops_server_and_training(tmp_path, signum):
     assert driver.returncode == 130, out
     assert f"interrupted: {signal.Signals(signum).name}" in out
     srv, trainer = _records(tmp_path)
-    assert gone(srv["pid"], srv["child_pid"], trainer["pid"]) and port_free(port, "127.0.0.1")
+    assert gone(srv["pid"], srv["child_pid"], trainer["pid"], *trainer["ranks"]) and port_free(port, "127.0.0.1")
+
+
+def test_kill_9_of_the_command_stops_its_children(tmp_path):
+    """kill -9 cannot be caught: the server and the launcher are told by their parent-death signal."""
+    port = free_port()
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER.format(here=str(HERE)), str(tmp_path), str(port), "hang"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "trainer.json").exists():
+        assert driver.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    driver.kill()
+    driver.wait(timeout=10)
+    srv, trainer = _records(tmp_path)
+    assert gone(srv["pid"], trainer["pid"], within=10)
 
 
 # ---------------------------------------------------------------------------------------------

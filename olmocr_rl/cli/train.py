@@ -147,7 +147,7 @@ def run(args: Namespace) -> int:
 
     try:
         if not plan.distributed:
-            outputs = run_worker(cfg).get("outputs")
+            outputs = _in_process(cfg, run_worker)
         else:
             code = _launch(plan, config_path, cfg)
             if code != 0:
@@ -163,6 +163,19 @@ def run(args: Namespace) -> int:
     if outputs:
         echo(f"outputs: {outputs['candidate']}  (score them: {outputs['bench_command']})")
     return 0
+
+
+def _in_process(cfg, run_worker):
+    """One process: training here; its DataLoader workers stopped with it on SIGINT/SIGTERM/SIGHUP."""
+    from olmocr_rl.procs import Interrupted, ProcessTree, interrupts
+
+    tree = ProcessTree()
+    try:
+        with interrupts():
+            return run_worker(cfg).get("outputs")
+    except Interrupted as e:
+        tree.stop(grace=10)
+        fail(f"interrupted ({e}). {resume_hint(cfg)}", 130)
 
 
 def plan_launch(args: Namespace, cfg) -> Namespace:
@@ -222,24 +235,34 @@ def plan_launch(args: Namespace, cfg) -> Namespace:
 
 def _launch(plan: Namespace, config_path: Path, cfg) -> int:
     from olmocr_rl.train.launch import launch
+    from olmocr_rl.train.supervise import Interrupted, ServerError, supervise
+    from olmocr_rl.train.vllm_server import VLLMServer, port_free, server_env
 
-    if plan.split is None:
-        return launch(plan.argv, plan.env)
-    from olmocr_rl.train.vllm_server import Interrupted, ServerError, VLLMServer, port_free, serve_and_train, server_env
-
-    server = None
-    if plan.server is not None:
-        if not port_free(cfg.vllm_server_port):
-            fail(f"port {cfg.vllm_server_port} is in use (another vLLM server?); set vllm_server_port to a free port")
-        url = f"http://127.0.0.1:{cfg.vllm_server_port}"
-        server = VLLMServer(plan.server, server_env(plan.split), Path(cfg.output_dir) / "logs" / "vllm.log", url)
-    echo(plan.split.describe())
     try:
-        return serve_and_train(server, plan.argv, plan.env, timeout=cfg.vllm_server_timeout, echo=echo)
+        if plan.split is None:
+            return launch(plan.argv, plan.env)
+        server = None
+        if plan.server is not None:
+            if not port_free(cfg.vllm_server_port):
+                fail(f"port {cfg.vllm_server_port} is in use (another vLLM server?); set vllm_server_port to a free port")
+            url = f"http://127.0.0.1:{cfg.vllm_server_port}"
+            server = VLLMServer(plan.server, server_env(plan.split), Path(cfg.output_dir) / "logs" / "vllm.log", url)
+        echo(plan.split.describe())
+        return supervise(plan.argv, plan.env, server=server, timeout=cfg.vllm_server_timeout, echo=echo)
     except ServerError as e:
         fail(str(e))
     except Interrupted as e:
-        fail(f"interrupted ({e}); the vLLM server and the training ranks were stopped", 130)
+        fail(f"interrupted ({e}); every process it started was stopped. {resume_hint(cfg)}", 130)
+
+
+def resume_hint(cfg) -> str:
+    """Where the last checkpoint is, and the line that continues from it."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    last = get_last_checkpoint(cfg.output_dir) if Path(cfg.output_dir).is_dir() else None
+    if last is None:
+        return "No checkpoint was written yet."
+    return f"Last checkpoint: {last}; continue with the same command and --resume auto."
 
 
 def run_rank(cfg, zero: Optional[int], config_path: Path) -> int:

@@ -24,8 +24,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import signal
-import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
@@ -232,18 +230,12 @@ def launcher_argv(config_path: str | Path, launcher: str = "accelerate", **kw) -
 
 
 def launch(argv: list[str], env: dict[str, str]) -> int:
-    """Run a launcher command and return its exit code (Ctrl-C is passed on, then escalated)."""
+    """Run a launcher command and return its exit code; every process it starts is stopped with it
+    (olmocr_rl/train/supervise.py). Raises Interrupted on SIGINT, SIGTERM or SIGHUP."""
+    from olmocr_rl.train.supervise import supervise
+
     Path(env["TORCH_EXTENSIONS_DIR"]).mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(argv, env=env)
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        try:
-            return proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            return proc.wait()
+    return supervise(argv, env)
 
 
 def shutdown_process_group() -> None:

@@ -4,11 +4,11 @@ training ranks on the others, and nothing left running afterwards.
 The server command is the one the installed trl builds (`trl.scripts.vllm_serve.build_command`:
 stock `vllm serve` plus the weight-transfer, logprobs and scale-out flags trl's client needs, with
 `VLLM_SERVER_DEV_MODE=1`), so it follows trl as trl follows vLLM (huggingface/trl#6765). Its output
-goes to OUTPUT_DIR/logs/vllm.log. We wait for its /health endpoint (the process dying or the
-timeout ends the wait, with the log's last lines), then run the training launcher with
-`vllm_mode=server` and the server's address in the resolved config, and watch both: a server that
-dies mid-run stops the training, and the server is stopped (its whole process group, SIGTERM then
-SIGKILL) when training ends, fails or is interrupted (SIGINT or SIGTERM to this process).
+goes to OUTPUT_DIR/logs/vllm.log. `olmocr_rl.train.supervise` waits for its /health endpoint (the
+process dying or the timeout ends the wait, with the log's last lines), then runs the training
+launcher with `vllm_mode=server` and the server's address in the resolved config, and watches
+both: a server that dies mid-run stops the training, and every process is stopped when training
+ends, fails or is interrupted (olmocr_rl/procs.py).
 
 Several nodes: the server runs on machine rank 0 and listens on every interface; every node's
 config names the rank-0 address (--main-process-ip), which is where trl's client (global rank 0,
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import socket
 import subprocess
 import time
@@ -28,8 +27,9 @@ import urllib.request
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from olmocr_rl.procs import ProcessTree
 from olmocr_rl.train.config import ConfigError, TrainConfig, max_model_length
 
 STOP_GRACE_S = 30.0  # SIGTERM -> SIGKILL
@@ -142,48 +142,22 @@ def healthy(url: str, timeout: float = 2.0) -> bool:
         return False
 
 
-class Interrupted(Exception):
-    """SIGINT or SIGTERM reached the orchestrating process."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _stop_group(proc: subprocess.Popen, first: int = signal.SIGTERM, grace: float = STOP_GRACE_S) -> int:
-    """Signal the process group `proc` leads, escalate to SIGKILL after `grace` seconds, reap it."""
-    if proc.poll() is None:
-        for sig, wait in ((first, grace), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the leader is gone; its workers may not be
-    except (ProcessLookupError, PermissionError):
-        pass
-    return proc.wait()
-
-
 class VLLMServer:
     """One server process (group); a context manager that always stops it."""
 
     def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, url: str, *, grace: float = STOP_GRACE_S) -> None:
         self.argv, self.env, self.log_path, self.url, self.grace = argv, env, Path(log_path), url, grace
         self.proc: subprocess.Popen | None = None
+        self.tree: ProcessTree | None = None
 
-    def start(self) -> "VLLMServer":
+    def start(self, tree: ProcessTree | None = None) -> "VLLMServer":
+        """Starts the server in `tree` (the command's processes; default: a tree of its own)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.tree = tree if tree is not None else ProcessTree()
         with open(self.log_path, "ab") as log:
             log.write(f"$ {shlex.join(self.argv)}\n".encode())
             log.flush()
-            self.proc = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            self.proc = self.tree.spawn(self.argv, self.env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         return self
 
     def failure(self, what: str) -> ServerError:
@@ -204,7 +178,11 @@ class VLLMServer:
             time.sleep(poll)
 
     def stop(self) -> int | None:
-        return None if self.proc is None else _stop_group(self.proc, grace=self.grace)
+        """Stops the server's tree (SIGTERM, then SIGKILL after `grace`); its exit status."""
+        if self.proc is None or self.tree is None:
+            return None
+        self.tree.stop(grace=self.grace)
+        return self.proc.returncode
 
     def __enter__(self) -> "VLLMServer":
         return self.start()
@@ -216,50 +194,3 @@ class VLLMServer:
 def client_host(num_machines: int, main_process_ip: str | None) -> str:
     """Where the trainer reaches the server: this node, or the rank-0 node's address."""
     return main_process_ip if num_machines > 1 and main_process_ip else "127.0.0.1"
-
-
-def serve_and_train(
-    server: VLLMServer | None,
-    train_argv: list[str],
-    train_env: dict[str, str],
-    *,
-    timeout: float,
-    poll: float = 0.5,
-    echo: Callable[[str], None] = print,
-) -> int:
-    """Start `server` (None on nodes other than rank 0) and wait until it is healthy, run the
-    training command, and stop everything on the way out. Returns the training exit code; raises
-    ServerError when the server fails (before or during training) and Interrupted on SIGINT/SIGTERM."""
-
-    def on_signal(signum: int, frame: Any) -> None:
-        raise Interrupted(signum)
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    trainer: subprocess.Popen | None = None
-    try:
-        if server is not None:
-            server.start()
-            echo(f"vLLM server starting (log: {server.log_path}) ...")
-            waited = server.wait_healthy(timeout)
-            echo(f"vLLM server healthy at {server.url} after {waited:.0f} s")
-        trainer = subprocess.Popen(train_argv, env=train_env, start_new_session=True)
-        while True:
-            code = trainer.poll()
-            if code is not None:
-                return code
-            if server is not None and server.proc is not None and server.proc.poll() is not None:
-                status = server.proc.returncode
-                _stop_group(trainer, signal.SIGTERM)
-                raise server.failure(f"the vLLM server exited with status {status} during training; training was stopped")
-            time.sleep(poll)
-    except Interrupted as e:
-        if trainer is not None:
-            _stop_group(trainer, signal.SIGINT if e.signum == signal.SIGINT else signal.SIGTERM)
-        raise
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        if trainer is not None and trainer.poll() is None:
-            _stop_group(trainer)
-        if server is not None:
-            server.stop()

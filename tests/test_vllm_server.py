@@ -336,6 +336,29 @@ def test_dry_run_prints_the_split_and_both_commands(prepared, tiny_model, tmp_pa
     assert "--num_processes 6" in res.stdout  # 3 per node x 2
 
 
+def test_dry_run_checks_both_ports(prepared, tiny_model, tmp_path, monkeypatch):
+    """The server's port and trl's weight-sync port (51216 unless trl.vllm_group_port): a second run
+    on one node would meet the first on it only when the first weights are pushed."""
+    import importlib
+    import socket
+
+    preflight = importlib.import_module("olmocr_rl.train.preflight")
+    monkeypatch.setattr(preflight, "vllm_problems", lambda cuda, mode="colocate": [])  # no vLLM, no CUDA here
+
+    server_port, sync_port = free_port(), free_port()
+    args = [*_cli(prepared, tiny_model, tmp_path / "run", server_port), "--dry-run", f"trl.vllm_group_port={sync_port}"]
+    res = invoke(args, env={"CUDA_VISIBLE_DEVICES": "0,1"})
+    assert res.exit_code == 0, res.output
+    assert f"ports: server {server_port} (vllm_server_port), weight sync {sync_port} (trl.vllm_group_port)" in res.stdout
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", sync_port))
+        busy.listen()
+        res = invoke(args, env={"CUDA_VISIBLE_DEVICES": "0,1"})
+    assert res.exit_code == 1
+    assert f"error: trl.vllm_group_port: port {sync_port} for trl's weight sync is in use" in res.stderr
+    assert "fix: set trl.vllm_group_port to a free port" in res.stderr
+
+
 def test_cli_runs_server_then_training_and_cleans_up(prepared, tiny_model, tmp_path, monkeypatch):
     """The command's own wiring: pre-flight (vLLM/CUDA checks stubbed: neither exists here), the
     port check, the server's log path, the launcher environment, the resolved config."""
@@ -378,4 +401,4 @@ def test_cli_runs_server_then_training_and_cleans_up(prepared, tiny_model, tmp_p
         s.bind(("0.0.0.0", port))
         s.listen()
         res = invoke(_cli(prepared, tiny_model, out, port), env={"CUDA_VISIBLE_DEVICES": "0,1,2"})
-    assert res.exit_code == 1 and f"error: port {port} is in use" in res.stderr
+    assert res.exit_code == 1 and f"error: vllm_server_port: port {port} for the vLLM server is in use" in res.stderr

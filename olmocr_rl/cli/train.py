@@ -126,6 +126,10 @@ def run(args: Namespace) -> int:
     except (ConfigError, ValueError) as e:
         fail(str(e))
     problems = preflight(cfg, world, cfg.prepared_dir, cuda=cuda, deepspeed=True if args.zero is not None else None)
+    if plan is not None and plan.server is not None:
+        from olmocr_rl.train.vllm_server import port_problems
+
+        problems += port_problems(cfg)
     quiet = rank_mode and int(os.environ.get("RANK", "0")) != 0
     for p in problems if not quiet else []:
         echo(str(p), err=True)
@@ -222,6 +226,7 @@ def plan_launch(args: Namespace, cfg) -> Namespace:
             main_process_port=args.main_process_port,
             hostfile=args.hostfile,
             gpus=gpus,
+            mixed_precision="bf16" if cfg.bf16 else "no",  # from the config in hand (the file is written later)
         )
         env = launch_env(num_processes // args.num_machines)
         if split is not None and args.launcher == "accelerate":
@@ -236,15 +241,13 @@ def plan_launch(args: Namespace, cfg) -> Namespace:
 def _launch(plan: Namespace, config_path: Path, cfg) -> int:
     from olmocr_rl.train.launch import launch
     from olmocr_rl.train.supervise import Interrupted, ServerError, supervise
-    from olmocr_rl.train.vllm_server import VLLMServer, port_free, server_env
+    from olmocr_rl.train.vllm_server import VLLMServer, server_env
 
     try:
         if plan.split is None:
             return launch(plan.argv, plan.env)
         server = None
         if plan.server is not None:
-            if not port_free(cfg.vllm_server_port):
-                fail(f"port {cfg.vllm_server_port} is in use (another vLLM server?); set vllm_server_port to a free port")
             url = f"http://127.0.0.1:{cfg.vllm_server_port}"
             server = VLLMServer(plan.server, server_env(plan.split), Path(cfg.output_dir) / "logs" / "vllm.log", url)
         echo(plan.split.describe())
@@ -307,7 +310,10 @@ def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path
 
         echo(plan.split.describe())
         if plan.server is not None:
+            from olmocr_rl.train.vllm_server import weight_sync_port
+
             echo("server: " + format_plan(plan.server, None, server_env(plan.split, base={})))
+            echo(f"ports: server {cfg.vllm_server_port} (vllm_server_port), weight sync {weight_sync_port(cfg)} (trl.vllm_group_port)")
         else:
             echo(
                 f"server: none on this machine (machine rank {plan.machine_rank}); the trainer connects to {cfg.vllm_server_host}:{cfg.vllm_server_port}"

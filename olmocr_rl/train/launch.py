@@ -217,9 +217,10 @@ def format_plan(argv: list[str], env: dict[str, str] | None = None, shown: dict[
 def launcher_argv(config_path: str | Path, launcher: str = "accelerate", **kw) -> list[str]:
     """The launch command for `launcher` ("accelerate" or "deepspeed"); `kw` as `olmocr-rl train`'s
     flags (num_processes, zero, num_machines, machine_rank, main_process_ip, main_process_port,
-    hostfile, gpus)."""
+    hostfile, gpus) and the mixed precision of the config."""
     if launcher == "deepspeed":
         kw.pop("machine_rank", None)  # the launcher starts every node from the hostfile
+        kw.pop("mixed_precision", None)  # each rank reads it from the resolved config
         return build_deepspeed_argv(config_path, **kw)
     if launcher != "accelerate":
         raise ValueError(f"--launcher must be accelerate or deepspeed, got {launcher!r}")

@@ -126,6 +126,25 @@ def port_free(port: int, host: str = "0.0.0.0") -> bool:
     return True
 
 
+def weight_sync_port(cfg: TrainConfig) -> int:
+    """The port of trl's weight-sync group between the trainer and the server (GRPOConfig's
+    vllm_group_port, 51216 unless set under `trl:`)."""
+    return int(cfg.trl.get("vllm_group_port", 51216))
+
+
+def port_problems(cfg: TrainConfig) -> list:
+    """The server's port and trl's weight-sync port must be free on this node: two runs on one node
+    would otherwise meet on trl's fixed 51216 only when the first weights are pushed."""
+    from olmocr_rl.train.preflight import Problem
+
+    out = []
+    for port, key, what in ((cfg.vllm_server_port, "vllm_server_port", "the vLLM server"),
+                            (weight_sync_port(cfg), "trl.vllm_group_port", "trl's weight sync")):  # fmt: skip
+        if not port_free(port):
+            out.append(Problem(key, f"port {port} for {what} is in use on this node (another run?)", f"set {key} to a free port"))
+    return out
+
+
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:

@@ -31,6 +31,7 @@ COMMANDS = {
         # #16: the reference runner's report, sample and failed-tests options
         ("--report", "--test-report"): None, ("--max-reports", "--max_reports"): None, ("--sample",): None,
         ("--output-failed", "--output_failed"): None,
+        ("--compare",): False,  # #30: paired differences against the first candidate
     },
     "prepare": {
         "bench_dir": None, "out_dir": None, ("--longest-side", "--target-longest-image-dim"): 1288,

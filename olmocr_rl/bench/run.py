@@ -34,7 +34,9 @@ def run_bench(
     in file order. `keep_details`: keep each candidate's details rows on its result."""
     threads = check_threads(threads)
     bench = load_bench(path, skip_baseline=skip_baseline, force=force)
+    options = {"tests_available": len(bench.tests), "sample": None, "skip_baseline": skip_baseline, "force": force}
     if sample is not None and 0 < sample < len(bench.tests):
+        options["sample"] = sample
         chosen = set(random.Random(seed).sample(range(len(bench.tests)), sample))
         bench.tests = [t for i, t in enumerate(bench.tests) if i in chosen]
     folders = find_candidates(bench, candidates)
@@ -56,4 +58,4 @@ def run_bench(
     finally:
         if sink:
             sink.close()
-    return BenchSummary(bench, out, bootstrap_samples, confidence_level, seed)
+    return BenchSummary(bench, out, bootstrap_samples, confidence_level, seed, options)

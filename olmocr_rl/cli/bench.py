@@ -50,7 +50,7 @@ def bench_command(
     ] = False,
     report: Annotated[
         Optional[Path],
-        typer.Option("--report", "--test-report", help="Write a self-contained HTML report: page images beside test results and texts."),
+        typer.Option("--report", "--test-report", help="Write an HTML report, NAME.html with NAME_files/: summary, comparison, pages."),
     ] = None,
     max_reports: Annotated[
         Optional[int], typer.Option("--max-reports", "--max_reports", min=1, help="In the report, at most N PDFs per JSONL file.")
@@ -123,7 +123,7 @@ def run(args: Namespace) -> int:
         from olmocr_rl.report import bench_report
 
         try:
-            notes.append(f"report: {bench_report(summary, args.report, max_reports=args.max_reports)}")
+            notes.append(f"report: {bench_report(summary, args.report, max_reports=args.max_reports, workers=args.workers)}")
         except OSError as e:
             fail(f"cannot write the report {args.report}: {e}")
     if args.output_failed is not None:

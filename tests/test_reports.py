@@ -245,14 +245,34 @@ def test_bench_report_shows_hostile_strings_as_text(tmp_path):
 def test_bench_report_states_sample_and_max_reports(tmp_path):
     bench = bench_copy(tmp_path / "bench")
     html = tmp_path / "report.html"
-    data = run_cli("bench", bench, "--report", html, "--sample", "6", "--max-reports", "1", "--json")
+    total = run_cli("bench", bench, "--json")["tests"]
+    run_cli("bench", bench, "--report", html, "--sample", "6")
     with open_report(html, tmp_path / "sample.png") as page:
         notes = page.evaluate("document.querySelector('#run .notes').textContent")
-        total = run_cli("bench", bench, "--json")["tests"]
         assert f"--sample 6: only 6 of the {total} tests were scored" in notes
-        assert "--max-reports 1: the page list holds at most 1 PDFs per JSONL file" in notes
-        shown = page.evaluate("REPORT_DATA.pages.map(p => p[0])")
-        assert len(shown) == len(set(shown)) <= len({r for c in data["candidates"] for r in c["by_jsonl"]})
+        assert page.evaluate("REPORT_DATA.tests.length") == 6
+        assert_local_only(page, html)
+    # --max-reports 1: per JSONL file, the tests of its first PDF by name (the reference's rule).
+    run_cli("bench", bench, "--report", html, "--max-reports", "1")
+    records = [
+        json.loads(line) | {"jsonl": f.name} for f in sorted(bench.glob("*.jsonl")) for line in f.read_text().splitlines() if line.strip()
+    ]
+    with_baseline = {r["pdf"] for r in records if r["type"] == "baseline"}
+    pdfs = sorted(str(p.relative_to(bench / "pdfs")) for p in (bench / "pdfs").rglob("*.pdf"))
+    records += [{"id": f"{p}_baseline", "pdf": p, "jsonl": "baseline"} for p in pdfs if p not in with_baseline]
+    first = {}
+    for r in sorted(records, key=lambda r: r["pdf"]):
+        first.setdefault(r["jsonl"], r["pdf"])
+    want = {r["id"] for r in records if first[r["jsonl"]] == r["pdf"]}
+    assert len(want) < len(records)
+    with open_report(html, tmp_path / "max.png") as page:
+        assert set(page.evaluate("REPORT_DATA.tests.map(t => t[0])")) == want
+        notes = page.evaluate("document.querySelector('#run .notes').textContent")
+        assert (
+            f"--max-reports 1: the page list holds at most 1 PDFs per JSONL file: {page.evaluate('REPORT_DATA.pages.length')} of 4 pages"
+            in notes
+        )
+        assert f"{len(want)} of {total} tests" in notes
         assert_local_only(page, html)
 
 

@@ -55,6 +55,8 @@ class Page:
         self.timeout = timeout
         self.call("Network.enable")
         self.call("Page.enable")
+        self.call("Runtime.enable")
+        self.call("Log.enable")
         self.call("Page.navigate", url=url)
         self.wait_event("Page.loadEventFired")
 
@@ -86,6 +88,35 @@ class Page:
 
     def requests(self) -> list[str]:
         return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
+
+    def console_errors(self) -> list[str]:
+        """Uncaught exceptions, console.error calls and browser log errors (a content security
+        policy violation, a file that did not load) seen so far."""
+        out = []
+        for e in self.events:
+            method, params = e.get("method"), e.get("params", {})
+            if method == "Runtime.exceptionThrown":
+                d = params["exceptionDetails"]
+                out.append(d.get("exception", {}).get("description") or d.get("text", "exception"))
+            elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+                out.append(" ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", [])))
+            elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
+                out.append(params["entry"].get("text", ""))
+        return out
+
+    def wait_for(self, expression: str, timeout: float | None = None) -> Any:
+        """Polls `expression` until it is truthy; returns its value (TimeoutError otherwise)."""
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while True:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(expression)
+            time.sleep(0.02)
+
+    def set_width(self, width: int, height: int = 1200) -> None:
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
 
     def screenshot(self, path: str | os.PathLike[str]) -> Path:
         data = self.call("Page.captureScreenshot", format="png")["data"]

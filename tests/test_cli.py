@@ -33,6 +33,7 @@ COMMANDS = {
         ("--report", "--test-report"): None, ("--max-reports", "--max_reports"): None, ("--sample",): None,
         ("--output-failed", "--output_failed"): None,
         ("--guard",): "none",  # #26: the published checks unless asked
+        ("--compare",): False,  # #30: paired differences against the first candidate
     },
     "probe": {"tests": None, ("--flag-share",): 0.5, ("--details",): None, ("--json",): False, ("--workers",): None},  # #26: new
     "prepare": {

@@ -1,13 +1,17 @@
 """The HTML reports, opened in a real headless browser (Debian's chromium, over the DevTools
-protocol): `bench --report` and `report RUN_DIR` render, show as many failing repeats as
-`--details` lists, every image decodes, and the page makes no network request. Also `bench
---sample` and `--output-failed`."""
+protocol), view by view: `bench --report` (summary = `bench --json`, comparison rows = the paired
+statistics of `bench --compare --json`, every test's definition and per-repeat verdicts = the
+details file, images decoded, filters, texts, no sideways scroll, hostile strings shown as text)
+and `report RUN_DIR` (curves = metrics.jsonl, one entry per page and step with the best and worst
+completion, step numbers the curves'). Every page is checked for console errors and for requests
+outside the report's own files. Also `bench --sample` and `--output-failed`."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,8 @@ from browser import Page, chromium
 from clirun import invoke
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench_fixtures"))
+from make_pdfs import make_pdf
 
 if chromium() is None:
     if os.environ.get("CI"):
@@ -28,38 +34,264 @@ def bench_copy(dst: Path) -> Path:
     return dst
 
 
-def check_page(html: Path, shot: Path) -> Page:
-    page = Page(html.resolve().as_uri())
+# One test of every type, on three pages; candidate "alpha" with one repeat, "beta" with three.
+ALL_TYPES = {
+    "doc_a.pdf": [
+        {"id": "a_present", "type": "present", "text": "Quarterly revenue grew", "max_diffs": 1},
+        {"id": "a_absent", "type": "absent", "text": "Confidential draft", "case_sensitive": False},
+        {"id": "a_order", "type": "order", "before": "Quarterly revenue grew", "after": "Costs fell"},
+        {"id": "a_format_" + "x" * 150, "type": "format", "text": "Results", "format": "heading"},  # a long id must wrap
+        {"id": "a_footnote", "type": "footnote", "marker": "1", "appears_before_marker": "Costs fell"},
+    ],
+    "doc_b.pdf": [
+        {"id": "b_table", "type": "table", "cell": "12", "up": "Q1", "left": "Revenue", "top_heading": "Q1"},
+        {"id": "b_baseline", "type": "baseline", "max_repeats": 10},
+    ],
+    "sub/doc_c.pdf": [{"id": "c_math", "type": "math", "math": "a^{2} + b^{2} = c^{2}"}],
+}
+TEXTS = {
+    "alpha": {
+        "doc_a": ["# Results\n\nQuarterly revenue grew by a third. Costs fell.[^1]\n\n[^1]: see notes"],
+        "doc_b": ["| | Q1 | Q2 |\n|---|---|---|\n| Revenue | 12 | 14 |"],
+        "sub/doc_c": ["The identity $$a^{2} + b^{2} = c^{2}$$ holds."],
+    },
+    "beta": {
+        "doc_a": ["Results\n\nQuarterly revenue grew. CONFIDENTIAL DRAFT. Costs fell.", "# Results\n\nQuarterly revenue grew.",
+                  "# Results\n\nQuarterly revenue grew. Costs fell.[^1]\n\n[^1]: n"],
+        "doc_b": ["| | Q1 |\n|---|---|\n| Revenue | 13 |", "| | Q1 |\n|---|---|\n| Revenue | 12 |", ""],
+        "sub/doc_c": ["$$a^2+b^2=c^3$$", "$$a^{2} + b^{2} = c^{2}$$", "no math"],
+    },
+}  # fmt: skip
+
+
+def all_types_bench(root: Path, texts: dict = TEXTS, tests: dict = ALL_TYPES) -> Path:
+    for pdf, records in tests.items():
+        (root / "pdfs" / pdf).parent.mkdir(parents=True, exist_ok=True)
+        (root / "pdfs" / pdf).write_bytes(make_pdf([[r["id"] for r in records] + ["Quarterly revenue grew. Costs fell."]]))
+    lines = [json.dumps({"pdf": pdf, "page": 1, **r}) for pdf, records in tests.items() for r in records]
+    (root / "tests.jsonl").write_text("\n".join(lines) + "\n")
+    for cand, pages in texts.items():
+        for base, reps in pages.items():
+            for r, text in enumerate(reps):
+                f = root / cand / f"{base}_pg1_repeat{r + 1}.md"
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_text(text)
+    return root
+
+
+def open_report(html: Path, shot: Path, *, width: int = 1200) -> Page:
+    """The report in chromium, ready, with its screenshot; only the report's own files requested
+    (its page images are loaded as the pages are shown)."""
+    page = Page(html.resolve().as_uri(), width=width)
+    page.wait_for("document.body.dataset.ready === '1'")
     page.screenshot(shot)
     assert shot.stat().st_size > 10_000  # a rendered page, not a blank one
-    # No network: only the file itself (images are data: URIs and are not requests).
-    assert [u for u in page.requests() if not u.startswith("data:")] == [html.resolve().as_uri()]
-    assert page.evaluate("[...document.images].every(i => i.complete && i.naturalWidth > 0)") is True
     return page
 
 
-def test_bench_report_in_a_browser(tmp_path):
-    bench = bench_copy(tmp_path / "bench")
-    html, details = tmp_path / "report.html", tmp_path / "details.jsonl"
-    res = invoke(["bench", str(bench), "--report", str(html), "--details", str(details)])
+def assert_local_only(page: Page, html: Path) -> None:
+    """No request but the report's own files, no console error, and a policy that forbids the
+    network (so a string that escaped escaping still could not load anything)."""
+    csp = page.evaluate("document.querySelector('meta[http-equiv=Content-Security-Policy]').content")
+    sources = {d.split()[0]: d.split()[1:] for d in csp.split(";") if d.strip()}
+    assert sources["default-src"] == ["'none'"]
+    assert all(
+        s in ("data:", "'self'", "file:", "'unsafe-inline'") or s.startswith("'sha256-")
+        for v in sources.values()
+        for s in v
+        if s != "'none'"
+    )
+    allowed = (html.resolve().as_uri(), html.resolve().with_name(html.stem + "_files").as_uri() + "/")
+    outside = [u for u in page.requests() if not u.startswith("data:") and u != allowed[0] and not u.startswith(allowed[1])]
+    assert outside == []
+    assert page.console_errors() == []
+
+
+def visible_count(page: Page) -> int:
+    return page.evaluate("document.querySelectorAll('#toc li[data-i]').length")
+
+
+def run_cli(*args: str) -> dict:
+    res = invoke([*map(str, args)])
     assert res.exit_code == 0, res.output
+    return json.loads(res.stdout) if "--json" in args else {}
+
+
+def test_bench_report_views(tmp_path):
+    bench = all_types_bench(tmp_path / "bench")
+    html, details = tmp_path / "out" / "report.html", tmp_path / "details.jsonl"
+    data = run_cli("bench", bench, "--report", html, "--details", details, "--json", "--compare")
     rows = [json.loads(line) for line in details.read_text().splitlines()]
-    failures = sum(1 for r in rows if r["passed"] is False)
-    assert failures > 0
-    with check_page(html, tmp_path / "bench.png") as page:
-        assert page.evaluate("document.querySelectorAll('.rep.fail').length") == failures
-        assert page.evaluate("document.querySelectorAll('.rep.pass').length") == sum(1 for r in rows if r["passed"] is True)
-        assert page.evaluate("document.images.length") >= 3  # every tested page of each candidate
-        # Failures first, per candidate.
-        first = page.evaluate("document.querySelector('section.page h3').textContent")
-        assert " 0 of " not in first
-        # The status filter leaves only failing tests visible.
-        visible = ("[...document.querySelectorAll('tr.test')].filter(r => r.style.display !== 'none' && "
-                   "r.closest('section').style.display !== 'none').length")  # fmt: skip
-        page.evaluate("document.getElementById('f-status').value='fail'; applyFilters()")
-        assert page.evaluate(visible) == page.evaluate("document.querySelectorAll('tr.test.fail').length")
-        page.evaluate("document.getElementById('f-status').value='all'; document.getElementById('f-type').value='present'; applyFilters()")
-        assert page.evaluate(visible) == page.evaluate("document.querySelectorAll('tr.test[data-type=present]').length")
+    records = {json.loads(line)["id"]: json.loads(line) for line in (bench / "tests.jsonl").read_text().splitlines()}
+    for pdf, tests in ALL_TYPES.items():  # the baseline tests the runner adds
+        if not any(t["type"] == "baseline" for t in tests):
+            records[f"{pdf}_baseline"] = {"id": f"{pdf}_baseline", "pdf": pdf, "page": 1, "type": "baseline"}
+    [cmp] = data["comparisons"]
+    with open_report(html, tmp_path / "bench.png") as page:
+        # Summary = bench --json, to the last digit (data attributes) and as shown.
+        for c in data["candidates"]:
+            row = f"document.querySelector('#scores tr[data-cand=\"{c['name']}\"]')"
+            assert float(page.evaluate(f"{row}.dataset.score")) == c["score"]
+            assert [float(x) for x in page.evaluate(f"{row}.dataset.ci").split(",")] == c["ci"]
+            assert f"{c['score'] * 100:0.1f}%" in page.evaluate(f"{row}.textContent")
+        for table, key, field in (("by-jsonl", "by_jsonl", "rate"), ("by-type", "by_type", "score")):
+            shown = page.evaluate(f"[...document.querySelectorAll('#{table} tr[data-key]')].map(r => [r.dataset.key, "
+                                  "[...r.querySelectorAll('td[data-value]')].map(td => +td.dataset.value)])")  # fmt: skip
+            assert {k: v for k, v in shown} == {k: [c[key][k][field] for c in data["candidates"]] for k in data["candidates"][0][key]}
+        assert "olmocr-rl" in page.evaluate("document.getElementById('run').textContent")
+
+        # Comparison rows = bench --compare --json (the same pair: beta − alpha).
+        got = page.evaluate("[...document.querySelectorAll('.pair.cur tr[data-kind]')].map(r => [r.dataset.kind, r.dataset.key, "
+                            "+r.dataset.diff, r.dataset.ci.split(',').map(Number), +r.dataset.gained, +r.dataset.lost])")  # fmt: skip
+        want = [["JSONL file", d["name"], d["diff"], d["ci"], d["gained"], d["lost"]] for d in cmp["by_jsonl"]]
+        want += [["type", d["name"], d["diff"], d["ci"], d["gained"], d["lost"]] for d in cmp["by_type"]]
+        o = cmp["overall"]
+        want.append(["score", "overall", o["diff"], o["ci"], o["gained"], o["lost"]])
+        assert got == want
+        flips = page.evaluate("document.getElementById('flips').textContent")
+        assert f"{o['gained']} pass only in beta, {o['lost']} only in alpha" in flips
+        assert o["gained"] + o["lost"] > 0
+
+        # Every page: its image decodes, every test shows its definition and, per candidate, one
+        # mark per repeat as --details has it, with every failing repeat's explanation.
+        page.evaluate("document.getElementById('f-show').value='all'; document.getElementById('f-show').dispatchEvent(new Event('change'))")
+        assert visible_count(page) == 3
+        seen_types = set()
+        for i in range(3):
+            page.evaluate(f"document.querySelectorAll('#toc li[data-i]')[{i}].click()")
+            page.wait_for("document.getElementById('pageimg') && document.getElementById('pageimg').complete && "
+                          "document.getElementById('pageimg').naturalWidth > 0")  # fmt: skip
+            page.wait_for("document.querySelector('#texts pre') !== null")
+            cards = page.evaluate("[...document.querySelectorAll('#detail .test')].map(t => ({id: t.dataset.id, "
+                                  "def: [...t.querySelectorAll('dl.def dt')].map(d => [d.textContent, d.nextElementSibling.textContent]), "
+                                  "marks: [...t.querySelectorAll('.v')].map(v => [...v.querySelectorAll('.rep')].map(m => m.classList.contains('p') ? '1' : '0').join('')), "
+                                  "why: [...t.querySelectorAll('.v')].map(v => v.querySelector('ul.why') ? v.querySelector('ul.why').textContent : '')}))")  # fmt: skip
+            for card in cards:
+                record = records[card["id"]]
+                seen_types.add(record["type"])
+                shown = dict(card["def"])
+                for k, v in record.items():
+                    if k not in ("id", "pdf", "page", "type"):
+                        assert shown[k].startswith(v if isinstance(v, str) else json.dumps(v)), (card["id"], k)
+                for k, (name, marks, why) in enumerate(zip(["alpha", "beta"], card["marks"], card["why"])):
+                    mine = [r for r in rows if r["candidate"] == name and r["id"] == card["id"]]
+                    assert marks == "".join("1" if r["passed"] else "0" for r in mine), (card["id"], name)
+                    for r in mine:
+                        if not r["passed"]:
+                            assert r["explanation"] in why
+            # The texts, side by side: each candidate's first repeat as written.
+            pdf = page.evaluate(f"document.querySelectorAll('#toc li[data-i]')[{i}].textContent").split(" p.1")[0]
+            firsts = page.evaluate("[...document.querySelectorAll('#texts pre')].map(p => p.textContent)")
+            base = pdf[: -len(".pdf")]
+            assert firsts == [TEXTS[c][base][0] or "(empty)" for c in ("alpha", "beta")]
+        assert seen_types == {"present", "absent", "order", "table", "math", "baseline", "format", "footnote"}
+        # The math test shows its LaTeX source; a default that decides a test is shown as one.
+        page.evaluate("document.getElementById('f-q').value='c_math'; document.getElementById('f-q').dispatchEvent(new Event('input'))")
+        assert "a^{2} + b^{2} = c^{2}" in page.evaluate("document.querySelector('#detail .test').textContent")
+        page.evaluate("document.getElementById('f-q').value='b_baseline'; document.getElementById('f-q').dispatchEvent(new Event('input'))")
+        assert "check_disallowed_characters" in page.evaluate(
+            "document.querySelector('#detail .test[data-id=b_baseline] dl.def').textContent"
+        )
+
+        # Filters: failing for one candidate, a type, the flips of the pair; the count says so.
+        def listed(show: str, cand: str = "any", kind: str = "all") -> set[str]:
+            page.evaluate(f"""(() => {{ const set = (id, v, ev) => {{ const e = document.getElementById(id); e.value = v; e.dispatchEvent(new Event(ev)); }};
+                set('f-q', '', 'input'); set('f-cand', '{cand}', 'change'); set('f-type', '{kind}', 'change'); set('f-show', '{show}', 'change'); }})()""")
+            return set(page.evaluate("[...document.querySelectorAll('#toc li[data-i]')].map(l => l.textContent.split(' p.1')[0])"))
+
+        def majority(cand: str, test_id: str) -> bool:
+            mine = [r["passed"] for r in rows if r["candidate"] == cand and r["id"] == test_id]
+            return bool(mine) and sum(mine) / len(mine) > 0.5
+
+        pdf_of = {r["id"]: r["pdf"] for r in records.values()}
+        for cand_i, cand in enumerate(["alpha", "beta"]):
+            want_pages = {pdf_of[t] for t in records if not majority(cand, t)}
+            assert listed("fail", str(cand_i)) == want_pages
+        assert listed("all", kind="table") == {"doc_b.pdf"}
+        assert listed("flip") == {pdf_of[t] for t in records if majority("alpha", t) != majority("beta", t)}
+        assert page.evaluate("document.getElementById('count').textContent") == f"{visible_count(page)} of 3 pages"
+
+        # The image enlarges; at 900 px the page does not scroll sideways.
+        page.evaluate("document.getElementById('pageimg').click()")
+        assert page.evaluate("document.getElementById('lightbox').classList.contains('open')") is True
+        listed("all")
+        page.evaluate("document.getElementById('f-q').value='a_format'; document.getElementById('f-q').dispatchEvent(new Event('input'))")
+        page.set_width(900)
+        assert page.evaluate("document.querySelector('#detail .test[data-id^=a_format] .tid').textContent").startswith("a_format_xxx")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 900
+        assert_local_only(page, html)
+    # Each page image once, shared by the candidates.
+    assert len(list((tmp_path / "out" / "report_files" / "img").glob("*.webp"))) == 3
+
+
+HOSTILE = '<img src=x onerror="window.pwned=1"></script><script>window.pwned=2</script>"\'&amp;'
+
+
+def test_bench_report_shows_hostile_strings_as_text(tmp_path):
+    tests = {f"x{HOSTILE[:8]}.pdf".replace("/", ""): [{"id": f"t{HOSTILE}", "type": "present", "text": f"a{HOSTILE}"}]}
+    pdf = next(iter(tests))
+    texts = {f"cand{HOSTILE[:12]}".replace("/", ""): {pdf[:-4]: [f"text {HOSTILE}"]}, "plain": {pdf[:-4]: ["plain"]}}
+    bench = all_types_bench(tmp_path / "bench", texts, tests)
+    html = tmp_path / "r.html"
+    run_cli("bench", bench, "--report", html, "--skip-baseline", "--force")
+    with open_report(html, tmp_path / "hostile.png") as page:
+        page.wait_for("document.querySelector('#texts pre') !== null")
+        body = page.evaluate("document.body.textContent")
+        assert f"t{HOSTILE}" in body and f"text {HOSTILE}" in body and f"a{HOSTILE}" in body
+        assert page.evaluate("window.pwned === undefined && document.querySelectorAll('img[src=x], [onerror]').length === 0") is True
+        assert_local_only(page, html)
+
+
+def test_bench_report_states_sample_and_max_reports(tmp_path):
+    bench = bench_copy(tmp_path / "bench")
+    html = tmp_path / "report.html"
+    total = run_cli("bench", bench, "--json")["tests"]
+    run_cli("bench", bench, "--report", html, "--sample", "6")
+    with open_report(html, tmp_path / "sample.png") as page:
+        notes = page.evaluate("document.querySelector('#run .notes').textContent")
+        assert f"--sample 6: only 6 of the {total} tests were scored" in notes
+        assert page.evaluate("REPORT_DATA.tests.length") == 6
+        assert_local_only(page, html)
+    # --max-reports 1: per JSONL file, the tests of its first PDF by name (the reference's rule).
+    run_cli("bench", bench, "--report", html, "--max-reports", "1")
+    records = [
+        json.loads(line) | {"jsonl": f.name} for f in sorted(bench.glob("*.jsonl")) for line in f.read_text().splitlines() if line.strip()
+    ]
+    with_baseline = {r["pdf"] for r in records if r["type"] == "baseline"}
+    pdfs = sorted(str(p.relative_to(bench / "pdfs")) for p in (bench / "pdfs").rglob("*.pdf"))
+    records += [{"id": f"{p}_baseline", "pdf": p, "jsonl": "baseline"} for p in pdfs if p not in with_baseline]
+    first = {}
+    for r in sorted(records, key=lambda r: r["pdf"]):
+        first.setdefault(r["jsonl"], r["pdf"])
+    want = {r["id"] for r in records if first[r["jsonl"]] == r["pdf"]}
+    assert len(want) < len(records)
+    with open_report(html, tmp_path / "max.png") as page:
+        assert set(page.evaluate("REPORT_DATA.tests.map(t => t[0])")) == want
+        notes = page.evaluate("document.querySelector('#run .notes').textContent")
+        assert (
+            f"--max-reports 1: the page list holds at most 1 PDFs per JSONL file: {page.evaluate('REPORT_DATA.pages.length')} of 4 pages"
+            in notes
+        )
+        assert f"{len(want)} of {total} tests" in notes
+        assert_local_only(page, html)
+
+
+def test_bench_report_is_replaced_whole(tmp_path, monkeypatch):
+    bench = bench_copy(tmp_path / "bench")
+    html = tmp_path / "report.html"
+    run_cli("bench", bench, "--report", html)
+    before = {p: p.read_bytes() for p in tmp_path.glob("report*/**/*") if p.is_file()} | {html: html.read_bytes()}
+    import olmocr_rl.report.bench as module
+
+    def broken(*a, **kw):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(module, "_render_all", broken)
+    res = invoke(["bench", str(bench), "--report", str(html)])
+    assert res.exit_code == 1 and res.stderr.strip().startswith("error: cannot write the report") and "disk full" in res.stderr
+    after = {p: p.read_bytes() for p in tmp_path.glob("report*/**/*") if p.is_file()} | {html: html.read_bytes()}
+    assert after == before  # the old report is untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench", "report.html", "report_files"]  # no temporary left
 
 
 def test_bench_sample_and_output_failed(tmp_path, monkeypatch):
@@ -87,14 +319,103 @@ def test_bench_sample_and_output_failed(tmp_path, monkeypatch):
     assert all(t == sources[t["id"]] for t in failed)
 
 
-def test_run_report_in_a_browser(tmp_path):
+# ----------------------------------------------------------------------------------------------
+# report RUN_DIR
+
+
+def fake_run(root: Path) -> Path:
+    """A training output folder as `olmocr-rl train` writes it: metrics (train steps 1-4, eval at
+    2 and 4), recorded completions (train: the trainer's counter, one below the logged step; one
+    of them empty), the config and the prepared page images."""
+    from PIL import Image
+
+    prep = root / "prep"
+    (prep / "images").mkdir(parents=True)
+    for i, pdf in enumerate(["p.pdf", "q.pdf"]):
+        Image.new("RGB", (300, 400), (255, 255, 255 - 40 * i)).save(prep / "images" / f"{pdf}.png")
+    (prep / "train.jsonl").write_text(
+        "".join(json.dumps({"pdf": pdf, "page": 1, "image": f"images/{pdf}.png"}) + "\n" for pdf in ["p.pdf", "q.pdf"])
+    )
+    run = root / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "completions").mkdir()
+    metrics = []
+    for s in range(1, 5):
+        metrics.append({"step": s, "loss": 0.1 / s, "reward": 0.2 + 0.1 * s, "rewards/bench/mean": 0.2 + 0.1 * s, "reward_std": 0.1,
+                        "frac_reward_zero_std": [0.5, 0.25, 0.75, 0.0][s - 1], "bench/present/pass_rate": 0.1 * s,
+                        "bench/table/pass_rate": 0.05 * s})  # fmt: skip
+        if s % 2 == 0:
+            metrics.append({"step": s, "eval_reward": 0.3, "eval_frac_reward_zero_std": 1.0 / s, "eval_bench/present/pass_rate": 0.2})
+    (run / "logs" / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics) + '{"step": 5, "rew')
+    train = []
+    for counter in range(4):
+        rewards = [0.5, 0.25, 0.75, 0.0] if counter != 2 else [0.5] * 4
+        for k, r in enumerate(rewards):
+            train.append({"step": counter, "mode": "train", "pdf": "p.pdf", "page": 1, "reward": r, "passed": int(4 * r), "total": 4,
+                          "failed": [{"id": f"t{j}<b>", "type": "present", "explanation": f"missing {j} <i>"} for j in range(4 - int(4 * r))],
+                          "completion": "" if (counter, k) == (3, 3) else f"text {counter}.{k} <script>window.pwned=1</script>"})  # fmt: skip
+    evals = [{"step": 2, "mode": "eval", "pdf": "q.pdf", "page": 1, "reward": r, "passed": 1, "total": 2, "failed": [], "completion": "e"}
+             for r in (0.5, 1.0)]  # fmt: skip
+    (run / "completions" / "failing_train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in train))
+    (run / "completions" / "failing_eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in evals))
+    (run / "train_config.json").write_text(json.dumps({"model": "m", "prepared_dir": str(prep), "num_generations": 4,
+                                                        "num_generations_eval": 2, "rewards": {"bench": 1.0}}))  # fmt: skip
+    return run
+
+
+def test_run_report_views(tmp_path):
+    run = fake_run(tmp_path)
+    res = invoke(["report", str(run)])
+    assert res.exit_code == 0, res.output
+    html = run / "report.html"
+    logs = [json.loads(line) for line in (run / "logs" / "metrics.jsonl").read_text().splitlines()[:-1]]
+    with open_report(html, tmp_path / "run.png") as page:
+        # The zero-spread curve, train and eval, point for point; every metric in its own panel.
+        for series, key in (("train", "frac_reward_zero_std"), ("eval", "eval_frac_reward_zero_std")):
+            got = page.evaluate(f"[...document.querySelectorAll('figure[data-metric=frac_reward_zero_std] circle[data-series={series}]')]"
+                                ".map(c => [+c.dataset.step, +c.dataset.value])")  # fmt: skip
+            assert got == [[m["step"], m[key]] for m in logs if key in m]
+        metrics = page.evaluate("[...document.querySelectorAll('figure.chart')].map(f => f.dataset.metric)")
+        assert len(metrics) == len(set(metrics))
+        assert {"reward", "frac_reward_zero_std", "bench/present/pass_rate", "bench/table/pass_rate", "loss"} <= set(metrics)
+        assert "rewards/bench/mean" not in metrics  # one reward function: its curve is the reward's
+
+        # One entry per page and step; train shown at the logged step (the counter + 1).
+        entries = page.evaluate("[...document.querySelectorAll('section.entry')].map(e => [e.dataset.mode, +e.dataset.step, e.dataset.pdf, "
+                                "JSON.parse(e.dataset.rewards), [...e.querySelectorAll('.completion')].map(c => +c.dataset.reward)])")  # fmt: skip
+        assert [e[:3] for e in entries] == [
+            ["train", 4, "p.pdf"],
+            ["train", 3, "p.pdf"],
+            ["eval", 2, "q.pdf"],
+            ["train", 2, "p.pdf"],
+            ["train", 1, "p.pdf"],
+        ]
+        steps = {m["step"] for m in logs}
+        assert all(step in steps for _, step, *_ in entries)
+        for _, _, _, rewards, shown in entries:
+            assert shown == ([max(rewards), min(rewards)] if max(rewards) > min(rewards) else [rewards[0]])
+        flat = page.evaluate("[...document.querySelectorAll('section.entry[data-flat=\"1\"]')].map(e => +e.dataset.step)")
+        assert flat == [3]
+        # The empty completion is said to be empty; hostile text stays text.
+        assert "(empty completion" in page.evaluate("document.querySelector('section.entry').textContent")
+        assert page.evaluate("window.pwned === undefined") is True
+        assert "<script>window.pwned=1</script>" in page.evaluate("document.body.textContent")
+        # Images decode; filters.
+        assert page.evaluate("[...document.images].filter(i => i.id !== 'lightimg').every(i => i.complete && i.naturalWidth > 0)") is True
+        page.evaluate(
+            "document.getElementById('f-mode').value='eval'; document.getElementById('f-mode').dispatchEvent(new Event('change'))"
+        )
+        assert page.evaluate("[...document.querySelectorAll('section.entry')].filter(e => !e.hidden).map(e => e.dataset.mode)") == ["eval"]
+        assert page.evaluate("document.getElementById('count').textContent") == "1 of 5 shown"
+        assert "1 unreadable line(s) skipped" in page.evaluate("document.getElementById('run').textContent")
+        assert_local_only(page, html)
+    res = invoke(["report", str(tmp_path / "nothing")])
+    assert res.exit_code == 1 and "no logs/metrics.jsonl" in res.stderr
+
+
+def test_run_report_of_a_real_run(tmp_path):
     pytest.importorskip("trl")
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from test_train import RECIPE, make_prepared
-
-    sys.path.insert(0, str(ROOT / "bench_fixtures"))
     from tiny_vlm import build_tiny_vlm
 
     model = build_tiny_vlm(tmp_path / "model")
@@ -105,10 +426,12 @@ def test_run_report_in_a_browser(tmp_path):
     assert res.exit_code == 0, res.output
     res = invoke(["report", str(run)])
     assert res.exit_code == 0 and (run / "report.html").is_file(), res.output
-    failing = [json.loads(line) for f in (run / "completions").glob("failing_*.jsonl") for line in f.read_text().splitlines()]
-    with check_page(run / "report.html", tmp_path / "run.png") as page:
-        assert page.evaluate("document.querySelectorAll('svg polyline, svg circle').length") >= 1  # curves drawn
-        assert page.evaluate("document.querySelectorAll('section.page').length") == min(len(failing), 40)
-        assert page.evaluate("document.body.textContent.includes('Resolved config')") is True
-    res = invoke(["report", str(tmp_path / "nothing")])
-    assert res.exit_code == 1 and "no logs/metrics.jsonl" in res.stderr
+    recorded = [json.loads(line) for f in (run / "completions").glob("failing_*.jsonl") for line in f.read_text().splitlines()]
+    groups = {(r["mode"], r["step"] + (r["mode"] == "train"), r["pdf"], r["page"]) for r in recorded}
+    logged = {json.loads(line)["step"] for line in (run / "logs" / "metrics.jsonl").read_text().splitlines()}
+    with open_report(run / "report.html", tmp_path / "run.png") as page:
+        assert page.evaluate("document.querySelectorAll('figure[data-metric=frac_reward_zero_std] circle').length") >= 3
+        entries = page.evaluate("[...document.querySelectorAll('section.entry')].map(e => [e.dataset.mode, +e.dataset.step])")
+        assert len(entries) == min(len(groups), 40) and {s for _, s in entries} <= logged
+        assert page.evaluate("[...document.images].filter(i => i.id !== 'lightimg').every(i => i.complete && i.naturalWidth > 0)") is True
+        assert_local_only(page, run / "report.html")

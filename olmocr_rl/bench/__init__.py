@@ -32,6 +32,9 @@ Where we differ, on purpose:
   stops before checking, naming the fix (it would otherwise score every math test as an error).
 * Test ids must be unique across files (the reference only checks within a file); every invalid
   record of every file is listed at once (the reference stops at the first).
+* `--compare` (not in the reference): each candidate against the first, B − A per JSONL file, per
+  type and overall with a paired bootstrap interval over tests, and the tests gained and lost
+  (`olmocr_rl.bench.compare`).
 * Page files are taken in sorted order (the reference uses the file system's order), so the
   first failure explanation of a test is deterministic.
 * A corrupt PDF is an error naming the file (the reference crashes); a PDF that is not readable
@@ -39,6 +42,7 @@ Where we differ, on purpose:
 """
 
 from olmocr_rl.bench.checking import Progress, evaluate_candidate
+from olmocr_rl.bench.compare import Comparison, Difference, compare, compare_summary, print_comparisons
 from olmocr_rl.bench.folder import BASELINE_GROUP, Bench, BenchError, find_candidates, load_bench
 from olmocr_rl.bench.output import failed_everywhere, print_summary, summary_dict, test_records
 from olmocr_rl.bench.results import BenchSummary, CandidateResult, TestOutcome
@@ -51,14 +55,19 @@ __all__ = [
     "BenchError",
     "BenchSummary",
     "CandidateResult",
+    "Comparison",
+    "Difference",
     "Progress",
     "TestOutcome",
     "bootstrap_ci",
+    "compare",
+    "compare_summary",
     "evaluate_candidate",
     "failed_everywhere",
     "find_candidates",
     "load_bench",
     "percentile",
+    "print_comparisons",
     "print_summary",
     "run_bench",
     "summary_dict",

@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from olmocr_rl.bench.compare import Comparison
 from olmocr_rl.bench.results import BenchSummary
 from olmocr_rl.suite import TestInfo
 
@@ -38,8 +39,9 @@ def test_records(tests: Sequence[TestInfo]) -> list[str]:
     return out
 
 
-def summary_dict(summary: BenchSummary) -> dict:
-    """The summary as plain JSON data (what `--json` prints)."""
+def summary_dict(summary: BenchSummary, comparisons: Sequence[Comparison] = ()) -> dict:
+    """The summary as plain JSON data (what `--json` prints); with `comparisons` (`--compare`),
+    those too."""
     b = summary.bench
     counts: dict[str, int] = {}
     for t in b.tests:
@@ -85,6 +87,7 @@ def summary_dict(summary: BenchSummary) -> dict:
         "warnings": b.warnings,
         "ci": {"level": summary.confidence_level, "samples": summary.bootstrap_samples, "seed": summary.seed},
         "candidates": cands,
+        **({"comparisons": [c.to_dict() for c in comparisons]} if comparisons else {}),
     }
 
 

@@ -89,3 +89,6 @@ class BenchSummary:
     bootstrap_samples: int
     confidence_level: float
     seed: int
+    # How the run was made, for reports: tests_available (before --sample), sample (None when
+    # every test was scored), skip_baseline, force.
+    options: dict[str, Any] = field(default_factory=dict)

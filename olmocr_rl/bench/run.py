@@ -37,7 +37,9 @@ def run_bench(
     §3.1.1)."""
     threads = check_threads(threads)
     bench = load_bench(path, skip_baseline=skip_baseline, force=force, guard=check_guard(guard))
+    options = {"tests_available": len(bench.tests), "sample": None, "skip_baseline": skip_baseline, "force": force}
     if sample is not None and 0 < sample < len(bench.tests):
+        options["sample"] = sample
         chosen = set(random.Random(seed).sample(range(len(bench.tests)), sample))
         bench.tests = [t for i, t in enumerate(bench.tests) if i in chosen]
     folders = find_candidates(bench, candidates)
@@ -59,4 +61,4 @@ def run_bench(
     finally:
         if sink:
             sink.close()
-    return BenchSummary(bench, out, bootstrap_samples, confidence_level, seed)
+    return BenchSummary(bench, out, bootstrap_samples, confidence_level, seed, options)

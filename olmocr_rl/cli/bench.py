@@ -44,9 +44,13 @@ def bench_command(
     ] = 0.95,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap (the reference's CI is unseeded).")] = 0,
     show_failures: Annotated[bool, typer.Option("--show-failures", help="List every test that failed on some repeat.")] = False,
+    compare: Annotated[
+        bool,
+        typer.Option("--compare", help="Each candidate minus the first -c (else the first by name): paired bootstrap over tests, flips."),
+    ] = False,
     report: Annotated[
         Optional[Path],
-        typer.Option("--report", "--test-report", help="Write a self-contained HTML report: page images beside test results and texts."),
+        typer.Option("--report", "--test-report", help="Write an HTML report, NAME.html with NAME_files/: summary, comparison, pages."),
     ] = None,
     max_reports: Annotated[
         Optional[int], typer.Option("--max-reports", "--max_reports", min=1, help="In the report, at most N PDFs per JSONL file.")
@@ -115,12 +119,19 @@ def run(args: Namespace) -> int:
     finally:
         if bar is not None:
             bar.stop()
+    comparisons = []
+    if args.compare:
+        from olmocr_rl.bench.compare import compare_summary
+
+        if len(summary.candidates) < 2:
+            fail("--compare needs two or more candidates")
+        comparisons = compare_summary(summary, args.candidate[0] if args.candidate else None)
     notes = []
     if args.report is not None:
         from olmocr_rl.report import bench_report
 
         try:
-            notes.append(f"report: {bench_report(summary, args.report, max_reports=args.max_reports)}")
+            notes.append(f"report: {bench_report(summary, args.report, max_reports=args.max_reports, workers=args.workers)}")
         except OSError as e:
             fail(f"cannot write the report {args.report}: {e}")
     if args.output_failed is not None:
@@ -136,11 +147,15 @@ def run(args: Namespace) -> int:
     if args.as_json:
         import orjson
 
-        sys.stdout.write(orjson.dumps(summary_dict(summary), option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(orjson.dumps(summary_dict(summary, comparisons), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         from rich.console import Console
 
         print_summary(summary, Console(), show_failures=args.show_failures)
+        if comparisons:
+            from olmocr_rl.bench.compare import print_comparisons
+
+            print_comparisons(comparisons, Console())
     for note in notes:
         print(note, file=sys.stderr if args.as_json else sys.stdout)
     return 0

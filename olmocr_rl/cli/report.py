@@ -8,11 +8,13 @@ import typer
 from olmocr_rl.cli import app, echo, fail
 
 
-@app.command("report", help="A training run at a glance: reward and pass-rate curves, the config, failing completions (one HTML file).")
+@app.command("report", help="A training run at a glance: curves, completions per page and step, the config (one HTML file).")
 def report_command(
     run_dir: Annotated[Path, typer.Argument(help="The --output-dir of `olmocr-rl train`.", show_default=False)],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="The HTML file (default: RUN_DIR/report.html).")] = None,
-    max_completions: Annotated[int, typer.Option("--max-completions", min=0, help="Failing completions shown, latest first.")] = 40,
+    max_completions: Annotated[
+        int, typer.Option("--max-completions", min=0, help="Entries (a page at a step: its best and worst completion) shown, latest first.")
+    ] = 40,
 ) -> int:
     from olmocr_rl.report import run_report
 

@@ -1,0 +1,106 @@
+"""Small line charts as inline SVG: one metric per panel with its own y axis (train solid, eval
+dashed with markers), every point with a tooltip and its value in data attributes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from olmocr_rl.report.common import esc
+
+COLORS = {"train": "#0969da", "eval": "#cf222e"}
+
+
+def nice_ticks(lo: float, hi: float, n: int = 4) -> list[float]:
+    """About n round tick values covering [lo, hi]."""
+    if hi <= lo:
+        return [lo]
+    raw = (hi - lo) / max(n, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    start = math.ceil(lo / step - 1e-9) * step
+    ticks = []
+    v = start
+    while v <= hi + 1e-9 * step:
+        ticks.append(round(v, 10))
+        v += step
+    return ticks
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 1000 or abs(v) < 0.01:
+        return f"{v:.2g}"
+    return f"{v:.3g}"
+
+
+def chart(
+    title: str,
+    series: dict[str, Sequence[tuple[float, float]]],
+    *,
+    x_range: tuple[float, float],
+    y_range: tuple[float, float] | None = None,
+    metric: str = "",
+    width: int = 340,
+    height: int = 190,
+    caption: str = "",
+) -> str:
+    """A panel: `series` maps "train"/"eval" (or any name) to (step, value) points. `y_range`:
+    fixed (e.g. 0..1 for rates), else the data's range, padded."""
+    pts = [p for s in series.values() for p in s]
+    if not pts:
+        return ""
+    x0, x1 = x_range
+    if y_range is None:
+        lo, hi = min(p[1] for p in pts), max(p[1] for p in pts)
+        if hi == lo:
+            lo, hi = lo - (abs(lo) * 0.1 or 0.5), hi + (abs(hi) * 0.1 or 0.5)
+        pad = (hi - lo) * 0.08
+        lo, hi = lo - pad, hi + pad
+        if lo < 0 <= min(p[1] for p in pts):
+            lo = 0.0
+    else:
+        lo, hi = y_range
+        lo, hi = min(lo, min(p[1] for p in pts)), max(hi, max(p[1] for p in pts))
+    left, right, top, bottom = 42, 10, 8, 22
+    pw, ph = width - left - right, height - top - bottom
+
+    def x(v: float) -> float:
+        return left + (pw * (v - x0) / (x1 - x0) if x1 > x0 else pw / 2)
+
+    def y(v: float) -> float:
+        return top + ph - ph * (v - lo) / (hi - lo)
+
+    legend = "".join(
+        f'<span class="s-{esc(name)}">{"┅" if name == "eval" else "━"} {esc(name)} {sorted(s)[-1][1]:.3g}</span> '
+        for name, s in series.items()
+        if s
+    )
+    out = [f'<figure class="chart" data-metric="{esc(metric or title)}"><div class="ctitle">{esc(title)}</div>'
+           f'<div class="legend small">{legend}<span class="muted">(last value)</span></div>'
+           f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+           f'aria-label="{esc(title)}">']  # fmt: skip
+    for t in nice_ticks(lo, hi):
+        out.append(f'<line x1="{left}" y1="{y(t):.1f}" x2="{left + pw}" y2="{y(t):.1f}" stroke="#eaeef2"/>'
+                   f'<text x="{left - 4}" y="{y(t) + 3.5:.1f}" font-size="10" text-anchor="end" fill="#57606a">{_fmt(t)}</text>')  # fmt: skip
+    xt = [t for t in nice_ticks(x0, x1, 5) if float(t).is_integer()] or [x0]
+    for t in xt:
+        out.append(f'<text x="{x(t):.1f}" y="{height - 8}" font-size="10" text-anchor="middle" fill="#57606a">{_fmt(t)}</text>')
+    out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#8c959f"/>')
+    for i, (name, s) in enumerate(series.items()):
+        color = COLORS.get(name, ["#8250df", "#1a7f37", "#bf8700"][i % 3])
+        s = sorted(s)
+        dash = ' stroke-dasharray="4 3"' if name == "eval" else ""
+        if len(s) > 1:
+            coords = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in s)
+            out.append(f'<polyline data-series="{esc(name)}" fill="none" stroke="{color}" stroke-width="1.6"{dash} points="{coords}"/>')
+        r = 2.6 if name == "eval" or len(s) <= 40 else 1.4
+        for a, b in s:
+            out.append(f'<circle data-series="{esc(name)}" data-step="{a:g}" data-value="{b!r}" cx="{x(a):.1f}" cy="{y(b):.1f}" r="{r}" '
+                       f'fill="{color}"><title>{esc(name)} step {a:g}: {b:.4g}</title></circle>')  # fmt: skip
+    out.append("</svg>")
+    if caption:
+        out.append(f'<figcaption class="muted small">{esc(caption)}</figcaption>')
+    out.append("</figure>")
+    return "".join(out)

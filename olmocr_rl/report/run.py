@@ -1,0 +1,258 @@
+"""`olmocr-rl report RUN_DIR`: a training run as one self-contained HTML file (RUN_DIR/report.html).
+
+* Curves, one metric per panel with its own axis, train solid and eval dashed, on a shared step
+  axis: the reward, the share of groups whose completions all got the same reward (trl's
+  `frac_reward_zero_std`: such a group gives GRPO no signal), the reward's spread, each reward
+  function when there are several, the pass rate of each test type and JSONL file, completion
+  length and clipping, entropy, loss, gradient norm, learning rate.
+* The recorded completions (completions/failing_<mode>[_rank<R>].jsonl), one entry per page and
+  step: the rewards of the group's recorded completions, and the best and the worst of them side
+  by side (reward, failed tests with their explanations, the text), with the page image.
+* The resolved config.
+
+Step numbers: metrics.jsonl logs the trainer's step after the optimizer step (1, 2, ...); a train
+completion is recorded while that step runs (the trainer's counter still one lower), so it is shown
+at the counter + 1, the step whose logged reward includes it. Eval completions are recorded and
+logged at the same step.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from olmocr_rl.report.charts import chart
+from olmocr_rl.report.common import asset, data_uri, document, encode_page, esc, script_json, write_text
+
+RATE = (0.0, 1.0)
+
+
+def _read_jsonl(path: Path) -> tuple[list[dict], int]:
+    """The JSON objects of a JSON Lines file and how many lines could not be read (a run that was
+    killed may leave half a line)."""
+    rows, bad = [], 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            bad += 1
+    return rows, bad
+
+
+def _points(logs: list[dict], key: str) -> list[tuple[float, float]]:
+    return [
+        (float(r["step"]), float(r[key]))
+        for r in logs
+        if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool) and isinstance(r.get("step"), (int, float))
+    ]
+
+
+def _panels(logs: list[dict]) -> list[str]:
+    keys = {k for r in logs for k in r}
+    steps = [float(r["step"]) for r in logs if isinstance(r.get("step"), (int, float))]
+    if not steps:
+        return []
+    xr = (min(steps), max(steps))
+
+    def panel(title: str, key: str, y_range: tuple[float, float] | None = None, caption: str = "") -> str:
+        series = {"train": _points(logs, key), "eval": _points(logs, f"eval_{key}")}
+        return chart(title, {k: v for k, v in series.items() if v}, x_range=xr, y_range=y_range, metric=key, caption=caption)
+
+    out = [
+        panel("reward (mean over completions)", "reward", None),
+        panel("groups with zero reward spread (frac_reward_zero_std)", "frac_reward_zero_std", RATE,
+              "share of prompts whose completions all got the same reward: no GRPO signal"),
+        panel("reward spread within groups (reward_std)", "reward_std"),
+    ]  # fmt: skip
+    functions = sorted({m.group(1) for k in keys if (m := re.fullmatch(r"rewards/(.+)/mean", k))})
+    if len(functions) > 1:  # with one function, its curve is the reward's
+        out += [panel(f"reward function {name}", f"rewards/{name}/mean") for name in functions]
+    types = sorted({m.group(1) for k in keys if (m := re.fullmatch(r"(?:eval_)?bench/([^/]+)/pass_rate", k))})
+    out += [panel(f"pass rate: {t} tests", f"bench/{t}/pass_rate", RATE) for t in types]
+    files = sorted({m.group(1) for k in keys if (m := re.fullmatch(r"(?:eval_)?bench/jsonl/(.+)/pass_rate", k))})
+    out += [panel(f"pass rate: {f}", f"bench/jsonl/{f}/pass_rate", RATE) for f in files]
+    out += [
+        panel("completion length (tokens, mean)", "completions/mean_length"),
+        panel("clipped completions (share at the length limit)", "completions/clipped_ratio", RATE),
+        panel("entropy", "entropy"),
+        panel("loss", "loss"),
+        panel("gradient norm", "grad_norm"),
+        panel("learning rate", "learning_rate"),
+    ]
+    return [p for p in out if p]
+
+
+def _shown_step(record: dict) -> int | None:
+    step = record.get("step")
+    if not isinstance(step, int) or isinstance(step, bool):
+        return None
+    return step + 1 if record.get("mode", "train") == "train" else step
+
+
+def _entries(records: list[dict]) -> list[dict]:
+    """One entry per (mode, shown step, pdf, page): the group's recorded completions."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        groups[(str(r.get("mode") or "train"), _shown_step(r), str(r.get("pdf")), str(r.get("page")))].append(r)
+    out = []
+    for (mode, step, pdf, page), rows in groups.items():
+        rewards = [float(r["reward"]) if isinstance(r.get("reward"), (int, float)) else 0.0 for r in rows]
+        best = max(range(len(rows)), key=lambda i: (rewards[i], -i))
+        worst = min(range(len(rows)), key=lambda i: (rewards[i], -i))
+        out.append({"mode": mode, "step": step, "pdf": pdf, "page": page, "rows": rows, "rewards": rewards, "best": best, "worst": worst,
+                    "key": (rows[0].get("pdf"), rows[0].get("page"))})  # fmt: skip
+    out.sort(key=lambda e: (-(e["step"] if e["step"] is not None else -1), e["mode"] != "eval", e["pdf"], e["page"]))
+    return out
+
+
+def _completion_html(title: str, r: dict, reward: float) -> str:
+    text = r.get("completion")
+    text = "" if text is None else str(text)
+    if not text:
+        body = '<p class="empty">(empty completion: the model wrote nothing)</p>'
+    elif not text.strip():
+        body = f'<p class="empty">(only whitespace: {len(text)} characters)</p>'
+    else:
+        body = f"<pre>{esc(text)}</pre>"
+    failed = [t for t in r.get("failed") or [] if isinstance(t, dict)]
+    rows = "".join(f'<tr><td class="tid">{esc(t.get("id"))}</td><td>{esc(t.get("type"))}</td><td>{esc(t.get("explanation"))}</td></tr>'
+                   for t in failed)  # fmt: skip
+    tests = (f'<table class="failed"><tr><th>failed test</th><th>type</th><th>explanation</th></tr>{rows}</table>' if failed
+             else '<p class="muted small">no test failed</p>')  # fmt: skip
+    return (f'<div class="completion" data-reward="{reward!r}"><h4>{esc(title)}: reward {reward:.3f} '
+            f'<span class="muted">({esc(r.get("passed"))}/{esc(r.get("total"))} tests passed)</span></h4>{body}{tests}</div>')  # fmt: skip
+
+
+def _prepared_images(prepared_dir: str | None, wanted: set) -> dict[tuple, str]:
+    """(pdf, page) -> the prepared page image (re-encoded as WebP) as a data URI."""
+    if not prepared_dir:
+        return {}
+    from PIL import Image
+
+    root = Path(prepared_dir)
+    out: dict[tuple, str] = {}
+    for split in sorted(root.glob("*.jsonl")):
+        rows, _ = _read_jsonl(split)
+        for row in rows:
+            key = (row.get("pdf"), row.get("page"))
+            if key not in wanted or key in out or not isinstance(row.get("image"), str):
+                continue
+            try:
+                with Image.open(root / row["image"]) as im:
+                    out[key] = data_uri(encode_page(im, quality=40), "image/webp")
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def run_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str] | None = None, *, max_completions: int = 40) -> Path:
+    """Writes RUN_DIR/report.html (or `path`); `max_completions`: entries (a page at a step)
+    shown, latest first."""
+    from olmocr_rl import __version__
+
+    run = Path(run_dir)
+    metrics = run / "logs" / "metrics.jsonl"
+    if not metrics.is_file():
+        raise FileNotFoundError(f"{run}: no logs/metrics.jsonl (is this an `olmocr-rl train` output folder?)")
+    logs, bad = _read_jsonl(metrics)
+    config_file = run / "train_config.json"
+    config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
+    if not isinstance(config, dict):
+        config = {}
+
+    records: list[dict] = []
+    for f in sorted((run / "completions").glob("failing_*.jsonl")):
+        rows, bad_rows = _read_jsonl(f)
+        records += rows
+        bad += bad_rows
+    entries = _entries(records)
+    shown = entries[:max_completions]
+    images = _prepared_images(config.get("prepared_dir"), {e["key"] for e in shown})
+    image_ids = {key: i for i, key in enumerate(images)}
+
+    train_steps = [r["step"] for r in logs if isinstance(r.get("step"), int) and "reward" in r]
+    facts = [
+        ("run folder", str(run)),
+        ("model", str(config.get("model", "?"))),
+        ("prepared data", str(config.get("prepared_dir", "?"))),
+        ("steps logged", f"{max(train_steps) if train_steps else 0} (metrics: {len(logs)} rows)"),
+        ("rewards", ", ".join(f"{k} × {v}" for k, v in (config.get("rewards") or {}).items()) or "?"),
+        ("group size", f"{config.get('num_generations', '?')} completions per prompt (eval: {config.get('num_generations_eval', '?')})"),
+        ("olmocr-rl", __version__),
+        ("written", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+    ]
+    notes = []
+    if bad:
+        notes.append(f"{bad} unreadable line(s) skipped (a run stopped while writing leaves half a line).")
+    parts = [f'<h1>Training run</h1><p class="sub">{esc(run)}</p><section id="run"><h2>Run</h2><dl class="facts">'
+             + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
+             + ('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>" if notes else "") + "</section>"]  # fmt: skip
+    panels = _panels(logs)
+    parts.append('<section id="curves"><h2>Curves</h2><p class="muted small">one metric per panel, each with its own axis; '
+                 "train solid, eval dashed; x: the optimizer step. Hover a point for its value.</p>"
+                 f'<div class="charts">{"".join(panels)}</div></section>')  # fmt: skip
+
+    modes = sorted({e["mode"] for e in entries})
+    steps = sorted({e["step"] for e in entries if e["step"] is not None}, reverse=True)
+    size = {"train": config.get("num_generations"), "eval": config.get("num_generations_eval")}
+    parts.append(
+        f'<section id="completions"><h2>Completions: {len(shown)} of {len(entries)} entries (a page at a step), latest first</h2>'
+        '<p class="muted small">Train completions are recorded every logging step, at most 4 per reward call, so a group may be '
+        "shown in part; eval completions all. A train completion is shown at the step whose logged reward includes it.</p>"
+        '<div class="filters controls">'
+        '<label>mode <select id="f-mode"><option value="all">all</option>'
+        + "".join(f'<option value="{esc(m)}">{esc(m)}</option>' for m in modes)
+        + '</select></label><label>step <select id="f-step"><option value="all">all</option>'
+        + "".join(f'<option value="{s}">{s}</option>' for s in steps)
+        + '</select></label><label><input type="checkbox" id="f-flat"> only groups with zero reward spread</label>'
+        '<label>search <input id="f-q" type="search" placeholder="PDF"></label><span id="count" class="muted"></span></div>'
+    )
+    for e in shown:
+        rewards = e["rewards"]
+        flat = max(rewards) == min(rewards)
+        group = size.get(e["mode"])
+        mark = {} if flat else {e["best"]: " b", e["worst"]: " w"}
+        strip = " ".join(f'<span class="rw{mark.get(i, "")}">{v:.2f}</span>' for i, v in enumerate(rewards))
+        mean = sum(rewards) / len(rewards)
+        head = (f'<h3>{esc(e["mode"])} · step {esc(e["step"] if e["step"] is not None else "?")} · {esc(e["pdf"])} page {esc(e["page"])}</h3>'
+                f'<p class="rewards">rewards of the {len(rewards)} recorded completion{"s" if len(rewards) > 1 else ""}'
+                f'{f" (group of {group})" if isinstance(group, int) else ""}: {strip} · mean {mean:.3f}'
+                + (' · <span class="bad">zero spread: no learning signal</span>' if flat and len(rewards) > 1 else "") + "</p>")  # fmt: skip
+        rows = e["rows"]
+        if flat:
+            cols = _completion_html(
+                f"all {len(rows)} scored the same; the first" if len(rows) > 1 else "the completion", rows[0], rewards[0]
+            )
+        else:
+            cols = _completion_html("best", rows[e["best"]], rewards[e["best"]]) + _completion_html(
+                "worst", rows[e["worst"]], rewards[e["worst"]]
+            )
+        k = image_ids.get(e["key"])
+        img = f'<div class="img"><img data-k="{k}" alt="{esc(e["pdf"])} page {esc(e["page"])}" title="click to enlarge"></div>' if k is not None \
+            else '<div class="img muted small">(no page image: not in the prepared data)</div>'  # fmt: skip
+        parts.append(f'<section class="entry" data-mode="{esc(e["mode"])}" data-step="{esc(e["step"])}" data-pdf="{esc(e["pdf"])}" '
+                     f'data-flat="{int(flat and len(rows) > 1)}" data-rewards="{esc(json.dumps(rewards))}">{head}'
+                     f'<div class="ebody">{img}<div class="cols">{cols}</div></div></section>')  # fmt: skip
+    if not entries:
+        parts.append('<p class="muted">No completions recorded (write_failing_completions=false, or no step logged yet).</p>')
+    parts.append("</section>")
+    parts.append(
+        f'<section id="config"><h2>Resolved config</h2><details><summary>train_config.json</summary><pre>{esc(json.dumps(config, indent=2))}</pre></details></section>'
+    )
+    parts.append('<div id="lightbox" title="click or Esc to close"><img id="lightimg" alt="the page, full size"></div>')
+    parts.append(f'<script type="application/json" id="images">{script_json(list(images.values()))}</script>')
+    out = Path(path) if path else run / "report.html"
+    page = document(f"Training run {run.name}", "".join(parts), style=asset("base.css") + asset("run.css"), script=asset("run.js"))
+    write_text(out, page)
+    return out

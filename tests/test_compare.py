@@ -1,0 +1,166 @@
+"""`bench --compare`: B − A per JSONL file, per type and overall with a paired bootstrap interval
+over tests, and the tests gained and lost; checked against a bootstrap written out here with
+numpy, on identical candidates (exactly 0, no flips), and through the command line."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from clirun import invoke
+
+from olmocr_rl.bench import run_bench
+from olmocr_rl.bench.compare import compare, compare_summary
+from olmocr_rl.bench.results import CandidateResult
+from olmocr_rl.bench.results import TestOutcome as Outcome
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "bench_fixtures"
+
+
+def candidates(seed: int = 0, n: int = 300) -> tuple[CandidateResult, CandidateResult]:
+    """Two candidates on the same n tests (three JSONL files, four types, 1-5 repeats), B a bit
+    better than A and correlated with it, as two checkpoints are; B's outcomes in another order."""
+    rng = random.Random(seed)
+    out_a, out_b = [], []
+    for i in range(n):
+        group = rng.choice(["a.jsonl", "b.jsonl", "b.jsonl", "c.jsonl"])
+        kind = rng.choice(["present", "order", "table", "math"])
+        repeats = rng.randint(1, 5)
+        md = [f"p{i}_pg1_repeat{r + 1}.md" for r in range(repeats)]
+        skill = rng.random()
+        pa = sum(rng.random() < skill for _ in range(repeats))
+        pb = sum(rng.random() < min(1.0, skill + 0.1) for _ in range(repeats))
+        out_a.append(Outcome(f"t{i}", kind, group, f"p{i}.pdf", 1, md, passes=pa))
+        out_b.append(Outcome(f"t{i}", kind, group, f"p{i}.pdf", 1, md, passes=pb))
+    rng.shuffle(out_b)  # pairing is by id, not by position
+    return CandidateResult("A", out_a, [], [], (0, 0)), CandidateResult("B", out_b, [], [], (0, 0))
+
+
+def direct_bootstrap(a: CandidateResult, b: CandidateResult, samples: int, seed: int, level: float = 0.95) -> dict:
+    """The paired bootstrap written plainly: the same index draws as the module (per JSONL file in
+    name order, one samples x n matrix each), then resample by resample, test by test."""
+    by_id = {o.id: o for o in b.outcomes}
+    pairs = [(o, by_id[o.id]) for o in a.outcomes]
+    groups = sorted({o.group for o, _ in pairs})
+    types = sorted({o.type for o, _ in pairs})
+    members = {g: [p for p in pairs if p[0].group == g] for g in groups}
+    rng = np.random.default_rng(seed)
+    draws = {g: rng.integers(0, len(members[g]), size=(samples, len(members[g]))) for g in groups}
+    overall, per_jsonl, per_type = [], {g: [] for g in groups}, {t: [] for t in types}
+    for s in range(samples):
+        group_means, sums, counts = [], dict.fromkeys(types, 0.0), dict.fromkeys(types, 0)
+        for g in groups:
+            drawn = [members[g][k] for k in draws[g][s]]
+            mean = sum(int(pb.passed) - int(pa.passed) for pa, pb in drawn) / len(drawn)
+            group_means.append(mean)
+            per_jsonl[g].append(mean)
+            for pa, pb in drawn:
+                sums[pa.type] += pb.avg - pa.avg
+                counts[pa.type] += 1
+        overall.append(sum(group_means) / len(group_means))
+        for t in types:
+            if counts[t]:
+                per_type[t].append(sums[t] / counts[t])
+    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    return {
+        "overall": tuple(np.percentile(overall, q)),
+        "jsonl": {g: tuple(np.percentile(v, q)) for g, v in per_jsonl.items()},
+        "type": {t: tuple(np.percentile(v, q)) for t, v in per_type.items()},
+    }
+
+
+def test_interval_equals_a_direct_bootstrap():
+    a, b = candidates()
+    got = compare(a, b, samples=400, seed=7)
+    want = direct_bootstrap(a, b, 400, 7)
+    assert got.overall.ci == pytest.approx(want["overall"], abs=1e-12)
+    for rows, key in ((got.by_jsonl, "jsonl"), (got.by_type, "type")):
+        assert [d.name for d in rows] == list(want[key])
+        for d in rows:
+            assert d.ci == pytest.approx(want[key][d.name], abs=1e-12), d.name
+    # The estimates: B − A of the reference's figures, and the flips by the majority rule.
+    assert got.overall.diff == pytest.approx(b.score - a.score, abs=1e-12)
+    assert {d.name: d.diff for d in got.by_type} == pytest.approx({k: b.by_type[k][0] - v[0] for k, v in a.by_type.items()}, abs=1e-12)
+    passed_a, passed_b = {o.id for o in a.outcomes if o.passed}, {o.id for o in b.outcomes if o.passed}
+    assert set(got.gained) == passed_b - passed_a and set(got.lost) == passed_a - passed_b
+    assert got.overall.gained == len(passed_b - passed_a) > 0 and got.overall.lost == len(passed_a - passed_b) > 0
+    assert sum(d.gained for d in got.by_jsonl) == got.overall.gained
+
+
+def test_interval_agrees_with_an_independent_resampling():
+    """Another seed, resampled test by test with Python's random: the same interval up to Monte
+    Carlo error; and pairing matters: the paired interval is narrower than one that resamples the
+    two candidates independently."""
+    a, b = candidates(seed=1, n=600)
+    got = compare(a, b, samples=2000, seed=0).overall.ci
+    rng = random.Random(5)
+    by_id = {o.id: o for o in b.outcomes}
+    groups: dict[str, list[tuple[int, int]]] = {}
+    for o in a.outcomes:
+        groups.setdefault(o.group, []).append((int(o.passed), int(by_id[o.id].passed)))
+    paired, unpaired = [], []
+    for _ in range(2000):
+        paired.append(np.mean([np.mean([pb - pa for pa, pb in rng.choices(g, k=len(g))]) for g in groups.values()]))
+        unpaired.append(
+            np.mean(
+                [
+                    np.mean([x[1] for x in rng.choices(g, k=len(g))]) - np.mean([x[0] for x in rng.choices(g, k=len(g))])
+                    for g in groups.values()
+                ]
+            )
+        )
+    want = np.percentile(paired, [2.5, 97.5])
+    assert got == pytest.approx(tuple(want), abs=0.012)
+    assert got[1] - got[0] < 0.8 * (np.percentile(unpaired, 97.5) - np.percentile(unpaired, 2.5))
+
+
+def test_identical_candidates_differ_by_exactly_zero():
+    a, _ = candidates(seed=2)
+    twin = CandidateResult("twin", [Outcome(**{**o.__dict__, "md_files": list(o.md_files)}) for o in reversed(a.outcomes)], [], [], (0, 0))
+    got = compare(a, twin, samples=300, seed=0)
+    for d in [got.overall, *got.by_jsonl, *got.by_type]:
+        assert (d.diff, d.ci, d.gained, d.lost) == (0.0, (0.0, 0.0), 0, 0), d
+    assert got.gained == [] and got.lost == []
+
+
+def test_candidates_on_different_tests_are_refused():
+    a, b = candidates(n=20)
+    b.outcomes.pop()
+    with pytest.raises(ValueError, match="did not score the same tests"):
+        compare(a, b)
+
+
+def test_compare_on_the_command_line():
+    res = invoke(["bench", str(FIXTURES), "-c", "other_model", "-c", "demo_model", "--compare", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    [cmp] = data["comparisons"]
+    # The baseline is the first candidate named with -c: demo_model − other_model.
+    assert (cmp["a"], cmp["b"]) == ("other_model", "demo_model")
+    summary = run_bench(FIXTURES, ["other_model", "demo_model"])
+    [want] = compare_summary(summary, "other_model")
+    assert cmp == json.loads(json.dumps(want.to_dict()))
+    cands = {c["name"]: c for c in data["candidates"]}
+    assert cmp["overall"]["a"] == cands["other_model"]["score"] and cmp["overall"]["b"] == cands["demo_model"]["score"]
+    assert cmp["overall"]["gained"] == len(cmp["gained"]) and cmp["overall"]["lost"] == len(cmp["lost"])
+
+    # Without -c the baseline is the first candidate by name; the console states the same numbers.
+    res = invoke(["bench", str(FIXTURES), "--compare"], env={"COLUMNS": "120"})
+    assert res.exit_code == 0, res.output
+    assert "B − A with B = other_model, A = demo_model" in res.stdout
+    [rev] = compare_summary(summary, "demo_model")
+    o = rev.overall
+    assert o.ci[1] < 0  # other_model is the worse of the two fixtures' candidates
+    flat = " ".join(res.stdout.split())
+    pts = lambda x: f"{x * 100:+.1f}"
+    assert f"other_model vs demo_model: {pts(o.diff)} points, {pts(o.ci[0])} to {pts(o.ci[1])}: lower than demo_model" in flat
+    assert f"{o.gained} tests gained, {o.lost} lost" in flat
+    without = invoke(["bench", str(FIXTURES), "--json"])
+    assert "comparisons" not in json.loads(without.stdout)
+
+    res = invoke(["bench", str(FIXTURES), "-c", "demo_model", "--compare"])
+    assert res.exit_code == 1 and res.stderr.strip() == "error: --compare needs two or more candidates"

@@ -26,9 +26,18 @@ class KatexInstallError(RuntimeError):
     """install-katex could not obtain a verified katex.min.js."""
 
 
+PROMPTS_MEMBER = "olmocr/prompts/prompts.py"  # olmOCR's prompts (olmocr_rl/prompts.py reads one)
+PROMPTS_SHA256 = "9615450d797501c67c69c5b52b5c91f59e734e111fc68c51be9d02a55ae7d634"
+
+
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "olmocr-rl" / "katex" / KATEX_VERSION
+
+
+def olmocr_cache_dir() -> Path:
+    """Where install-katex stores the olmocr wheel's prompts.py."""
+    return cache_dir().parent.parent / f"olmocr-{OLMOCR_PIN}"
 
 
 def find_katex_js() -> Path | None:
@@ -75,8 +84,9 @@ def download_wheel(dest: Path) -> Path:
 
 
 def install(from_wheel: str | os.PathLike[str] | None = None, dest_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Extracts katex.min.js from the olmocr wheel (downloaded, or `from_wheel`), checks its
-    sha256 and writes it to `dest_dir` (default: the user cache). Returns the file's path."""
+    """Extracts katex.min.js and olmOCR's prompts.py from the olmocr wheel (downloaded, or
+    `from_wheel`), checks their sha256 and writes them to `dest_dir` (default: the user cache;
+    prompts.py to its olmocr-0.4.27 folder). Returns katex.min.js's path."""
     import hashlib
     import tempfile
     import zipfile
@@ -87,6 +97,7 @@ def install(from_wheel: str | os.PathLike[str] | None = None, dest_dir: str | os
         try:
             with zipfile.ZipFile(wheel) as z:
                 data = z.read(WHEEL_MEMBER)
+                prompts = z.read(PROMPTS_MEMBER) if PROMPTS_MEMBER in z.namelist() else None
         except FileNotFoundError:
             raise KatexInstallError(f"{wheel}: no such file") from None
         except zipfile.BadZipFile:
@@ -99,9 +110,18 @@ def install(from_wheel: str | os.PathLike[str] | None = None, dest_dir: str | os
             f"{wheel}: {WHEEL_MEMBER} has sha256 {digest}, not KaTeX {KATEX_VERSION}'s {KATEX_SHA256} "
             f"(expected the olmocr {OLMOCR_PIN} wheel)"
         )
-    dest.mkdir(parents=True, exist_ok=True)
-    target = dest / "katex.min.js"
-    partial = dest / f".katex.min.js.{os.getpid()}.tmp"
+    if prompts is None or hashlib.sha256(prompts).hexdigest() != PROMPTS_SHA256:
+        raise KatexInstallError(f"{wheel}: {PROMPTS_MEMBER} is missing or not olmocr {OLMOCR_PIN}'s (sha256 mismatch)")
+    target = _write_atomic(dest, "katex.min.js", data)
+    _write_atomic(olmocr_cache_dir() if dest_dir is None else dest, "prompts.py", prompts)
+    return target
+
+
+def _write_atomic(folder: Path, name: str, data: bytes) -> Path:
+    """Atomic: a concurrent reader sees the old file or the new one."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    partial = folder / f".{name}.{os.getpid()}.tmp"
     partial.write_bytes(data)
-    os.replace(partial, target)  # atomic: a concurrent reader sees the old file or the new one
+    os.replace(partial, target)
     return target

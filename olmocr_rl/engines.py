@@ -67,9 +67,36 @@ def vllm_suppression(config: Any) -> dict[str, Any]:
     return {"logit_bias": {i: VLLM_BAN for i in ids}} if ids else {}
 
 
-def pixel_bounds(max_pixels: int | None) -> dict[str, int]:
-    """vLLM's `mm_processor_kwargs` for a processor whose image budget was set to `max_pixels`."""
-    return {} if max_pixels is None else {"max_pixels": int(max_pixels)}
+def pixel_bounds(max_pixels: int | None, model: str | None = None) -> dict[str, int]:
+    """vLLM's `mm_processor_kwargs`: the image budget of the trainer's processor, stated outright
+    (the model folder's min/max pixels, `max_pixels` when the run sets it), so that an engine with
+    other defaults still cuts an image into as many tokens."""
+    bounds = folder_pixel_bounds(model) if model else {}
+    if max_pixels is not None:
+        bounds["max_pixels"] = int(max_pixels)
+    return bounds
+
+
+def folder_pixel_bounds(model: str) -> dict[str, int]:
+    """min/max pixels from a local model folder's image processor config (transformers 5's
+    processor_config.json, or preprocessor_config.json); {} for a hub id or no such fields."""
+    import json
+    from pathlib import Path
+
+    for name, nested in (("processor_config.json", "image_processor"), ("preprocessor_config.json", None)):
+        path = Path(model) / name
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        conf = data.get(nested, {}) if nested else data
+        if not isinstance(conf, dict):
+            continue
+        size = conf.get("size") if isinstance(conf.get("size"), dict) else {}
+        low, high = conf.get("min_pixels", size.get("shortest_edge")), conf.get("max_pixels", size.get("longest_edge"))
+        if isinstance(low, int) and isinstance(high, int):
+            return {"min_pixels": low, "max_pixels": high}
+    return {}
 
 
 @contextlib.contextmanager

@@ -22,8 +22,8 @@ from typing import Any
 
 SUMMARY = "_generate.json"
 
-# (images, prompt texts, temperature) -> one completion per image
-GenerateFn = Callable[[list, list[str], float], list[str]]
+# (images, one conversation per image (olmocr_rl.prompts.conversation), temperature) -> one completion per image
+GenerateFn = Callable[[list, list[list[dict]], float], list[str]]
 
 
 def page_file(pdf: str, page: int, repeat: int) -> str:
@@ -67,6 +67,8 @@ def transcribe(
     and the per-page errors."""
     from PIL import Image
 
+    from olmocr_rl.prompts import IMAGE_FIRST, conversation
+
     root, out = Path(image_root), Path(out_dir)
     todo = [r for r in rows if not all((out / page_file(r["pdf"], int(r["page"]), m)).is_file() for m in range(1, repeats + 1))]
     counts = {"pages": len(rows), "skipped": len(rows) - len(todo), "written": 0, "parsed": 0, "unparsed": 0}
@@ -78,8 +80,8 @@ def transcribe(
         for r in chunk:
             with Image.open(root / r["image"]) as im:
                 images.append(im.convert("RGB"))
-        prompts = [str(r["prompt"]) for r in chunk]
-        return [generate(images, prompts, temperature) for _ in range(runs)]
+        messages = [conversation(str(r["prompt"]), str(r.get("prompt_layout", IMAGE_FIRST))) for r in chunk]
+        return [generate(images, messages, temperature) for _ in range(runs)]
 
     done = 0
     for start in range(0, len(todo), batch_size):
@@ -110,12 +112,10 @@ def transformers_generate(model: Any, processor: Any, *, max_new_tokens: int) ->
 
     from olmocr_rl.engines import transformers_suppression
 
-    def generate(images: list, prompts: list[str], temperature: float) -> list[str]:
+    def generate(images: list, messages: list[list[dict]], temperature: float) -> list[str]:
         import torch
 
-        from olmocr_rl.train.data import conversation
-
-        texts = [processor.apply_chat_template(conversation(p), add_generation_prompt=True, tokenize=False) for p in prompts]
+        texts = [processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in messages]
         tok = getattr(processor, "tokenizer", processor)
         side = tok.padding_side
         tok.padding_side = "left"  # generation continues from the right end of every row
@@ -153,11 +153,12 @@ def longest_prompt(processor: Any, rows: Sequence[dict]) -> int:
     distinct (size, prompt) is enough."""
     from PIL import Image
 
-    from olmocr_rl.train.data import conversation
+    from olmocr_rl.prompts import IMAGE_FIRST, conversation
 
     longest = 0
-    for width, height, prompt in {(int(r["width"]), int(r["height"]), str(r["prompt"])) for r in rows}:
-        text = processor.apply_chat_template(conversation(prompt), add_generation_prompt=True, tokenize=False)
+    kinds = {(int(r["width"]), int(r["height"]), str(r["prompt"]), str(r.get("prompt_layout", IMAGE_FIRST))) for r in rows}
+    for width, height, prompt, layout in kinds:
+        text = processor.apply_chat_template(conversation(prompt, layout), add_generation_prompt=True, tokenize=False)
         ids = processor(text=[text], images=[Image.new("RGB", (width, height))])["input_ids"][0]
         longest = max(longest, len(ids))
     return longest
@@ -193,20 +194,16 @@ def vllm_generate(
     except ImportError as e:
         raise RuntimeError(f"--engine vllm needs vLLM ({e}); pip install 'olmocr-rl[vllm]', or use --engine transformers") from None
     from olmocr_rl.engines import vllm_suppression
-    from olmocr_rl.train.data import conversation
 
     llm = LLM(model=model, max_model_len=max_model_len, limit_mm_per_prompt={"image": 1}, seed=seed,
               enforce_eager=enforce_eager, trust_remote_code=trust_remote_code)  # fmt: skip
     suppression = vllm_suppression(config)
 
-    def generate(images: list, prompts: list[str], temperature: float) -> list[str]:
+    def generate(images: list, messages: list[list[dict]], temperature: float) -> list[str]:
         params = SamplingParams(temperature=temperature, max_tokens=max_new_tokens, **suppression)
         requests = [
-            {
-                "prompt": processor.apply_chat_template(conversation(p), add_generation_prompt=True, tokenize=False),
-                "multi_modal_data": {"image": im},
-            }
-            for im, p in zip(images, prompts)
+            {"prompt": processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False), "multi_modal_data": {"image": im}}
+            for im, m in zip(images, messages)
         ]
         return [o.outputs[0].text for o in llm.generate(requests, params, use_tqdm=False)]
 

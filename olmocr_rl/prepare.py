@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from olmocr_rl.prepared import FORMAT, VERSION
-from olmocr_rl.prompts import DEFAULT_PROMPT
+from olmocr_rl.prompts import DEFAULT_PROMPT, IMAGE_FIRST
 
 TEST_TYPES = ("present", "absent", "order", "table", "math", "baseline", "format", "footnote")
 DEFAULT_LONGEST_SIDE = 1288  # olmOCR 2's training and inference resolution
@@ -326,6 +326,8 @@ class PrepareOptions:
     workers: int | None = None
     prompt: str = DEFAULT_PROMPT
     prompt_file: str | None = None
+    prompt_name: str = "olmocr-rl"  # olmocr_rl/prompts.py: a name, or "file"
+    prompt_layout: str = IMAGE_FIRST  # the instruction after the image (ours) or before it (olmOCR's)
     patch_size: int = DEFAULT_PATCH_SIZE
     min_pixels: int = DEFAULT_MIN_PIXELS
     max_pixels: int = DEFAULT_MAX_PIXELS
@@ -411,6 +413,7 @@ def prepare(
             "width": w,
             "height": h,
             "prompt": opts.prompt,
+            "prompt_layout": opts.prompt_layout,
             "jsonl_file": tests.out_name[page_tests[0].source],
             "test_ids": [t.id for t in page_tests],
             "image_tokens": image_tokens(w, h, opts.patch_size, opts.min_pixels, opts.max_pixels),

@@ -1,14 +1,24 @@
-"""Prompts for page-transcription training.
+"""Prompts for page transcription: the instruction, and where it sits beside the page image.
 
-`DEFAULT_PROMPT` is this project's own wording of an olmOCR-style task: YAML front matter with
-the page metadata fields that `olmocr_rl.front_matter` parses, then the page as plain text with
-LaTeX equations and HTML tables. A checkpoint trained with a different instruction should be
-given that exact text instead (`olmocr-rl prepare --prompt-file`): GRPO starts from the policy's
-own behaviour, and a prompt it has never seen changes that behaviour.
+* `olmocr-rl` (`DEFAULT_PROMPT`): this project's own wording of an olmOCR-style task (YAML front
+  matter with the fields `olmocr_rl.front_matter` parses, then the page as plain text with LaTeX
+  equations and HTML tables), after the image.
+* `olmocr-v4`: the instruction olmOCR 2 was trained and is run with (upstream's
+  `build_no_anchoring_v4_yaml_prompt`), before the image, as upstream's `grpo_train.py` and
+  pipeline put it. Its text is read at run time from the olmocr 0.4.27 wheel's
+  `olmocr/prompts/prompts.py`, which `olmocr-rl install-katex` stores (checked by sha256) beside
+  KaTeX; it is not copied into this repository. The function's return expression is read with
+  `ast.literal_eval` (a string literal), never executed.
+
+GRPO starts from the policy's own behaviour: a checkpoint must be given the instruction it was
+trained with (`--prompt olmocr-v4` for olmOCR 2 checkpoints, `--prompt-file` for another text).
 """
 
 from __future__ import annotations
 
+import ast
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_PROMPT = (
@@ -40,3 +50,82 @@ def read_prompt_file(path: str | Path) -> str:
     if not text.strip():
         raise ValueError(f"{p}: prompt file is empty")
     return text
+
+
+IMAGE_FIRST, TEXT_FIRST = "image-text", "text-image"
+PROMPT_NAMES = ("olmocr-rl", "olmocr-v4")
+OLMOCR_V4_FUNCTION = "build_no_anchoring_v4_yaml_prompt"
+
+
+class PromptError(ValueError):
+    """A prompt that cannot be had (unknown name, olmOCR's prompts not installed); names the fix."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str  # a PROMPT_NAMES entry, or "file"
+    text: str
+    layout: str = IMAGE_FIRST  # IMAGE_FIRST or TEXT_FIRST
+    source: str = ""  # where the text comes from, for the record and --dry-run
+
+
+def olmocr_prompts_file() -> Path | None:
+    """olmOCR's prompts.py: $OLMOCR_RL_OLMOCR_PROMPTS, else the copy install-katex stored in the user
+    cache, else an installed `olmocr` package's (found without importing it)."""
+    from olmocr_rl import _katex
+
+    env = os.environ.get("OLMOCR_RL_OLMOCR_PROMPTS")
+    if env:
+        return Path(env)
+    cached = _katex.olmocr_cache_dir() / "prompts.py"
+    if cached.is_file():
+        return cached
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("olmocr")
+    except (ImportError, ValueError):
+        return None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(root) / "prompts" / "prompts.py"
+        if path.is_file():
+            return path
+    return None
+
+
+def olmocr_v4() -> Prompt:
+    """olmOCR 2's instruction (see the module docstring)."""
+    path = olmocr_prompts_file()
+    if path is None:
+        raise PromptError("olmOCR's prompts are not installed: run `olmocr-rl install-katex` (it stores them beside KaTeX)")
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == OLMOCR_V4_FUNCTION)
+        ret = next(n for n in fn.body if isinstance(n, ast.Return))
+        text = ast.literal_eval(ret.value)  # type: ignore[arg-type]
+    except (OSError, SyntaxError, StopIteration, ValueError) as e:
+        raise PromptError(
+            f"{path}: no string {OLMOCR_V4_FUNCTION}() to read ({type(e).__name__}); run `olmocr-rl install-katex` again"
+        ) from None
+    if not isinstance(text, str) or not text.strip():
+        raise PromptError(f"{path}: {OLMOCR_V4_FUNCTION}() does not return a string literal")
+    return Prompt("olmocr-v4", text, TEXT_FIRST, f"olmOCR's {OLMOCR_V4_FUNCTION}(), read from {path}")
+
+
+def resolve_prompt(name: str | None = None, prompt_file: str | Path | None = None) -> Prompt:
+    """The prompt by name (default `olmocr-rl`), or a file's text (after the image, as ours)."""
+    if prompt_file is not None:
+        return Prompt("file", read_prompt_file(prompt_file), IMAGE_FIRST, str(prompt_file))
+    name = name or "olmocr-rl"
+    if name == "olmocr-rl":
+        return Prompt("olmocr-rl", DEFAULT_PROMPT, IMAGE_FIRST, "olmocr-rl's own instruction (olmocr_rl/prompts.py)")
+    if name == "olmocr-v4":
+        return olmocr_v4()
+    raise PromptError(f"unknown prompt {name!r}; choose from {', '.join(PROMPT_NAMES)}, or give a file (--prompt-file)")
+
+
+def conversation(text: str, layout: str = IMAGE_FIRST) -> list[dict]:
+    """The one user turn trl and the chat template take: the page image and the instruction, in
+    the prompt's order."""
+    image, instruction = {"type": "image"}, {"type": "text", "text": text}
+    return [{"role": "user", "content": [instruction, image] if layout == TEXT_FIRST else [image, instruction]}]

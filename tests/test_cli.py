@@ -40,6 +40,7 @@ COMMANDS = {
         "bench_dir": None, "out_dir": None, ("--longest-side", "--target-longest-image-dim"): 1288,
         ("--jsonl-filter",): None, ("--type-filter",): None, ("--max-pages",): None, ("--eval-fraction",): 0.0,
         ("--eval-dir",): None, ("--seed",): 0, ("--workers",): None, ("--prompt-file",): None, ("--patch-size",): 28,
+        ("--prompt",): None,  # #25: olmocr-v4, olmOCR 2's instruction
         ("--strict",): False, ("--quiet", "-q"): False,
     },
     "train": {
@@ -52,12 +53,14 @@ COMMANDS = {
         ("--num-processes",): None, ("--zero",): None, ("--launcher",): "accelerate", ("--vllm-gpus",): None,
         ("--hostfile",): None, ("--local_rank", "--local-rank"): None,
         ("--options",): None,  # #17: every config key with its type, default and help
+        ("--strict",): False,  # #25: pre-flight warnings (checkpoint disk) stop the run
     },
     "generate": {  # #16: new
         "model": None, "bench_dir": None, ("--candidate", "-c"): "generated", ("--repeats",): 1, ("--temperature",): 0.0,
         ("--max-new-tokens",): 8000, ("--batch-size",): 8, ("--engine",): "transformers", ("--prompt-file",): None,
         ("--longest-side",): 1288, ("--raw",): False, ("--quiet", "-q"): False,
         ("--seed",): 0, ("--eager", "--no-eager"): None,  # #24/#25: the run's seed reaches the engine; vLLM eager mode
+        ("--prompt",): None,  # #25: olmocr-v4, olmOCR 2's instruction
     },
     "report": {"run_dir": None, ("--output", "-o"): None, ("--max-completions",): 40},  # #16: new
     "soup": {"checkpoints": None, ("--output", "-o"): None, ("--overwrite",): False},
@@ -99,10 +102,19 @@ def test_shell_completion_is_offered():
 # ---------------------------------------------------------------------------------------------
 
 
-def olmocr_like_wheel(path: Path, katex: bytes) -> Path:
+def olmocr_like_wheel(path: Path, katex: bytes, prompts: bytes | None = None) -> Path:
+    """A wheel holding the two files install-katex takes: katex.min.js and olmOCR's prompts.py
+    (the installed copy unless given)."""
+    from olmocr_rl.prompts import olmocr_prompts_file
+
+    if prompts is None:
+        found = olmocr_prompts_file()
+        assert found is not None, "olmOCR's prompts are not installed: run `olmocr-rl install-katex`"
+        prompts = found.read_bytes()
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("olmocr/__init__.py", "")
         z.writestr(_katex.WHEEL_MEMBER, katex)
+        z.writestr(_katex.PROMPTS_MEMBER, prompts)
     return path
 
 
@@ -127,6 +139,11 @@ def test_install_katex_from_a_wheel_into_the_cache_then_math_agrees_with_golden(
         target = cache / "olmocr-rl" / "katex" / "0.16.21" / "katex.min.js"
         assert target.read_bytes() == katex_bytes
         assert _katex.find_katex_js() == target  # found without any environment variable
+        from olmocr_rl.prompts import olmocr_prompts_file, resolve_prompt
+
+        monkeypatch.delenv("OLMOCR_RL_OLMOCR_PROMPTS", raising=False)
+        assert olmocr_prompts_file() == cache / "olmocr-rl" / "olmocr-0.4.27" / "prompts.py"  # olmOCR's prompts beside it
+        assert resolve_prompt("olmocr-v4").source.endswith(str(olmocr_prompts_file()))
         _katex.configure()
         assert _core.katex_problem() is None
         cases = [c for c in read_jsonl(GOLDEN / "math_cases.jsonl") if c.get("stage") == "mathml"][:20]
@@ -147,6 +164,12 @@ def test_install_katex_rejects_a_wrong_file(tmp_path):
     assert out.exit_code == 1 and "has no olmocr/bench/katex/katex.min.js" in out.stderr
     out = invoke(["install-katex", "--from-wheel", tmp_path / "nope.whl", "--dir", tmp_path / "k"])
     assert out.exit_code == 1 and "no such file" in out.stderr
+    from olmocr_rl.prompts import olmocr_prompts_file
+
+    edited = olmocr_prompts_file().read_bytes().replace(b"Attached is one page", b"Attached is a page")
+    katex = _katex.find_katex_js().read_bytes()
+    out = invoke(["install-katex", "--from-wheel", olmocr_like_wheel(tmp_path / "p.whl", katex, edited), "--dir", tmp_path / "p"])
+    assert out.exit_code == 1 and "olmocr/prompts/prompts.py is missing or not olmocr 0.4.27's" in out.stderr
 
 
 def test_install_katex_into_a_folder(katex_bytes, tmp_path):

@@ -154,7 +154,7 @@ def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_pa
         assert init["enable_sleep_mode"] is False and init["logprobs_mode"] == "processed_logprobs"
         # The run's seed (trl alone would give rank 0 seed 0 whatever the run's seed) and the
         # trainer's processor bounds reach the engine (olmocr_rl/engines.py).
-        assert init["seed"] == 5 and init["mm_processor_kwargs"] == {"max_pixels": 6272}
+        assert init["seed"] == 5 and init["mm_processor_kwargs"] == {"min_pixels": 3136, "max_pixels": 6272}
     sent_images, sent_prompts, sampling = _sent(mode)
     completions = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps  # one generation round
     if mode == "server":

@@ -240,7 +240,10 @@ def test_the_server_train_starts(tiny32, prepared, tmp_path):
                       "max_prompt_tokens=1000"], prepared_dir=str(prepared), model=str(tiny32), output_dir=str(tmp_path))  # fmt: skip
     port = free_port()
     argv = server_argv(cfg, GpuSplit(train=("0",), server=("1",), tensor_parallel=1, data_parallel=1), host="127.0.0.1", port=port)
-    assert argv[argv.index("--seed") + 1] == "7" and json.loads(argv[argv.index("--mm-processor-kwargs") + 1]) == {"max_pixels": max_pixels}
+    assert argv[argv.index("--seed") + 1] == "7" and json.loads(argv[argv.index("--mm-processor-kwargs") + 1]) == {
+        "min_pixels": 3136,
+        "max_pixels": max_pixels,
+    }
     env = server_env(GpuSplit(("0",), ("1",), 1, 1))
     url = f"http://127.0.0.1:{port}"
     server = VLLMServer(argv, env, tmp_path / "vllm.log", url, grace=20)

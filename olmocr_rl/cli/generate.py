@@ -22,6 +22,9 @@ def generate_command(
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Longest completion, tokens.")] = 8000,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Pages per generate call.")] = 8,
     engine: Annotated[str, typer.Option("--engine", help="transformers, or vllm (its offline engine, when installed).")] = "transformers",
+    prompt: Annotated[
+        Optional[str], typer.Option("--prompt", help="The instruction by name: olmocr-rl (default) or olmocr-v4 (olmOCR 2's).")
+    ] = None,
     prompt_file: Annotated[
         Optional[Path], typer.Option("--prompt-file", help="UTF-8 file with the instruction (default: prepare's).")
     ] = None,
@@ -42,7 +45,7 @@ def generate_command(
 def run(args: Namespace) -> int:
     from olmocr_rl.generate import transcribe, write_summary
     from olmocr_rl.prepare import PrepareError, PrepareOptions, prepare
-    from olmocr_rl.prompts import DEFAULT_PROMPT, read_prompt_file
+    from olmocr_rl.prompts import resolve_prompt
 
     if args.engine not in ("transformers", "vllm"):
         fail(f"--engine must be transformers or vllm, not {args.engine!r}")
@@ -51,9 +54,12 @@ def run(args: Namespace) -> int:
     bench = args.bench_dir
     out = bench / args.candidate
     try:
-        prompt = read_prompt_file(args.prompt_file) if args.prompt_file else DEFAULT_PROMPT
+        if args.prompt and args.prompt_file:
+            fail("give --prompt or --prompt-file, not both")
+        prompt = resolve_prompt(args.prompt, args.prompt_file)
         # The pages, rendered exactly as `prepare` renders them for training (kept for a re-run).
-        prepared = prepare(bench, out / ".render", PrepareOptions(longest_side=args.longest_side, prompt=prompt), progress=False)
+        options = PrepareOptions(longest_side=args.longest_side, prompt=prompt.text, prompt_name=prompt.name, prompt_layout=prompt.layout)
+        prepared = prepare(bench, out / ".render", options, progress=False)
     except (PrepareError, ValueError, OSError) as e:
         fail(str(e))
     rows = prepared.train + prepared.eval

@@ -36,6 +36,12 @@ def prepare_command(
     eval_dir: Annotated[Optional[Path], typer.Option("--eval-dir", help="A separate bench folder to prepare as the eval split.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the --eval-fraction split.")] = 0,
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, help="Render processes (default: one per CPU).")] = None,
+    prompt: Annotated[
+        Optional[str],
+        typer.Option(
+            "--prompt", help="The instruction by name: olmocr-rl (ours, the default) or olmocr-v4 (olmOCR 2's, text before image)."
+        ),
+    ] = None,
     prompt_file: Annotated[
         Optional[Path], typer.Option("--prompt-file", help="UTF-8 file with the exact instruction your checkpoint was trained with.")
     ] = None,
@@ -51,10 +57,12 @@ def prepare_command(
 def run(args: Namespace) -> int:
     from olmocr_rl.prepare import PrepareError, PrepareOptions
     from olmocr_rl.prepare import prepare as run_prepare
-    from olmocr_rl.prompts import DEFAULT_PROMPT, read_prompt_file
+    from olmocr_rl.prompts import resolve_prompt
 
     try:
-        prompt = read_prompt_file(args.prompt_file) if args.prompt_file else DEFAULT_PROMPT
+        if args.prompt and args.prompt_file:
+            fail("give --prompt or --prompt-file, not both")
+        prompt = resolve_prompt(args.prompt, args.prompt_file)
         options = PrepareOptions(
             longest_side=args.longest_side,
             jsonl_filter=args.jsonl_filter,
@@ -64,8 +72,10 @@ def run(args: Namespace) -> int:
             eval_dir=str(args.eval_dir) if args.eval_dir else None,
             seed=args.seed,
             workers=args.workers,
-            prompt=prompt,
+            prompt=prompt.text,
             prompt_file=str(args.prompt_file) if args.prompt_file else None,
+            prompt_name=prompt.name,
+            prompt_layout=prompt.layout,
             patch_size=args.patch_size,
         )
         result = run_prepare(args.bench_dir, args.out_dir, options, progress=not args.quiet)

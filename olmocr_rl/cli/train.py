@@ -2,6 +2,7 @@
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace as Namespace
 from typing import Annotated, Optional
@@ -77,6 +78,9 @@ def train_command(
         bool, typer.Option("--dry-run", help="Print the plan (config, batch arithmetic, GPU split, commands) and exit.")
     ] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show the traceback when the training stack refuses the configuration.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Pre-flight warnings (e.g. checkpoints that will not fit on the disk) stop the run.")
+    ] = False,
     # What the `deepspeed` launcher passes each rank it starts (`deepspeed -m olmocr_rl.train ...`).
     local_rank: Annotated[Optional[int], typer.Option("--local_rank", "--local-rank", hidden=True)] = None,
     options: Annotated[
@@ -104,6 +108,10 @@ def launched_rank(args: Namespace) -> bool:
 
 
 def run(args: Namespace) -> int:
+    from olmocr_rl.train.preflight import trl_problem
+
+    if (problem := trl_problem()) is not None:  # before anything imports trl
+        fail(f"{problem.message}; {problem.fix}")
     from olmocr_rl.train.config import ConfigError, cuda_available, grpo_kwargs, load_config
     from olmocr_rl.train.preflight import errors, generation_batch, preflight
 
@@ -130,6 +138,8 @@ def run(args: Namespace) -> int:
         from olmocr_rl.train.vllm_server import port_problems
 
         problems += port_problems(cfg)
+    if args.strict:
+        problems = [replace(p, severity="error") for p in problems]
     quiet = rank_mode and int(os.environ.get("RANK", "0")) != 0
     for p in problems if not quiet else []:
         echo(str(p), err=True)
@@ -234,8 +244,9 @@ def plan_launch(args: Namespace, cfg) -> Namespace:
         elif gpus is not None:
             env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher's --include names them
     return Namespace(
-        num_processes=num_processes, distributed=distributed, argv=argv, env=env, split=split, server=server, machine_rank=args.machine_rank
-    )
+        num_processes=num_processes, distributed=distributed, argv=argv, env=env, split=split, server=server, machine_rank=args.machine_rank,
+        zero=args.zero,
+    )  # fmt: skip
 
 
 def _launch(plan: Namespace, config_path: Path, cfg) -> int:
@@ -294,6 +305,18 @@ def run_rank(cfg, zero: Optional[int], config_path: Path) -> int:
     return 0
 
 
+def _prompt_line(cfg) -> str:
+    from olmocr_rl.prompts import TEXT_FIRST, PromptError, resolve_prompt
+
+    if cfg.prompt is None:
+        return "each prepared page's own instruction (prepare --prompt / --prompt-file)"
+    try:
+        p = resolve_prompt(cfg.prompt)
+    except PromptError as e:
+        return f"{cfg.prompt}: {e}"
+    return f"{p.name}: {p.source}; {'the instruction before the image' if p.layout == TEXT_FIRST else 'the image, then the instruction'}"
+
+
 def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path, plan: Namespace) -> None:
     echo("resolved config:")
     echo(json.dumps(cfg.to_dict(), indent=2))
@@ -304,6 +327,22 @@ def _print_plan(cfg, kwargs: dict, world: int, gen_batch: int, config_path: Path
         f"completions = {gen_batch / cfg.num_generations:g} pages x {cfg.num_generations} generations"
     )
     echo("trl.GRPOConfig: " + json.dumps({k: v for k, v in kwargs.items() if k != "output_dir"}, default=str))
+    from olmocr_rl.train.budget import estimate
+    from olmocr_rl.train.data import read_split
+
+    def pages(split: str, limit: int | None) -> int:
+        try:
+            return len(read_split(cfg.prepared_dir, split)[:limit])
+        except ConfigError:
+            return 0
+
+    from olmocr_rl.train.config import ConfigError
+
+    evaluated = pages(cfg.eval_split, cfg.max_eval_pages) if cfg.eval_enabled else 0
+    budget = estimate(cfg, world, pages(cfg.train_split, cfg.max_train_pages), evaluated, deepspeed=plan.zero is not None)
+    for line in budget.lines():
+        echo(line)
+    echo(f"prompt: {_prompt_line(cfg)}")
     if plan.split is not None:
         from olmocr_rl.train.launch import format_plan
         from olmocr_rl.train.vllm_server import server_env

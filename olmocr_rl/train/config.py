@@ -79,7 +79,10 @@ class TrainConfig:
     train_split: str = opt("train", "the prepared split to train on")
     eval_split: str = opt("eval", 'the prepared split to evaluate on ("" or "none": no evaluation)')
     max_train_pages: Optional[int] = opt(None, "keep only the first N pages of the train split")
-    max_eval_pages: Optional[int] = opt(None, "keep only the first N pages of the eval split")
+    prompt: Optional[str] = opt(None, "the instruction by name: olmocr-rl or olmocr-v4 (olmOCR 2's); none: the prepared folder's")
+    max_eval_pages: Optional[int] = opt(
+        10, "evaluate on the first N pages of the eval split (none: all; each page costs num_generations_eval completions)"
+    )
 
     # --- rewards -------------------------------------------------------------------------------
     rewards: dict = opt(help="reward name (or package.module:function) -> weight", factory=lambda: {"bench": 1.0})

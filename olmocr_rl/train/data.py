@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from olmocr_rl.prepared import tests_dir  # noqa: F401  (re-exported for the trainer)
+from olmocr_rl.prompts import IMAGE_FIRST, Prompt, conversation
 from olmocr_rl.train.config import ConfigError
 
 
@@ -34,21 +35,16 @@ def read_split(prepared_dir: str | os.PathLike[str], split: str) -> list[dict]:
         raise ConfigError(str(e)) from None
 
 
-def conversation(prompt_text: str) -> list[dict]:
-    """The conversational prompt trl needs for images: one user turn, the page image then the
-    instruction."""
-    return [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt_text}]}]
-
-
-def build_dataset(prepared_dir: str | os.PathLike[str], rows: list[dict]) -> Any:
+def build_dataset(prepared_dir: str | os.PathLike[str], rows: list[dict], prompt: Prompt | None = None) -> Any:
     """A `datasets.Dataset` of the rows whose `image` column is a PIL image loaded on access
-    (trl >= 1.10 takes only `datasets` datasets)."""
+    (trl >= 1.10 takes only `datasets` datasets). `prompt`: instead of the rows' own instruction."""
     from datasets import Dataset
 
     root = Path(prepared_dir).resolve()
     meta = [
         {
-            "prompt_text": str(r["prompt"]),
+            "prompt_text": prompt.text if prompt else str(r["prompt"]),
+            "prompt_layout": prompt.layout if prompt else str(r.get("prompt_layout", IMAGE_FIRST)),
             "image_path": str(root / r["image"]),
             "pdf": str(r["pdf"]),
             "page": int(r["page"]),
@@ -70,7 +66,7 @@ def _materialize(batch: dict[str, list]) -> dict[str, list]:
         with Image.open(p) as im:
             images.append(im.convert("RGB"))
     return {
-        "prompt": [conversation(t) for t in batch["prompt_text"]],
+        "prompt": [conversation(t, layout) for t, layout in zip(batch["prompt_text"], batch["prompt_layout"])],
         "image": images,
         "pdf": batch["pdf"],
         "page": batch["page"],

@@ -31,6 +31,23 @@ class Problem:
         return f"{self.severity}: {self.key}: {self.message}\n  fix: {self.fix}"
 
 
+TRL_RANGE = ">=1.11,<2"  # the `train` extra's: 1.11 brought trl.scripts.vllm_serve.build_command
+
+
+def trl_problem() -> Problem | None:
+    """trl missing, or outside the range this project needs (checked before trl is imported)."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    have = _dist_version("trl")
+    fix = f"pip install 'olmocr-rl[train]' (trl{TRL_RANGE})"
+    if have is None:
+        return Problem("trl", "trl is not installed", fix)
+    if not SpecifierSet(TRL_RANGE).contains(Version(Version(have).base_version), prereleases=True):
+        return Problem("trl", f"trl {have} is installed; olmocr-rl train needs trl{TRL_RANGE}", f"pip install 'trl{TRL_RANGE}'")
+    return None
+
+
 def precision_problem(cfg: TrainConfig, deepspeed: bool) -> Problem | None:
     """Half-precision weights that an optimizer updates directly: at lr 2e-6 most updates round
     away (olmocr_rl/train/modeling.py, training_dtype). DeepSpeed keeps float32 master weights of
@@ -154,6 +171,22 @@ def preflight(
                 )
             )
 
+    # --- what the run costs: checkpoint disk ----------------------------------------------
+    from olmocr_rl.train.budget import estimate
+
+    evaluated = eval_rows[: cfg.max_eval_pages] if cfg.max_eval_pages is not None else eval_rows
+    budget = estimate(cfg, world_size, len(train_rows), len(evaluated), deepspeed=deepspeed)
+    if budget.disk_gb is not None and budget.free_gb is not None and budget.disk_gb > budget.free_gb:
+        add(
+            Problem(
+                "save_total_limit",
+                f"{budget.kept} checkpoints of ~{budget.checkpoint_gb:,.1f} GB need ~{budget.disk_gb:,.0f} GB; "
+                f"{budget.free_gb:,.0f} GB are free on the disk of {cfg.output_dir}",
+                "set save_total_limit=N (keeps the newest N), raise save_steps, or free disk space",
+                "warning",
+            )
+        )
+
     # --- eval batch --------------------------------------------------------------------------
     if cfg.eval_enabled and eval_rows and cfg.eval_steps > 0:
         ge = cfg.num_generations_eval or g
@@ -216,12 +249,20 @@ def preflight(
                     )
                 )
 
-    # --- prompt + image token budget -----------------------------------------------------
+    # --- the instruction, prompt + image token budget ------------------------------------
+    prompt_text = None
+    if cfg.prompt is not None:
+        from olmocr_rl.prompts import PromptError, resolve_prompt
+
+        try:
+            prompt_text = resolve_prompt(cfg.prompt).text
+        except PromptError as e:
+            add(Problem("prompt", str(e), "install it as said, or drop `prompt` (each prepared page's own instruction is used)"))
     over = []
     for r in train_rows + eval_rows:
         if "image_tokens" not in r:
             continue
-        n = estimate_prompt_tokens(str(r["prompt"]), int(r["image_tokens"]))
+        n = estimate_prompt_tokens(prompt_text or str(r["prompt"]), int(r["image_tokens"]))
         if n > cfg.max_prompt_tokens:
             over.append((n, f"{r['pdf']} page {r['page']}"))
     if over:

@@ -102,7 +102,7 @@ def engine_args(cfg: TrainConfig) -> list[str]:
     from olmocr_rl.engines import pixel_bounds
 
     args = ["--seed", str(cfg.seed)]
-    if bounds := pixel_bounds(cfg.max_pixels):
+    if bounds := pixel_bounds(cfg.max_pixels, cfg.model):
         args += ["--mm-processor-kwargs", json.dumps(bounds)]
     return args
 

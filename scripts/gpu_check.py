@@ -1,35 +1,34 @@
-"""A few GRPO steps of a randomly initialised, realistic-size VLM (Qwen2.5-VL-3B shapes) on one GPU,
-in three variants, with the real olmOCR-bench reward; writes one JSON file with the time of each step
-split into generation, forward/backward and reward, generated tokens/s, peak GPU memory, the reward's
-share of the step, and the versions of everything that ran.
+"""The GPU check: `olmocr-rl prepare` and `olmocr-rl train` themselves, on one GPU, with a randomly
+initialised model of Qwen2.5-VL-3B's shapes and the real olmOCR-bench reward; writes one JSON file.
 
-Variants, each in its own process with its own time budget (a failure or timeout is recorded in the
-JSON and the next variant still runs):
+Each variant is one `olmocr-rl train` run (its own processes, its own time budget; a failure or a
+timeout is recorded and the next variant runs) on the same prepared folder (the fixture PDFs
+rendered at 1288 px, about 1,650 image tokens a page, with the fixture tests plus math and table
+tests), with the rewards bench + medoid (a random policy passes no test; the medoid reward differs
+within a group, so the advantages and the updates are not zero):
 
-* plain      one process, bf16, no DeepSpeed (`model.generate` for the rollouts, as trl does without vLLM)
-* deepspeed  the same under accelerate + DeepSpeed ZeRO-2 (skipped, with the reason, when deepspeed
-             does not import)
-* lora       one process, a peft LoRA adapter on the language model's projections, base weights frozen
+* plain      one process; bf16 autocast over float32 weights (the precision `dtype: auto` picks)
+* deepspeed  DeepSpeed ZeRO-2 under the `deepspeed` launcher (`--launcher deepspeed --zero 2`)
+* lora       one process, a peft LoRA adapter (lora=true), base frozen
+* beta       one process with beta=0.01: the KL term and its frozen reference model, as olmOCR 2 ran
 
-Everything is offline: the model config is written here (random weights, built on the GPU), the
-tokenizer is a byte-level BPE padded to Qwen's 151,936-token vocabulary with Qwen's special-token
-ids, and page images are synthetic 1288x1008 pages (1,656 image tokens, olmOCR's render size). The
-reward scores each completion on the fixture tests of bench_fixtures/sample_paper.pdf (present,
-absent, order, format, footnote, baseline) plus two math and two table tests defined below (math
-needs KaTeX: OLMOCR_RL_KATEX_JS or the user cache).
+From each run's own logs (logs/metrics.jsonl, train_summary.json) it reports per step the time
+split into generation / reward / forward-backward / other (olmocr_rl.train.callbacks.StepTimer),
+tokens/s, peak memory, the reward's share of the step (also with realistic pages: random
+completions hold no tables or math), and whether the optimizer's weights moved
+(`weights_moved`); plus the versions of everything that ran, the GPU and its driver.
 
-    python scripts/gpu_check.py                # GPU machine (see scripts/gpu_check.sh, --kit there)
-    python scripts/gpu_check.py --tiny         # CPU-sized: the tiny fixture model, 2 steps a variant,
-                                               # DeepSpeed on 2 gloo ranks
+    scripts/gpu_check.sh --kit target/gpu-kit    # the GPU machine (no package index there)
+    python scripts/gpu_check.py --tiny           # CPU: the tiny fixture model, the same commands,
+                                                 # DeepSpeed on 2 gloo ranks (CI runs this)
 
 The JSON goes to $OUT/gpu_check.json when $OUT is set, else to OUT_DIR/gpu_check.json (--out;
 --json overrides both). A value that is null has a sibling `<key>_null_reason` saying why.
 
-Memory: ZeRO-2 with bf16 and AdamW keeps about 20 bytes per parameter when the optimizer state is
-not sharded (one GPU): the full 3.75 B-parameter model needs ~75 GB before activations. With
-`--text-layers auto` (default) the text stack keeps its real width but drops layers until the
-estimate fits the GPU (all 36 layers on a 139 GB H200; fewer on an 80 GB H100); the chosen shape is
-recorded. `--text-layers 36` forces the full depth.
+Memory: the full 3.75 B-parameter model under ZeRO-2 on one GPU holds ~16-20 bytes per parameter
+(bf16 weights and grads, float32 master weights and AdamW moments; the reference model with beta).
+With `--text-layers auto` (default) the text stack keeps its width but drops layers until the
+estimate fits the GPU (all 36 on a 139 GB H200; fewer on 80 GB); the chosen shape is recorded.
 """
 
 from __future__ import annotations
@@ -40,13 +39,10 @@ import itertools
 import json
 import os
 import platform
-import resource
 import shutil
-import signal
 import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 
 T_START = time.perf_counter()
@@ -66,22 +62,22 @@ QWEN_SPECIALS = {  # Qwen2.5-VL's ids
     "<|image_pad|>": 151655, "<|video_pad|>": 151656,
 }  # fmt: skip
 BYTES_PER_PARAM = (2 + 2, 4 + 4 + 8)  # (bf16 weights + grads, fp32 master + grads + Adam m/v: sharded by ZeRO)
-HEADROOM_GIB = 16  # activations (checkpointed), logits, generation cache, DeepSpeed buckets, CUDA context
+HEADROOM_GIB = 20  # activations (checkpointed), logits, generation cache, DeepSpeed buckets, the reference model's share
 PAGE_SIZE = (1288, 1008)
 
-VARIANTS = ("plain", "deepspeed", "lora")
+VARIANTS = ("plain", "deepspeed", "lora", "beta")
 DESCRIPTIONS = {
-    "plain": "one process, no DeepSpeed (GPU: bf16 weights and AdamW states); rollouts with model.generate",
-    "deepspeed": "accelerate + DeepSpeed ZeRO-2 (GPU: bf16, fp32 master weights); rollouts with model.generate",
-    "lora": "one process, peft LoRA (r=16) on the language model's attention and MLP projections; base frozen",
+    "plain": "olmocr-rl train, one process: bf16 autocast over float32 weights; rollouts with model.generate",
+    "deepspeed": "olmocr-rl train --launcher deepspeed --zero 2: bf16 weights, float32 master weights",
+    "lora": "olmocr-rl train lora=true: a LoRA adapter (r=16) on the attention projections; base frozen",
+    "beta": "olmocr-rl train beta=0.01: the KL term against a frozen reference model",
 }
-# Seconds per variant (process start to exit). GPU: about 7 of the 8 minutes one device command may
-# take, after the kit install and the model folder. CPU (--tiny): DeepSpeed's first run on a machine
+OVERRIDES = {"plain": [], "deepspeed": [], "lora": ["lora=true", "learning_rate=1.0e-5"], "beta": ["beta=0.01"]}
+# Seconds per variant (process start to exit). GPU: the four fit one device command of 10 minutes
+# with the model written and the pages prepared. CPU (--tiny): DeepSpeed's first run on a machine
 # JIT-builds its shm op (1-2 min on 2 cores).
-BUDGETS_GPU = {"plain": 120, "deepspeed": 160, "lora": 110}
-BUDGETS_TINY = {"plain": 240, "deepspeed": 480, "lora": 240}
-KILL_GRACE_S = 20  # past the budget before the variant's processes are killed (it stops itself first)
-LORA_TARGETS = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
+BUDGETS_GPU = {"plain": 110, "deepspeed": 170, "lora": 90, "beta": 110}
+BUDGETS_TINY = {"plain": 240, "deepspeed": 480, "lora": 240, "beta": 240}
 
 # Math and table tests on the sample paper's page (the bundled fixtures have none), so the reward
 # runs KaTeX and the table parser as on olmOCR-bench pages.
@@ -120,7 +116,7 @@ Figure 1: Attention patterns
 
 
 # ----------------------------------------------------------------------------------------------
-# Model folder (outer process).
+# Model folder.
 
 
 def qwen25_vl_3b_config(text_layers: int = 36):
@@ -322,11 +318,12 @@ def kit_facts(kit: str | None) -> tuple[dict | None, str]:
 # Reward suite.
 
 
-def write_suite(folder: Path) -> list[str]:
-    """The fixture tests plus EXTRA_TESTS in `folder`; returns the test ids a page carries."""
+def write_bench(folder: Path) -> list[str]:
+    """A bench folder: the fixture PDFs and tests plus EXTRA_TESTS (`olmocr-rl prepare` renders it
+    for every variant); returns the test ids of the sample paper's page."""
     from olmocr_rl import BenchSuite
 
-    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(ROOT / "bench_fixtures" / "pdfs", folder / "pdfs")
     for f in sorted((ROOT / "bench_fixtures").glob("*.jsonl")):
         shutil.copyfile(f, folder / f.name)
     (folder / "gpu_check_extra.jsonl").write_text("".join(json.dumps(r) + "\n" for r in EXTRA_TESTS))
@@ -382,93 +379,154 @@ def tail(path: Path, lines: int = 40) -> str:
         return ""
 
 
-def run_variant(name: str, args: argparse.Namespace, settings: dict, work: Path, budget: float) -> dict:
-    from olmocr_rl.train.launch import build_launch_argv, launch_env
+# ----------------------------------------------------------------------------------------------
+# The runs.
 
-    vdir = work / name
-    shutil.rmtree(vdir, ignore_errors=True)
-    vdir.mkdir(parents=True)
-    cfg = vdir / "config.json"
-    result = vdir / "result.json"
-    log = vdir / "log.txt"
-    cfg.write_text(json.dumps({**settings, "variant": name, "out": str(vdir), "result": str(result), "budget_s": budget}, indent=2))
-    program = [str(Path(__file__).resolve()), "--inner", str(cfg)]
-    rec: dict = {"name": name, "description": DESCRIPTIONS[name], "budget_s": budget}
+
+def write_random_weights(model_dir: Path, cuda: bool) -> None:
+    """Random (seeded) bf16 weights for the config in `model_dir`, saved beside it, built in a
+    child process (this one never holds a CUDA context while the variants run)."""
+    code = (
+        "import sys, torch\n"
+        "from transformers import AutoConfig, AutoModelForImageTextToText\n"
+        "d = sys.argv[1]\n"
+        "torch.manual_seed(0)\n"
+        f"with torch.device({'cuda' if cuda else 'cpu'!r}):\n"
+        "    m = AutoModelForImageTextToText.from_config(AutoConfig.from_pretrained(d), dtype=torch.bfloat16)\n"
+        "m.save_pretrained(d)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(model_dir)], check=True)
+
+
+def recipe(args: argparse.Namespace, cuda: bool) -> dict:
+    """The training config every variant shares (its own overrides come on the command line)."""
+    return {
+        "num_generations": args.num_generations, "per_device_train_batch_size": args.per_device_batch,
+        "gradient_accumulation_steps": 2, "max_completion_length": args.completion_length, "max_steps": args.steps,
+        "max_prompt_tokens": 4096, "logging_steps": 1, "save_steps": 0, "eval_split": "none", "final_outputs": "none",
+        "learning_rate": 1.0e-6, "warmup_steps": 0, "temperature": 1.0, "report_to": ["none"], "progress": False,
+        "log_completions": False, "dataloader_num_workers": 0, "seed": 0, "bf16": cuda,
+        "gradient_checkpointing": {"on": True, "off": False}.get(args.gradient_checkpointing, cuda),
+        "lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
+        "rewards": {"bench": 1.0, "medoid": 0.5},
+    }  # fmt: skip
+
+
+def train_argv(name: str, prepared: Path, model: Path, out: Path, config: Path, ds_procs: int) -> list[str]:
+    argv = [sys.executable, "-m", "olmocr_rl.cli", "train", str(prepared), "--model", str(model), "-o", str(out), "--config", str(config)]
     if name == "deepspeed":
-        nproc = settings["deepspeed_processes"]
-        argv = build_launch_argv(cfg, num_processes=nproc, zero=2, mixed_precision="bf16" if settings["cuda"] else "no", program=program)
-        env = launch_env(nproc)
-    else:
-        argv = [sys.executable] + program
-        env = launch_env(1)
-    env["PYTHONUNBUFFERED"] = "1"
-    t0 = time.perf_counter()
+        argv += ["--launcher", "deepspeed", "--zero", "2", "--num-processes", str(ds_procs)]
+    return argv + OVERRIDES[name]
+
+
+def run_variant(name: str, argv: list[str], work: Path, budget: float, completions_per_step: int) -> dict:
+    """One `olmocr-rl train` run, stopped (with every process it started) past its budget."""
+    from olmocr_rl.procs import ProcessTree
+
+    out = Path(argv[argv.index("-o") + 1])
+    log = work / f"{name}.log"
+    rec: dict = {"name": name, "description": DESCRIPTIONS[name], "budget_s": budget, "command": argv[2:]}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     print(f"gpu_check: [{name}] {DESCRIPTIONS[name]}; budget {budget:.0f} s; log {log}", flush=True)
+    t0 = time.perf_counter()
+    tree = ProcessTree()
     with open(log, "w") as lf:
-        proc = subprocess.Popen(argv, env=env, stdout=lf, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = tree.spawn(argv, env, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
-            rc = proc.wait(timeout=budget + KILL_GRACE_S)
+            rc = proc.wait(timeout=budget)
             timed_out = False
         except subprocess.TimeoutExpired:
             timed_out = True
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(proc.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    proc.wait(timeout=10)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            rc = proc.returncode if proc.returncode is not None else -9
+            rc = None
+        tree.stop(grace=15)
     rec["wall_s"] = time.perf_counter() - t0
-    rec["exit_code"] = rc
-    try:
-        inner = json.loads(result.read_text())
-    except (OSError, ValueError):
-        inner = {}
-    steps = inner.get("steps", [])
+    null(rec, "exit_code", rc if rc is not None else proc.returncode, "stopped at its time budget")
+    rec.update(read_run(out, completions_per_step))
     if timed_out:
         rec["status"] = "timeout"
-        rec["error"] = f"killed after {rec['wall_s']:.0f} s (budget {budget:.0f} s + {KILL_GRACE_S} s grace); {len(steps)} step(s) recorded"
-    elif rc != 0 or inner.get("error"):
+        rec["error"] = f"stopped after {rec['wall_s']:.0f} s (budget {budget:.0f} s); {len(rec['steps'])} step(s) logged"
+    elif rc != 0:
         rec["status"] = "failed"
-        rec["error"] = inner.get("error") or f"exit code {rc} without a result"
+        rec["error"] = (tail(log, 3) or f"exit code {rc}").strip().splitlines()[-1]
     else:
         rec["status"] = "ok"
     if rec["status"] != "ok":
         rec["log_tail"] = tail(log)
-    fill(rec, inner)
-    status = rec["status"] + (f" ({rec['error'].splitlines()[-1][:200]})" if rec.get("error") else "")
-    print(f"gpu_check: [{name}] {status}, {len(steps)} step(s), {rec['wall_s']:.0f} s", flush=True)
+    print(f"gpu_check: [{name}] {rec['status']}, {len(rec['steps'])} step(s), {rec['wall_s']:.0f} s", flush=True)
     if rec["status"] != "ok":
         print("\n".join("    " + ln for ln in rec["log_tail"].splitlines()[-25:]), flush=True)
     return rec
 
 
-def fill(rec: dict, inner: dict) -> None:
-    """A variant's record from what its process wrote (null, with the reason, where it wrote nothing)."""
-    before = "the variant stopped before its trainer existed" if rec["status"] != "skipped" else "skipped: " + rec["error"]
-    for key in (
-        "distributed",
-        "world_size",
-        "precision",
-        "memory_kind",
-        "params_total",
-        "params_trainable",
-        "prompt_tokens",
-        "image_tokens",
-        "completions_per_step",
-        "generation_timer",
-        "setup_s",
-        "steps_planned",
-    ):
-        null(rec, key, inner.get(key), before)
-    rec["stopped_early"] = inner.get("stopped_early", "")
-    rec["steps"] = inner.get("steps", [])
-    rec["summary"] = summarize(rec["steps"])
-    rec["trainer_logs"] = inner.get("trainer_logs", [])
+def read_run(out: Path, completions_per_step: int) -> dict:
+    """A run's figures from its own logs: a step per `time/step_s` row of logs/metrics.jsonl."""
+    rec: dict = {"steps": []}
+    rows = []
+    try:
+        for line in (out / "logs" / "metrics.jsonl").read_text().splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue  # a line cut by the stop
+    except OSError:
+        pass
+    tokens_seen = 0.0
+    for r in rows:
+        if "time/step_s" not in r:
+            continue
+        completions = r.get("completions/mean_length")
+        step = {
+            "step": r["step"], "time_s": r["time/step_s"], "generation_s": r["time/generation_s"], "reward_s": r["time/reward_s"],
+            "forward_backward_s": r["time/forward_backward_s"], "other_s": r["time/other_s"], "peak_memory_gib": r["memory/peak_gib"],
+            "mean_reward": r.get("reward"), "mean_completion_length": completions,
+        }  # fmt: skip
+        step["reward_share"] = step["reward_s"] / step["time_s"] if step["time_s"] > 0 else 0.0
+        if "num_tokens" in r:
+            null(step, "tokens", float(r["num_tokens"]) - tokens_seen, "")
+            tokens_seen = float(r["num_tokens"])
+        else:
+            null(step, "tokens", None, "trl logged no num_tokens for this step")
+        rec["steps"].append(step)
+    try:
+        summary = json.loads((out / "train_summary.json").read_text())
+    except (OSError, ValueError):
+        summary = {}
+    null(rec, "weights_moved", summary.get("weights_moved"), "the run wrote no train_summary.json (it did not finish)")
+    try:
+        cfg = json.loads((out / "train_config.json").read_text())
+        rec["config"] = {k: cfg[k] for k in ("lora", "beta", "bf16", "dtype", "num_generations", "max_completion_length", "max_steps")}
+    except (OSError, ValueError, KeyError):
+        null(rec, "config", None, "no train_config.json")
+    rec["summary"] = summarize(rec["steps"], completions_per_step)
+    return rec
+
+
+SUMMED = ("time_s", "generation_s", "forward_backward_s", "reward_s", "other_s")
+
+
+def summarize(steps: list[dict], completions_per_step: int) -> dict:
+    """Means over the timed steps (all but the first, which warms up; the only one if one)."""
+    s: dict = {}
+    timed = steps[1:] if len(steps) > 1 else steps
+    s["timed_steps"] = [st["step"] for st in timed]
+    if not timed:
+        for key in (*SUMMED, "generated_tokens_per_s", "tokens_per_s", "reward_share", "peak_memory_gib", "mean_reward"):
+            null(s, key, None, "no step completed")
+        return s
+    for key in SUMMED:
+        s[key] = sum(st[key] for st in timed) / len(timed)
+    toks = [st["tokens"] for st in timed if st.get("tokens") is not None]
+    null(s, "tokens_per_s", sum(toks) / sum(st["time_s"] for st in timed) if toks else None, "trl logged no num_tokens")
+    lengths = [st["mean_completion_length"] for st in timed if st.get("mean_completion_length") is not None]
+    gen = sum(st["generation_s"] for st in timed)
+    s["completions_per_step"] = completions_per_step
+    generated = sum(lengths) * completions_per_step / gen if len(lengths) == len(timed) and gen > 0 else None
+    null(s, "generated_tokens_per_s", generated, "trl logged no completions/mean_length, or no generation time")
+    s["reward_share"] = s["reward_s"] / s["time_s"] if s["time_s"] > 0 else 0.0
+    s["peak_memory_gib"] = max(st["peak_memory_gib"] for st in steps)
+    rewards = [st["mean_reward"] for st in timed if st.get("mean_reward") is not None]
+    null(s, "mean_reward", sum(rewards) / len(rewards) if rewards else None, "no reward logged")
+    return s
 
 
 def realistic_share(rec: dict, realistic_s: float) -> None:
@@ -480,32 +538,6 @@ def realistic_share(rec: dict, realistic_s: float) -> None:
         s["reward_share_realistic_pages"] = realistic_s / step if step > 0 else 0.0
     else:
         null(s, "reward_share_realistic_pages", None, "no step completed")
-
-
-SUMMED = ("time_s", "generation_s", "forward_backward_s", "reward_s", "other_s")
-
-
-def summarize(steps: list[dict]) -> dict:
-    """Means over the timed steps (all but the first, which warms up; the only one if one)."""
-    s: dict = {}
-    timed = steps[1:] if len(steps) > 1 else steps
-    s["timed_steps"] = [st["step"] for st in timed]
-    if not timed:
-        for key in SUMMED + ("generated_tokens_per_s", "tokens_per_s", "reward_share", "peak_memory_gib", "mean_reward"):
-            null(s, key, None, "no step completed")
-        return s
-    for key in SUMMED:
-        s[key] = sum(st[key] for st in timed) / len(timed)
-    gen_tokens = sum(st["completion_tokens"] for st in timed)
-    gen_time = sum(st["generation_s"] for st in timed)
-    null(s, "generated_tokens_per_s", gen_tokens / gen_time if gen_time > 0 else None, "no generation time measured")
-    toks = [st["tokens"] for st in timed if st.get("tokens") is not None]
-    null(s, "tokens_per_s", sum(toks) / sum(st["time_s"] for st in timed) if toks else None,
-         "trl logged no num_tokens for the timed steps")  # fmt: skip
-    s["reward_share"] = s["reward_s"] / s["time_s"] if s["time_s"] > 0 else 0.0
-    s["peak_memory_gib"] = max(st["peak_memory_gib"] for st in steps)
-    s["mean_reward"] = sum(st["mean_reward"] for st in timed) / len(timed)
-    return s
 
 
 def outer(args: argparse.Namespace) -> int:
@@ -534,7 +566,7 @@ def outer(args: argparse.Namespace) -> int:
         print(f"gpu_check: unknown variant(s) {', '.join(unknown)} (choose from {', '.join(VARIANTS)})")
         return 2
     report: dict = {
-        "schema": "olmocr-rl gpu_check 2",
+        "schema": "olmocr-rl gpu_check 3",
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "mode": "tiny (CPU)" if args.tiny else "gpu",
         "command": [sys.executable] + sys.argv,
@@ -549,69 +581,64 @@ def outer(args: argparse.Namespace) -> int:
     katex = find_katex_js()
     null(report, "katex_js", str(katex) if katex else None, "no katex.min.js found (math tests cannot be checked)")
     ds_procs = args.num_processes or (1 if cuda else 2)
+    model_dir = work / "model"
     if args.tiny:
         from tiny_vlm import build_tiny_vlm
 
-        model_dir = build_tiny_vlm(work / "model")
-        model = {"shape": "tiny Qwen2.5-VL (bench_fixtures/tiny_vlm.py)", "text_layers": 2, "page_size": [168, 112]}
+        build_tiny_vlm(model_dir)
+        model = {"shape": "tiny Qwen2.5-VL (bench_fixtures/tiny_vlm.py)", "text_layers": 2}
         null(model, "estimated_gib_per_gpu", None, "CPU run")
-        page = (168, 112)
+        longest = 112
     else:
-        # Ask a child process, so this one never holds a CUDA context while the variants run.
         probe = "import torch; p = torch.cuda.get_device_properties(0); print(p.total_memory); print(p.name)"
         total, name = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split("\n")[:2]
         layers, params, est = choose_text_layers(args.text_layers, int(total), ds_procs)
-        model_dir = work / "model"
         write_3b_model_dir(model_dir, layers)
+        write_random_weights(model_dir, cuda)
         model = {"shape": f"Qwen2.5-VL-3B shapes, {layers}/36 text layers, {params / 1e9:.2f} B params, random weights",
-                 "text_layers": layers, "page_size": list(PAGE_SIZE), "estimated_gib_per_gpu": round(est, 1),
-                 "gpu_memory_gib": round(int(total) / 2**30, 1)}  # fmt: skip
-        page = PAGE_SIZE
+                 "text_layers": layers, "estimated_gib_per_gpu": round(est, 1), "gpu_memory_gib": round(int(total) / 2**30, 1)}  # fmt: skip
+        longest = PAGE_SIZE[0]
     report["model"] = model
-    test_ids = write_suite(work / "suite")
+    report["model_written_s"] = time.perf_counter() - t0
+    test_ids = write_bench(work / "bench")
+    prepared = work / "prepared"
+    prep = subprocess.run([sys.executable, "-m", "olmocr_rl.cli", "prepare", str(work / "bench"), str(prepared), "--longest-side",
+                           str(longest), "--quiet"], capture_output=True, text=True)  # fmt: skip
+    if prep.returncode != 0:
+        print(f"gpu_check: olmocr-rl prepare failed:\n{prep.stdout[-3000:]}{prep.stderr[-3000:]}")
+        return 2
+    rows = [json.loads(line) for line in (prepared / "train.jsonl").read_text().splitlines()]
     from olmocr_rl import BenchSuite
 
-    suite = BenchSuite.load(work / "suite")
+    suite = BenchSuite.load(work / "bench")
     types: dict[str, int] = {}
-    for i in test_ids:
+    for i in suite.ids:
         types[suite.info(i).type] = types.get(suite.info(i).type, 0) + 1
-    grad_accum = 2
-    settings = dict(
-        model_dir=str(model_dir), tiny=args.tiny, steps=args.steps, num_generations=args.num_generations,
-        per_device_batch=args.per_device_batch, grad_accum=grad_accum, completion_length=args.completion_length,
-        page=list(page), cuda=cuda, gradient_checkpointing={"on": True, "off": False}.get(args.gradient_checkpointing, not args.tiny),
-        suite=str(work / "suite"), test_ids=test_ids, deepspeed_processes=ds_procs,
-    )  # fmt: skip
-    report["settings"] = {k: v for k, v in settings.items() if k not in ("model_dir", "suite", "test_ids")}
-    report["reward"] = {"test_ids": test_ids, "tests_per_page": len(test_ids), "types": types,
+    shared = recipe(args, cuda)
+    config = work / "recipe.json"
+    config.write_text(json.dumps(shared, indent=2))
+    report["settings"] = {**shared, "deepspeed_processes": ds_procs, "page_longest_side": longest,
+                          "image_tokens": sorted({r["image_tokens"] for r in rows})}  # fmt: skip
+    report["reward"] = {"test_ids": test_ids, "tests": len(suite.ids), "types": types, "pages": len(rows),
                         "suite": "bench_fixtures/*.jsonl + gpu_check EXTRA_TESTS (math, table)"}  # fmt: skip
-    completions = args.per_device_batch * grad_accum
-    report["reward"]["realistic_pages"] = realistic_reward_cost(work / "suite", test_ids, completions)
+    report["reward"]["realistic_pages"] = realistic_reward_cost(work / "bench", test_ids, args.per_device_batch * 2)
     report["setup_s"] = time.perf_counter() - t0
-    print(f"gpu_check: {model['shape']}; tests per page: {', '.join(f'{k} {v}' for k, v in types.items())}; "
-          f"setup {report['setup_s']:.1f} s", flush=True)  # fmt: skip
+    print(f"gpu_check: {model['shape']}; {len(rows)} prepared pages; setup {report['setup_s']:.1f} s", flush=True)
 
     budgets = dict(BUDGETS_TINY if args.tiny else BUDGETS_GPU)
     if args.budget_s:
         budgets = {k: float(args.budget_s) for k in budgets}
     report["variants"] = []
     for name in variants:
-        if name == "deepspeed":
-            probe = subprocess.run([sys.executable, "-c", "import deepspeed"], capture_output=True, text=True, timeout=300)
-            if probe.returncode != 0:
-                err = (probe.stderr or probe.stdout).strip().splitlines()[-1:] or ["import failed"]
-                rec = {"name": name, "description": DESCRIPTIONS[name], "budget_s": budgets[name], "wall_s": 0.0,
-                       "exit_code": probe.returncode, "status": "skipped", "error": f"deepspeed does not import: {err[0]}"}  # fmt: skip
-                fill(rec, {})
-                print(f"gpu_check: [{name}] skipped: {rec['error']}", flush=True)
-                report["variants"].append(rec)
-                continue
-        rec = run_variant(name, args, settings, work, budgets[name])
+        argv = train_argv(name, prepared, model_dir, work / "runs" / name, config, ds_procs)
+        world = ds_procs if name == "deepspeed" else 1
+        rec = run_variant(name, argv, work, budgets[name], args.per_device_batch * 2 * world)  # x 2 accumulation steps
+        rec["world_size"] = world
         realistic_share(rec, report["reward"]["realistic_pages"]["seconds"])
         report["variants"].append(rec)
         write_report(report, json_path)  # a partial report survives a kill of this process
     report["wall_s"] = time.perf_counter() - T_START
-    report["ok"] = all(v["status"] == "ok" for v in report["variants"])
+    report["ok"] = all(v["status"] == "ok" and (v.get("weights_moved") or {}).get("share", 0) > 0.5 for v in report["variants"])
     write_report(report, json_path)
     print_summary(report)
     return 0 if report["ok"] else 1
@@ -633,14 +660,11 @@ def print_summary(r: dict) -> None:
           f"trl {v['trl']}, accelerate {v['accelerate']}, deepspeed {v['deepspeed']}, peft {v['peft']}, datasets {v['datasets']}")  # fmt: skip
     print(f"device           {v['gpu_name'] or 'CPU'}{' (driver ' + v['gpu_driver'] + ')' if v['gpu_driver'] else ''}")
     rp = r["reward"]["realistic_pages"]
-    print(f"reward           {r['reward']['tests_per_page']} tests per page ({', '.join(f'{k} {n}' for k, n in r['reward']['types'].items())}); "
-          f"realistic pages: {rp['ms_per_completion']:.2f} ms per completion")  # fmt: skip
+    print(f"reward           {r['reward']['tests']} tests on {r['reward']['pages']} pages "
+          f"({', '.join(f'{k} {n}' for k, n in r['reward']['types'].items())}); realistic pages: {rp['ms_per_completion']:.2f} ms per completion")  # fmt: skip
     for var in r["variants"]:
         s = var["summary"]
-        head = f"\n--- {var['name']}: {var['status']}"
-        if var.get("distributed"):
-            head += f", {var['distributed']}{' (ZeRO-2)' if var['name'] == 'deepspeed' else ''}, world size {var['world_size']}"
-        print(head + (f", {var['stopped_early']}" if var.get("stopped_early") else ""))
+        print(f"\n--- {var['name']}: {var['status']} (world size {var['world_size']})")
         if var.get("error"):
             print(f"error            {var['error'].strip().splitlines()[-1][:300]}")
         if not s.get("timed_steps"):
@@ -652,256 +676,24 @@ def print_summary(r: dict) -> None:
         tps = f"{s['tokens_per_s']:.0f}" if s.get("tokens_per_s") is not None else "n/a"
         gps = f"{s['generated_tokens_per_s']:.0f}" if s.get("generated_tokens_per_s") is not None else "n/a"
         print(f"tokens/s         {tps} processed (prompt + completion) per step second, {gps} generated per generation second")
-        print(f"peak memory      {s['peak_memory_gib']:.2f} GiB ({var['memory_kind']})")
-        print(f"reward share     {100 * s['reward_share']:.2f} % of the step ({s['reward_s']:.3f} s/step in the bench reward; "
-              f"{100 * s['reward_share_realistic_pages']:.2f} % with realistic pages)")  # fmt: skip
-        print(f"mean reward      {s['mean_reward']:.3f}")
+        print(f"peak memory      {s['peak_memory_gib']:.2f} GiB ({'CUDA, rank 0' if r['mode'] == 'gpu' else 'process max RSS, rank 0'})")
+        print(
+            f"reward share     {100 * s['reward_share']:.2f} % of the step ({100 * s['reward_share_realistic_pages']:.2f} % with realistic pages)"
+        )
+        moved = var.get("weights_moved") or {}
+        print(
+            f"weights moved    {100 * moved.get('share', 0):.1f} % of a sample, median step {moved.get('median_change_over_lr', 0):.2f} x lr"
+        )
     print(f"\njson             {r['json']}")
     print(f"result           {'all variants ok' if r['ok'] else 'FAILED: ' + ', '.join(x['name'] + ' ' + x['status'] for x in r['variants'] if x['status'] != 'ok')}"
           f" ({r['wall_s']:.0f} s)")  # fmt: skip
 
 
-# ----------------------------------------------------------------------------------------------
-# Inner process: one variant (one rank of it under accelerate launch).
-
-
-def page_image(size: tuple[int, int], seed: int):
-    from PIL import Image, ImageDraw
-
-    img = Image.new("RGB", size, "white")
-    draw = ImageDraw.Draw(img)
-    lines = ["Sparse Attention for Long Documents", "We study sparse attention patterns", "Table 1: results",
-             "| Dense | 100.0 | 12.8 |", "| Sparse | 94.1 | 3.2 |", "Attn(Q, K, V) = softmax(QK^T / sqrt(d)) V"]  # fmt: skip
-    step = max(12, size[1] // 40)
-    for i, y in enumerate(range(step, size[1] - step, step)):
-        draw.text((step, y), f"{lines[(i + seed) % len(lines)]} {seed}.{i}", fill="black")
-    return img
-
-
-def inner(cfg_path: str) -> int:
-    s = json.loads(Path(cfg_path).read_text())
-    rank = int(os.environ.get("RANK", "0"))
-    result: dict = {"steps": [], "steps_planned": s["steps"], "setup_s": {}}
-
-    def save() -> None:
-        if rank == 0:
-            tmp = Path(s["result"]).with_suffix(".tmp")
-            tmp.write_text(json.dumps(result, indent=2))
-            os.replace(tmp, s["result"])
-
-    try:
-        return train_variant(s, result, save)
-    except BaseException as e:
-        result["error"] = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-6000:]}"
-        save()
-        raise
-
-
-def train_variant(s: dict, result: dict, save) -> int:
-    t_import = time.perf_counter()
-    import torch
-    from datasets import Dataset
-    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor, TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
-
-    from olmocr_rl import BenchReward, BenchSuite
-
-    result["setup_s"]["import"] = time.perf_counter() - t_import
-    cuda, variant = s["cuda"], s["variant"]
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    reward = BenchReward(BenchSuite.load(s["suite"]))
-    acc = {"reward_s": 0.0, "completion_tokens": 0, "rewards": [], "profiled": {}, "train_step_s": 0.0, "prepare_s": 0.0}
-
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize()
-
-    def olmocr_bench(completions, completion_ids, test_ids, **kwargs):
-        t = time.perf_counter()
-        out = reward(completions=completions, test_ids=test_ids, **kwargs)
-        acc["reward_s"] += time.perf_counter() - t
-        acc["completion_tokens"] += sum(len(c) for c in completion_ids)
-        acc["rewards"] += [r for r in out if r is not None]
-        return out
-
-    # trl's profiling hooks time generation (`GRPOTrainer.transformers.generate`, or vLLM's) and
-    # more; in trl 1.16 they only report to wandb/mlflow/trackio, so the durations are caught here.
-    generation_timer = "trl profiling_context (GRPOTrainer.*generate*)"
-    try:
-        from trl.extras import profiling as trl_profiling
-
-        original_log = trl_profiling.ProfilingContext._log_metrics
-
-        def log_metrics(self, duration):
-            acc["profiled"][self.name] = acc["profiled"].get(self.name, 0.0) + duration
-            return original_log(self, duration)
-
-        trl_profiling.ProfilingContext._log_metrics = log_metrics
-    except (ImportError, AttributeError):
-        trl_profiling = None
-        generation_timer = "wrapped GRPOTrainer._generate"
-
-    grad_accum = s["grad_accum"]
-    suppress = [151652, 151653, 151654, 151655, 151656] if not s["tiny"] else [259, 260, 261, 262]
-    args = GRPOConfig(
-        output_dir=str(Path(s["out"]) / "run"), per_device_train_batch_size=s["per_device_batch"],
-        gradient_accumulation_steps=grad_accum, num_generations=s["num_generations"],
-        max_completion_length=s["completion_length"], max_steps=s["steps"], logging_steps=1,
-        learning_rate=1e-5 if variant == "lora" else 1e-6, temperature=1.0, beta=0.0, loss_type="bnpo", bf16=cuda,
-        gradient_checkpointing=s["gradient_checkpointing"], report_to=[], save_strategy="no", dataloader_num_workers=0, seed=0,
-        use_cpu=not cuda, ddp_backend="gloo" if not cuda and world > 1 else None,
-        # A random policy samples any id; keep it from emitting vision placeholders in completions.
-        generation_kwargs={"suppress_tokens": suppress},
-    )  # fmt: skip
-    result["completions_per_step"] = s["per_device_batch"] * world * grad_accum
-    t = time.perf_counter()
-    processor = AutoProcessor.from_pretrained(s["model_dir"])
-    torch.manual_seed(0)
-    if s["tiny"]:
-        model = AutoModelForImageTextToText.from_pretrained(s["model_dir"])
-    else:
-        config = AutoConfig.from_pretrained(s["model_dir"])
-        with torch.device(f"cuda:{local_rank}" if cuda else "cpu"):
-            model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
-    result["setup_s"]["model"] = time.perf_counter() - t
-    peft_config = None
-    if variant == "lora":
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
-    prompt = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Convert this page to markdown."}]}]
-    gen_batch = result["completions_per_step"]
-    n_rows = max(8, s["steps"] * gen_batch // s["num_generations"] * 2)
-    rows = [{"prompt": prompt, "image": page_image(tuple(s["page"]), i), "test_ids": s["test_ids"]} for i in range(n_rows)]
-    first = [{**prompt[0], "content": [{"type": "image", "image": rows[0]["image"]}, prompt[0]["content"][1]]}]
-    enc = processor.apply_chat_template([first], tokenize=True, return_dict=True, add_generation_prompt=True)
-    ids = enc["input_ids"][0]
-    image_id = processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
-    result["prompt_tokens"], result["image_tokens"] = len(ids), sum(1 for x in ids if x == image_id)
-
-    class Timer(TrainerCallback):
-        def __init__(self):
-            self.logs: list[dict] = []
-            self.trainer = None
-
-        def on_step_begin(self, a, state, control, **kw):
-            sync()
-            if cuda:
-                torch.cuda.reset_peak_memory_stats()
-            self.t = time.perf_counter()
-            self.mark = {k: acc[k] for k in ("reward_s", "completion_tokens", "train_step_s", "prepare_s")}
-            self.mark_rewards = len(acc["rewards"])
-            self.mark_prof = dict(acc["profiled"])
-
-        def on_step_end(self, a, state, control, **kw):
-            sync()
-            dt = time.perf_counter() - self.t
-            d = {k: acc[k] - self.mark[k] for k in self.mark}
-            prof = {k: v - self.mark_prof.get(k, 0.0) for k, v in acc["profiled"].items()}
-            gen = sum(v for k, v in prof.items() if k.endswith("generate") or k.endswith("generate_batch"))
-            fwd_bwd = max(0.0, d["train_step_s"] - d["prepare_s"])
-            rewards = acc["rewards"][self.mark_rewards :]
-            if cuda:
-                peak = torch.cuda.max_memory_allocated() / 2**30
-            else:
-                peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-            step = {
-                "step": state.global_step, "time_s": dt, "generation_s": gen, "forward_backward_s": fwd_bwd,
-                "reward_s": d["reward_s"], "other_s": max(0.0, dt - gen - fwd_bwd - d["reward_s"]),
-                # rank 0 generated 1/world of the completions (as many as each other rank)
-                "completion_tokens": d["completion_tokens"] * world,
-                "generated_tokens_per_s": d["completion_tokens"] * world / gen if gen > 0 else 0.0,
-                "peak_memory_gib": peak, "reward_share": d["reward_s"] / dt if dt > 0 else 0.0,
-                "mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
-                "profiled_s": {k: round(v, 4) for k, v in prof.items() if v > 0},
-            }  # fmt: skip
-            step["tokens"] = None
-            step["tokens_null_reason"] = "trl's log for this step had no num_tokens"
-            result["steps"].append(step)
-            # Stop before the budget runs out: the same decision on every rank.
-            elapsed = time.perf_counter() - T_START
-            stop = state.global_step < s["steps"] and elapsed + 1.3 * dt + 10 > s["budget_s"]
-            if world > 1 and torch.distributed.is_initialized():
-                flag = torch.tensor([1.0 if stop else 0.0], device=self.trainer.accelerator.device)
-                torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-                stop = bool(flag.item())
-            if stop:
-                control.should_training_stop = True
-                result["stopped_early"] = f"stopped after {state.global_step} of {s['steps']} steps (time budget {s['budget_s']:.0f} s)"
-            save()
-
-        def on_log(self, a, state, control, logs=None, **kw):
-            logs = dict(logs or {})
-            self.logs.append(logs)
-            result["trainer_logs"] = self.logs
-            if "num_tokens" in logs and result["steps"]:
-                seen = [st.get("num_tokens_total") for st in result["steps"] if st.get("num_tokens_total") is not None]
-                step = result["steps"][-1]
-                step["num_tokens_total"] = float(logs["num_tokens"])
-                step["tokens"] = float(logs["num_tokens"]) - (seen[-1] if seen else 0.0)
-                step.pop("tokens_null_reason", None)
-            save()
-
-    timer = Timer()
-    t = time.perf_counter()
-    trainer = GRPOTrainer(model=model, args=args, processing_class=processor, reward_funcs=[olmocr_bench],
-                          train_dataset=Dataset.from_list(rows), callbacks=[timer], peft_config=peft_config)  # fmt: skip
-    timer.trainer = trainer
-    result["setup_s"]["trainer_init"] = time.perf_counter() - t
-
-    # forward/backward = training_step minus its _prepare_inputs (generation, reward, batching).
-    def timed(method, key):
-        def wrapper(*a, **kw):
-            sync()
-            t0 = time.perf_counter()
-            try:
-                return method(*a, **kw)
-            finally:
-                sync()
-                acc[key] += time.perf_counter() - t0
-
-        return wrapper
-
-    trainer.training_step = timed(trainer.training_step, "train_step_s")
-    trainer._prepare_inputs = timed(trainer._prepare_inputs, "prepare_s")
-    if trl_profiling is None:
-        original_generate = trainer._generate
-
-        def generate(*a, **kw):
-            t0 = time.perf_counter()
-            try:
-                return original_generate(*a, **kw)
-            finally:
-                acc["profiled"]["wrapped._generate"] = acc["profiled"].get("wrapped._generate", 0.0) + time.perf_counter() - t0
-
-        trainer._generate = generate
-    acc_ = trainer.accelerator
-    result["distributed"] = str(acc_.distributed_type)
-    result["world_size"] = acc_.num_processes
-    result["precision"] = (
-        ("bf16 autocast, " if cuda else "fp32 (CPU), ")
-        + {"plain": "bf16 weights and AdamW states" if not s["tiny"] else "fp32 weights",
-           "deepspeed": "ZeRO-2 with fp32 master weights" if cuda else "ZeRO-2",
-           "lora": "frozen base, trainable LoRA adapters"}[variant]
-    )  # fmt: skip
-    result["memory_kind"] = "torch.cuda.max_memory_allocated per step (rank 0)" if cuda else "process max RSS (CPU run; cumulative, rank 0)"
-    result["params_total"] = sum(p.numel() for p in trainer.model.parameters())
-    result["params_trainable"] = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
-    result["generation_timer"] = generation_timer
-    save()
-    trainer.train()
-    result["status"] = "done"
-    save()
-    return 0
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--inner", help=argparse.SUPPRESS)
     p.add_argument("--tiny", action="store_true", help="CPU-sized: the tiny fixture model; DeepSpeed on 2 ranks")
     p.add_argument("--out", default=os.environ.get("GPU_CHECK_OUT", "/tmp/olmocr-rl-gpu-check"),
-                   help="work folder (model, logs); the JSON too unless $OUT or --json say otherwise")  # fmt: skip
+                   help="work folder (model, runs, logs); the JSON too unless $OUT or --json say otherwise")  # fmt: skip
     p.add_argument("--json", help="where to write the JSON (default: $OUT/gpu_check.json, else OUT_DIR/gpu_check.json)")
     p.add_argument("--kit", help="the GPU kit folder (set by gpu_check.sh --kit): its manifest and coverage go in the JSON")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
@@ -910,19 +702,12 @@ def main() -> int:
     p.add_argument("--budget-s", type=float, default=0, help="seconds per variant (default: per variant, see BUDGETS_*)")
     p.add_argument("--num-generations", type=int, default=8)
     p.add_argument("--per-device-batch", type=int, default=4, help="completions per forward micro-batch")
-    p.add_argument("--completion-length", type=int, default=512)
+    p.add_argument("--completion-length", type=int, default=1024)
     p.add_argument("--text-layers", default="auto", help="'auto' (fit the GPU) or 1-36")
     p.add_argument(
         "--gradient-checkpointing", choices=["auto", "on", "off"], default="auto", help="auto: on for the GPU model, off with --tiny"
     )
     a = p.parse_args()
-    if a.inner:
-        from olmocr_rl.train.launch import shutdown_process_group
-
-        code = inner(a.inner)
-        if code == 0:
-            shutdown_process_group()  # else gloo can abort a finished rank at exit
-        return code
     if a.tiny:
         a.completion_length = min(a.completion_length, 32)
     a.steps = a.steps or (2 if a.tiny else 3)

@@ -5,6 +5,7 @@ the cost estimates (checkpoint disk, evaluation tokens) with the pre-flight warn
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -96,3 +97,30 @@ def test_the_recipe_bounds_eval_and_disk():
     cfg = load_config("olmocr2", prepared_dir="p", model="m", output_dir="o")
     assert (cfg.max_eval_pages, cfg.save_total_limit, cfg.final_outputs, cfg.prompt) == (10, 3, "none", "olmocr-v4")
     assert TrainConfig().max_eval_pages == 10  # upstream's --max_eval_samples default
+
+
+def test_a_run_logs_where_its_step_time_goes_and_whether_the_weights_moved(prepared, tiny_model, tmp_path):
+    """What the GPU check reads off a real `olmocr-rl train` run (and a user off any run): the step
+    time split into generation, reward, forward/backward and the rest, peak memory, and whether the
+    optimizer's weights moved (a run whose weights do not move is warned about)."""
+    from test_train import RECIPE
+
+    def run(out: Path, *extra: str):
+        return invoke(["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE), "progress=false",
+                       "final_outputs=none", "eval_split=none", "save_steps=0", "report_to=[none]", *extra])  # fmt: skip
+
+    res = run(tmp_path / "a", "rewards.medoid=1.0")  # medoid rewards differ within a group: non-zero advantages
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in (tmp_path / "a" / "logs" / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "time/step_s" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    for r in steps:
+        parts = r["time/generation_s"] + r["time/reward_s"] + r["time/forward_backward_s"] + r["time/other_s"]
+        assert r["time/generation_s"] > 0 and r["time/reward_s"] > 0 and r["time/forward_backward_s"] > 0
+        assert parts == pytest.approx(r["time/step_s"], abs=0.01) and r["memory/peak_gib"] > 0
+    moved = json.loads((tmp_path / "a" / "train_summary.json").read_text())["weights_moved"]
+    assert moved["share"] > 0.5 and moved["elements_sampled"] > 10_000, moved
+    res = run(tmp_path / "b", "learning_rate=0.0")  # nothing can move
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "b" / "train_summary.json").read_text())["weights_moved"]["share"] == 0.0
+    assert "warning: training barely moved the weights: 0.0 %" in res.stderr

@@ -104,3 +104,134 @@ class RichProgressCallback(TrainerCallback):
         if self.live is not None:
             self.live.stop()
             self.live = None
+
+
+class StepTimer(TrainerCallback):
+    """Where each optimizer step's time goes, logged with the step's metrics (rank 0's view):
+    `time/step_s`, `time/generation_s` (trl's profiling of its generate calls: transformers or
+    vLLM), `time/reward_s` (all reward functions), `time/forward_backward_s` (the training steps
+    less their input preparation, which holds generation and rewards), `time/other_s`, and
+    `memory/peak_gib` (CUDA: the step's peak allocation; else the process's peak RSS so far).
+    `install` wraps the trainer's own methods (instance attributes) and trl's profiling hook."""
+
+    GENERATE = ("generate", "generate_batch")
+
+    def __init__(self) -> None:
+        self.acc = {"generation_s": 0.0, "reward_s": 0.0, "train_s": 0.0, "prepare_s": 0.0}
+        self.pending: dict[str, float] = {}
+        self.cuda = False
+
+    def install(self, trainer: Any) -> None:
+        import torch
+
+        self.cuda = torch.cuda.is_available()
+        for name, key in (("training_step", "train_s"), ("_prepare_inputs", "prepare_s"), ("_calculate_rewards", "reward_s")):
+            method = getattr(trainer, name, None)
+            if method is not None:
+                setattr(trainer, name, self._timed(method, key))
+        try:
+            from trl.extras import profiling
+        except ImportError:
+            return
+        original = profiling.ProfilingContext._log_metrics
+        timer = self
+
+        def log_metrics(ctx: Any, duration: float) -> Any:
+            if ctx.name.endswith(StepTimer.GENERATE):
+                timer.acc["generation_s"] += duration
+            return original(ctx, duration)
+
+        profiling.ProfilingContext._log_metrics = log_metrics
+
+    def _sync(self) -> None:
+        if self.cuda:
+            import torch
+
+            torch.cuda.synchronize()
+
+    def _timed(self, method: Any, key: str) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            self._sync()
+            t0 = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self._sync()
+                self.acc[key] += time.perf_counter() - t0
+
+        return wrapper
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._sync()
+        if self.cuda:
+            import torch
+
+            torch.cuda.reset_peak_memory_stats()
+        self.t0, self.mark = time.perf_counter(), dict(self.acc)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self._sync()
+        d = {k: self.acc[k] - self.mark[k] for k in self.acc}
+        step = time.perf_counter() - self.t0
+        fwd_bwd = max(0.0, d["train_s"] - d["prepare_s"])
+        if self.cuda:
+            import torch
+
+            peak = torch.cuda.max_memory_allocated() / 2**30
+        else:
+            import resource
+
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        self.pending = {
+            "time/step_s": step, "time/generation_s": d["generation_s"], "time/reward_s": d["reward_s"],
+            "time/forward_backward_s": fwd_bwd,
+            "time/other_s": max(0.0, step - d["generation_s"] - d["reward_s"] - fwd_bwd), "memory/peak_gib": peak,
+        }  # fmt: skip
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is not None and self.pending and not any(k.startswith("eval_") for k in logs):
+            logs.update({k: round(v, 4) for k, v in self.pending.items()})
+            self.pending = {}
+
+
+class WeightsMoved(TrainerCallback):
+    """Did training move the weights the optimizer owns (its float32 master copy under DeepSpeed,
+    the trainable parameters otherwise)? A sample of up to `sample` elements is kept at the start
+    and compared at the end: `share` changed, and the median change over the learning rate (AdamW's
+    steps are about lr each). A run whose weights barely moved is warned about: a silent failure
+    (half-precision weights that round updates away, zero advantages, a frozen model)."""
+
+    def __init__(self, sample: int = 1_000_000) -> None:
+        self.sample = sample
+        self.before: list[Any] = []
+        self.result: dict | None = None
+
+    def _owned(self, model: Any, optimizer: Any) -> list[Any]:
+        inner = getattr(optimizer, "optimizer", optimizer)
+        groups = getattr(inner, "single_partition_of_fp32_groups", None) or getattr(inner, "fp32_partitioned_groups_flat", None)
+        tensors = list(groups) if groups else [p for p in model.parameters() if p.requires_grad]
+        out, left = [], self.sample
+        for t in tensors:
+            if left <= 0:
+                break
+            flat = t.detach().reshape(-1)[:left]
+            out.append(flat.float().cpu().clone())
+            left -= flat.numel()
+        return out
+
+    def on_train_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
+        self.before = self._owned(model, optimizer) if model is not None else []
+
+    def on_train_end(self, args, state, control, model=None, optimizer=None, **kwargs):
+        import torch
+
+        if not self.before or model is None:
+            return
+        after = self._owned(model, optimizer)
+        delta = torch.cat([(a - b).abs() for a, b in zip(after, self.before)])
+        moved = delta[delta > 0]
+        self.result = {
+            "elements_sampled": int(delta.numel()),
+            "share": round(float(moved.numel() / max(1, delta.numel())), 4),
+            "median_change_over_lr": round(float(moved.median() / args.learning_rate), 4) if moved.numel() and args.learning_rate else 0.0,
+        }

@@ -115,7 +115,7 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     from trl import GRPOTrainer
 
     from olmocr_rl.engines import transformers_suppression, vllm_suppression
-    from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback
+    from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback, StepTimer, WeightsMoved
     from olmocr_rl.train.data import build_dataset, tests_dir
     from olmocr_rl.train.modeling import load_model, load_processor, lora_config
     from olmocr_rl.train.rewards import CompletionRecorder, build_rewards
@@ -162,7 +162,9 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     )
     if list(args.reward_weights) != weights:  # both come from cfg.rewards, in order
         raise RuntimeError(f"reward weights {args.reward_weights} do not match the reward functions' {weights}")
-    callbacks: list[Any] = [MetricsJsonlCallback(cfg.output_dir)]
+    # The timer first: it adds its figures to a log before the metrics file writes it.
+    timer, moved = StepTimer(), WeightsMoved()
+    callbacks: list[Any] = [timer, MetricsJsonlCallback(cfg.output_dir), moved]
     if cfg.progress:
         callbacks.append(RichProgressCallback())
     try:
@@ -190,6 +192,7 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # it would print every log dict under our display
+    timer.install(trainer)
     if recorder is not None:
         recorder.trainer = trainer
     result = trainer.train(resume_from_checkpoint=resume)
@@ -212,6 +215,12 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     }
     if partitioned is not None:
         summary["zero3_partitioned_load"] = partitioned
+    if moved.result is not None:
+        summary["weights_moved"] = moved.result
+        if moved.result["share"] < 0.1 and trainer.state.global_step > 0 and trainer.is_world_process_zero():
+            print(f"warning: training barely moved the weights: {100 * moved.result['share']:.1f} % of a sample of them changed "
+                  "(every reward in each group equal, so no advantage? half-precision weights? nothing trainable?)",
+                  file=sys.stderr)  # fmt: skip
     if final_outputs is None:
         final_outputs = world == 1
     if final_outputs and cfg.final_outputs != "none":

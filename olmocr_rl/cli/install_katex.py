@@ -8,9 +8,10 @@ import typer
 from olmocr_rl.cli import app, echo, fail
 
 ABOUT = """Install KaTeX 0.16.21's katex.min.js, which math checks need (the file the reference renders
-with): taken from the olmocr 0.4.27 wheel on the package index (pip, without dependencies) or
-from --from-wheel, checked by sha256, and stored in the user cache, where every olmocr-rl entry
-point finds it. OLMOCR_RL_KATEX_JS, when set, still takes precedence."""
+with), and olmOCR's prompts.py (`--prompt olmocr-v4` reads olmOCR 2's instruction from it): taken
+from the olmocr 0.4.27 wheel on the package index (pip, without dependencies) or from --from-wheel,
+checked by sha256, and stored in the user cache, where every olmocr-rl entry point finds them.
+OLMOCR_RL_KATEX_JS / OLMOCR_RL_OLMOCR_PROMPTS, when set, still take precedence."""
 
 
 @app.command("install-katex", help=ABOUT, short_help="Install KaTeX 0.16.21 for math checks (into the user cache).")
@@ -28,5 +29,6 @@ def install_katex_command(
         fail(str(e))
     echo(f"installed KaTeX {_katex.KATEX_VERSION}: {path}")
     if dir is not None and _katex.find_katex_js() != path:
-        echo(f"olmocr-rl looks in {_katex.cache_dir()}; for this folder set OLMOCR_RL_KATEX_JS={path}")
+        echo(f"olmocr-rl looks in {_katex.cache_dir()}; for this folder set OLMOCR_RL_KATEX_JS={path} "
+             f"and OLMOCR_RL_OLMOCR_PROMPTS={path.parent / 'prompts.py'}")  # fmt: skip
     return 0

@@ -280,3 +280,25 @@ def _group_alive(pgid: int) -> bool:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 return True
     return False
+
+
+def test_curate_with_the_vllm_engine(tiny32, tmp_path):
+    """`curate --engine vllm` on the built case of tests/test_curate.py: the offline engine samples
+    every page 8 times; the page nobody's text matches passes every sample, the long sentence fails
+    every sample, the one-character tests split them, and that page alone is kept."""
+    from test_curate import ALWAYS, NEVER, SOMETIMES, make_case
+
+    from olmocr_rl.curate import read_records
+    from olmocr_rl.prepared import read_split
+
+    case = make_case(tmp_path)
+    cmd = [sys.executable, "-m", "olmocr_rl.cli", "curate", str(case), "--model", str(tiny32), "--engine", "vllm", "--samples", "8",
+           "--config", str(FIXTURES / "tiny_grpo.yaml"), "-q"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    records = {r["pdf"]: r for _, r in read_records(case / "difficulty.jsonl")[0]}
+    assert set(records) == {ALWAYS, NEVER, SOMETIMES}, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert all(r["engine"] == "vllm" and len(r["rewards"]) == 8 and max(r["tokens"]) <= 16 for r in records.values())
+    assert records[ALWAYS]["rewards"] == [1.0] * 8 and records[NEVER]["rewards"] == [0.0] * 8
+    assert records[SOMETIMES]["std"] > 0, records[SOMETIMES]["rewards"]
+    assert proc.returncode == 0 and "kept 1 of 3 train pages" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert [r["pdf"] for r in read_split(case, "curated")] == [SOMETIMES]

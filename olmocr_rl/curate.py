@@ -294,10 +294,13 @@ def curate(
     count_tokens: Callable[[list[str]], list[int]] | None = None,
     engine: str = "",
     progress: Callable[[int, int], None] | None = None,
+    stopped: Callable[[], bool] | None = None,
 ) -> Result:
     """Scores every page of `splits` not yet in the difficulty file (`output`, default
     PREPARED/difficulty.jsonl) and returns every page's newest record. `load_engine(rows)` is
-    called only when a page is left to sample (re-selecting from a finished file loads no model)."""
+    called only when a page is left to sample (re-selecting from a finished file loads no model).
+    `stopped()` is asked before each group of pages: True ends the run (KeyboardInterrupt) with
+    every finished page written."""
     if settings.samples < 2:
         raise CurateError("--samples must be at least 2: the spread of one sample is not defined")
     if settings.temperature <= 0:
@@ -322,6 +325,8 @@ def curate(
             generate = load_engine([p.row for p in todo])
             done = 0
             for group in _groups(todo, settings.samples, batch_size):
+                if stopped is not None and stopped():
+                    raise KeyboardInterrupt
                 for page, texts in _sample_or_split(generate, root, group, settings, batch_size, result.errors):
                     t0 = time.monotonic()
                     rewards = [float(r) for r in reward(texts, [list(map(str, page.row["test_ids"]))] * len(texts))]

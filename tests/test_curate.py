@@ -377,19 +377,23 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+def held_child(args: list[str], marker: Path) -> subprocess.Popen:
+    """The command in a child process, returned once it is generating its second page."""
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(marker), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 300
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the child never reached its second page:\n" + proc.stdout.read().decode()[-3000:])
+        time.sleep(0.1)
+    return proc
+
+
 def test_a_killed_run_resumes_where_it_stopped(case, tiny_model, tmp_path):
     args = ["curate", str(case), "--model", str(tiny_model), "--samples", "8", "--batch-size", "8", "--config", str(RECIPE), "-q"]
-    marker = tmp_path / "second_page_started"
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(marker), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 300
-        while not marker.exists():
-            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "the child never reached its second page"
-            time.sleep(0.1)
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+    proc = held_child(args, tmp_path / "second_page_started")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
     assert proc.returncode == -signal.SIGKILL
     path = case / "difficulty.jsonl"
     first = path.read_bytes()
@@ -404,3 +408,17 @@ def test_a_killed_run_resumes_where_it_stopped(case, tiny_model, tmp_path):
     records, _, torn = read_records(path)
     assert not torn and sorted(r["pdf"] for _, r in records) == sorted([ALWAYS, NEVER, SOMETIMES])  # each page once
     assert (case / "curated.jsonl").is_file()
+
+
+def test_sigterm_ends_the_run_as_ctrl_c_does(case, tiny_model, tmp_path):
+    """SIGTERM is an interrupt (status 130, one `error:` line), not Python's instant death, so the
+    interpreter shuts down in order (vLLM's engine processes with it: tests/test_vllm_real.py);
+    the finished page stays in the file."""
+    args = ["curate", str(case), "--model", str(tiny_model), "--samples", "8", "--batch-size", "8", "--config", str(RECIPE), "-q"]
+    proc = held_child(args, tmp_path / "second_page_started")
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=120)[0].decode()
+    assert proc.returncode == 130 and out.strip().endswith("error: interrupted: the pages finished are in the difficulty file; "
+                                                          "run again to go on"), out[-3000:]  # fmt: skip
+    records, _, torn = read_records(case / "difficulty.jsonl")
+    assert not torn and [r["pdf"] for _, r in records] == [ALWAYS]

@@ -3,7 +3,7 @@ reward, and keep for training the pages whose samples disagree (olmocr_rl/curate
 
 from pathlib import Path
 from types import SimpleNamespace as Namespace
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -90,21 +90,26 @@ def run(args: Namespace) -> int:
         settings = Settings(model, args.samples, cfg.temperature, cfg.max_completion_length, rewards, cfg.bench_guard)
         reward = training_reward(prepared, rewards, cfg.bench_guard, cfg.reward_threads)
         counter: dict = {}
+        term = _Sigterm()
 
         def engine(rows: list[dict]):
             generate, counter["count"] = load_engine(args.engine, model, rows, max_new_tokens=cfg.max_completion_length,
                                                      seed=cfg.seed, max_pixels=cfg.max_pixels,
                                                      trust_remote_code=cfg.trust_remote_code, eager=args.eager,
                                                      warn=lambda m: echo(m, err=True))  # fmt: skip
-            return generate
+            return term.interruptible(generate)
 
         progress, close = _progress(args.quiet)
+        term.install()
         try:
             result = curate(prepared, settings, engine, reward, output=path, splits=("train", "eval") if args.include_eval else ("train",),
                             batch_size=args.batch_size, count_tokens=lambda texts: counter["count"](texts), engine=args.engine,
-                            progress=progress)  # fmt: skip
+                            progress=progress, stopped=term.came.is_set)  # fmt: skip
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (typer alone would end with a silent status 130)
+            fail("interrupted: the pages finished are in the difficulty file; run again to go on", 130)
         finally:
             close()
+            term.restore()
     except (CurateError, PreparedError, ConfigError, SuiteError, EnvironmentProblem, KeyError, OSError) as e:
         fail(str(e).strip("'\""))
     train_pages = [p for p in result.pages if p.split == "train"]
@@ -158,3 +163,50 @@ def _progress(quiet: bool):
     task = bar.add_task("sampling pages", total=None)
     bar.start()
     return (lambda done, todo: bar.update(task, completed=done, total=todo)), bar.stop
+
+
+class _Sigterm:
+    """SIGTERM ends the command as Ctrl-C does (`error: interrupted`, status 130) instead of Python's
+    instant death, which leaves vLLM's engine processes running: the interpreter then shuts down
+    in order and vLLM stops them. While the engine generates, the signal interrupts it at once (a
+    KeyboardInterrupt, as Ctrl-C); elsewhere (vLLM's start-up, which can hang when an exception is
+    raised inside it; a page being written) it is remembered and the run stops before its next
+    pages."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.came = threading.Event()
+        self.generating = False
+        self.previous: Any = None
+
+    def install(self) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._handle)
+
+    def restore(self) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+            self.previous = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.came.set()
+        if self.generating:
+            raise KeyboardInterrupt
+
+    def interruptible(self, generate):
+        def run(images: list, prompts: list[str], temperature: float) -> list[str]:
+            if self.came.is_set():
+                raise KeyboardInterrupt
+            self.generating = True
+            try:
+                return generate(images, prompts, temperature)
+            finally:
+                self.generating = False
+
+        return run

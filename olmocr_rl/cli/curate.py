@@ -81,7 +81,7 @@ def run(args: Namespace) -> int:
             fail(f"the config's rewards ({', '.join(cfg.rewards)}) have no bench reward with a weight: difficulty is measured on "
                  "bench, bench-macro or bench-graded")  # fmt: skip
         if left_out:
-            echo(f"note: {', '.join(left_out)} not part of the difficulty (measured on {', '.join(rewards)})", err=True)
+            echo(f"note: {', '.join(left_out)}: not part of the difficulty (measured on {', '.join(rewards)})", err=True)
         if cfg.top_p != 1.0:
             echo(
                 f"warning: top_p={cfg.top_p} is not applied: curate samples the whole distribution at temperature {cfg.temperature}",

@@ -186,17 +186,20 @@ def vllm_generate(
     seed: int = 0,
     enforce_eager: bool = False,
     trust_remote_code: bool = False,
+    mm_processor_kwargs: dict | None = None,
 ) -> GenerateFn:
     """vLLM's offline engine (`vllm.LLM`), one image per prompt, the prompt text from our
-    processor's chat template, the placeholders suppressed (olmocr_rl/engines.py)."""
+    processor's chat template, the placeholders suppressed (olmocr_rl/engines.py);
+    `mm_processor_kwargs` (engines.pixel_bounds) cut images as a trainer's processor does."""
     try:
         from vllm import LLM, SamplingParams
     except ImportError as e:
         raise RuntimeError(f"--engine vllm needs vLLM ({e}); pip install 'olmocr-rl[vllm]', or use --engine transformers") from None
     from olmocr_rl.engines import vllm_suppression
 
+    extra = {"mm_processor_kwargs": mm_processor_kwargs} if mm_processor_kwargs else {}
     llm = LLM(model=model, max_model_len=max_model_len, limit_mm_per_prompt={"image": 1}, seed=seed,
-              enforce_eager=enforce_eager, trust_remote_code=trust_remote_code)  # fmt: skip
+              enforce_eager=enforce_eager, trust_remote_code=trust_remote_code, **extra)  # fmt: skip
     suppression = vllm_suppression(config)
 
     def generate(images: list, messages: list[list[dict]], temperature: float) -> list[str]:

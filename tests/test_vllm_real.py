@@ -283,3 +283,78 @@ def _group_alive(pgid: int) -> bool:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 return True
     return False
+
+
+def test_curate_with_the_vllm_engine(tiny32, tmp_path):
+    """`curate --engine vllm` on the built case of tests/test_curate.py: the offline engine samples
+    every page 8 times; the page nobody's text matches passes every sample, the long sentence fails
+    every sample, the one-character tests split them, and that page alone is kept."""
+    from test_curate import ALWAYS, NEVER, SOMETIMES, make_case
+
+    from olmocr_rl.curate import read_records
+    from olmocr_rl.prepared import read_split
+
+    case = make_case(tmp_path)
+    cmd = [sys.executable, "-m", "olmocr_rl.cli", "curate", str(case), "--model", str(tiny32), "--engine", "vllm", "--samples", "8",
+           "--config", str(FIXTURES / "tiny_grpo.yaml"), "-q"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    records = {r["pdf"]: r for _, r in read_records(case / "difficulty.jsonl")[0]}
+    assert set(records) == {ALWAYS, NEVER, SOMETIMES}, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert all(r["engine"] == "vllm" and len(r["rewards"]) == 8 and max(r["tokens"]) <= 16 for r in records.values())
+    assert records[ALWAYS]["rewards"] == [1.0] * 8 and records[NEVER]["rewards"] == [0.0] * 8
+    assert records[SOMETIMES]["std"] > 0, records[SOMETIMES]["rewards"]
+    assert proc.returncode == 0 and "kept 1 of 3 train pages" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert [r["pdf"] for r in read_split(case, "curated")] == [SOMETIMES]
+
+
+def test_curate_stopped_by_sigterm_leaves_no_engine_process(tiny32, tmp_path):
+    """SIGTERM while vLLM starts its engine (which swallows an exception raised in its start-up):
+    the command stops before sampling, exits 130, and no process it started is left (vLLM's
+    EngineCore and worker run in the command's process group). Python's default SIGTERM left both
+    running."""
+    import signal
+    import time
+
+    from test_curate import make_case
+
+    case = make_case(tmp_path)
+    cmd = [sys.executable, "-m", "olmocr_rl.cli", "curate", str(case), "--model", str(tiny32), "--engine", "vllm", "--samples", "4",
+           "--config", str(FIXTURES / "tiny_grpo.yaml"), "-q"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=os.environ.copy())
+    try:
+        deadline = time.monotonic() + 600
+        while not _has_child(proc.pid):  # the engine is starting
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read().decode()[-3000:]
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=300)[0].decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and "error: interrupted" in out, out[-3000:]
+    deadline = time.monotonic() + 60
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    left = _group_alive(proc.pid)
+    if left:
+        os.killpg(proc.pid, signal.SIGKILL)
+    assert not left, "vLLM's engine processes outlived the command"
+
+
+def _has_child(pid: int) -> bool:
+    return any(Path(f"/proc/{p}/stat").is_file() and _ppid(p) == pid for p in os.listdir("/proc") if p.isdigit())
+
+
+def _ppid(pid: str) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True

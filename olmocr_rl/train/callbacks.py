@@ -11,8 +11,10 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-# Shown in the progress line, when logged.
-HEADLINE = ("loss", "reward", "rewards/olmocr_bench/mean", "eval_reward", "completions/mean_length", "learning_rate")
+# Shown in the progress line, when logged. frac_reward_zero_std: trl's share of the step's groups
+# whose rewards are all equal (no advantage, no gradient); `olmocr-rl curate` drops such pages.
+HEADLINE = ("loss", "reward", "rewards/olmocr_bench/mean", "frac_reward_zero_std", "eval_reward", "completions/mean_length",
+            "learning_rate")  # fmt: skip
 
 
 def _fmt(v: Any) -> str:

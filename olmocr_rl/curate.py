@@ -41,7 +41,7 @@ BENCH_REWARDS = ("bench", "bench-macro", "bench-graded")
 SOURCE_SPLITS = ("train", "eval")
 RECORD_KEYS = ("split", "pdf", "page", "key", "rewards", "settings")
 
-# (images, prompt texts, temperature) -> one completion per image (olmocr_rl.generate.GenerateFn)
+# (images, one conversation per image, temperature) -> one completion per image (olmocr_rl.generate.GenerateFn)
 GenerateFn = Callable[[list, list[str], float], list[str]]
 # (completions, test ids per completion) -> one reward per completion
 RewardFn = Callable[[list[str], list[list[str]]], list[float]]
@@ -268,7 +268,10 @@ def _sample(generate: GenerateFn, root: Path, group: list[Page], samples: int, b
     for p in group:
         with Image.open(root / p.row["image"]) as im:
             images.append(im.convert("RGB"))
-    items = [(i, images[i], str(p.row["prompt"])) for i, p in enumerate(group) for _ in range(samples)]
+    from olmocr_rl.prompts import IMAGE_FIRST, conversation
+
+    items = [(i, images[i], conversation(str(p.row["prompt"]), str(p.row.get("prompt_layout", IMAGE_FIRST))))
+             for i, p in enumerate(group) for _ in range(samples)]  # fmt: skip
     texts: list[list[str]] = [[] for _ in group]
     for start in range(0, len(items), batch_size):
         chunk = items[start : start + batch_size]
@@ -295,6 +298,7 @@ def curate(
     engine: str = "",
     progress: Callable[[int, int], None] | None = None,
     stopped: Callable[[], bool] | None = None,
+    prompt: Any = None,
 ) -> Result:
     """Scores every page of `splits` not yet in the difficulty file (`output`, default
     PREPARED/difficulty.jsonl) and returns every page's newest record. `load_engine(rows)` is
@@ -308,6 +312,9 @@ def curate(
     root = Path(prepared_dir)
     path = Path(output) if output is not None else root / DIFFICULTY
     pages = source_pages(root, splits)
+    if prompt is not None:  # the training config's instruction (olmocr_rl.prompts.Prompt), as train uses it
+        for p in pages:
+            p.row = {**p.row, "prompt": prompt.text, "prompt_layout": prompt.layout}
     file = DifficultyFile(path)
     started = time.monotonic()
     try:

@@ -15,8 +15,8 @@ import pytest
 
 pytest.importorskip("trl")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from clirun import invoke  # noqa: E402
-from test_train import prepared, tiny_model  # noqa: E402,F401  (session fixtures)
+from clirun import invoke
+from test_train import prepared, tiny_model  # noqa: F401  (session fixtures)
 
 SNAPSHOT = Path(__file__).parent / "fixtures" / "dry_run_snapshot.txt"
 EXAMPLES = [

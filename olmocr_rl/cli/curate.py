@@ -60,6 +60,7 @@ def curate_command(
 def run(args: Namespace) -> int:
     from olmocr_rl.curate import CurateError, Settings, bench_rewards, curate, file_model, load_engine, select, training_reward, write_split
     from olmocr_rl.prepared import PreparedError, read_manifest
+    from olmocr_rl.prompts import resolve_prompt
     from olmocr_rl.suite import EnvironmentProblem, SuiteError
     from olmocr_rl.train.config import ConfigError, load_config
 
@@ -102,7 +103,7 @@ def run(args: Namespace) -> int:
         progress, close = _progress(args.quiet)
         term.install()
         try:
-            result = curate(prepared, settings, engine, reward, output=path, splits=("train", "eval") if args.include_eval else ("train",),
+            result = curate(prepared, settings, engine, reward, prompt=resolve_prompt(cfg.prompt) if cfg.prompt else None, output=path, splits=("train", "eval") if args.include_eval else ("train",),
                             batch_size=args.batch_size, count_tokens=lambda texts: counter["count"](texts), engine=args.engine,
                             progress=progress, stopped=term.came.is_set)  # fmt: skip
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM (typer alone would end with a silent status 130)

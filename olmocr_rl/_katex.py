@@ -16,13 +16,15 @@ import os
 import sys
 from pathlib import Path
 
+from olmocr_rl.errors import UserError
+
 OLMOCR_PIN = "0.4.27"  # the olmocr release whose wheel carries the reference's KaTeX
 KATEX_VERSION = "0.16.21"
 KATEX_SHA256 = "863811e2baa0849c77bc92d26d44f4d0a4843c2a8ab52c462017dea57316e4d8"
 WHEEL_MEMBER = "olmocr/bench/katex/katex.min.js"
 
 
-class KatexInstallError(RuntimeError):
+class KatexInstallError(UserError, RuntimeError):
     """install-katex could not obtain a verified katex.min.js."""
 
 

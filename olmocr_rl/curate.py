@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl.errors import UserError
+
 DIFFICULTY = "difficulty.jsonl"
 BENCH_REWARDS = ("bench", "bench-macro", "bench-graded")
 # The splits `prepare` writes: curate measures these, never a selection it wrote itself.
@@ -47,7 +49,7 @@ GenerateFn = Callable[[list, list[str], float], list[str]]
 RewardFn = Callable[[list[str], list[list[str]]], list[float]]
 
 
-class CurateError(ValueError):
+class CurateError(UserError, ValueError):
     """A problem the user fixes (a file, an option); the message names the file and line."""
 
 

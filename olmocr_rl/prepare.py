@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl.errors import UserError
 from olmocr_rl.prepared import FORMAT, VERSION
 from olmocr_rl.prompts import DEFAULT_PROMPT, IMAGE_FIRST
 
@@ -58,7 +59,7 @@ _PAGES_PER_TASK = 16
 _PNG_COMPRESS_LEVEL = 1  # zlib level 1: ~3x faster than the default 6, files ~1.5x larger
 
 
-class PrepareError(ValueError):
+class PrepareError(UserError, ValueError):
     """A problem with the request itself (no pdfs/ folder, a filter matching nothing, ...):
     nothing can be prepared. Problems with individual tests or PDFs are reported instead."""
 

@@ -17,12 +17,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl.errors import UserError
+
 FORMAT = "olmocr-rl-prepared"
 VERSION = 1
 ROW_KEYS = ("pdf", "page", "image", "prompt", "test_ids")
 
 
-class PreparedError(ValueError):
+class PreparedError(UserError, ValueError):
     """The folder is not a (finished, readable) prepared folder; the message names the file."""
 
 

@@ -21,6 +21,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from olmocr_rl.errors import UserError
+
 DEFAULT_PROMPT = (
     "Transcribe the attached image of one document page.\n"
     "Start your answer with YAML front matter between two lines of three dashes (---) that "
@@ -43,12 +45,12 @@ def read_prompt_file(path: str | Path) -> str:
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        raise ValueError(f"{p}: prompt file is not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise PromptError(f"{p}: prompt file is not UTF-8 text ({e.reason} at byte {e.start})") from None
     except OSError as e:
-        raise ValueError(f"{p}: cannot read the prompt file ({e.strerror or e})") from None
+        raise PromptError(f"{p}: cannot read the prompt file ({e.strerror or e})") from None
     text = text.rstrip("\r\n")
     if not text.strip():
-        raise ValueError(f"{p}: prompt file is empty")
+        raise PromptError(f"{p}: prompt file is empty")
     return text
 
 
@@ -57,7 +59,7 @@ PROMPT_NAMES = ("olmocr-rl", "olmocr-v4")
 OLMOCR_V4_FUNCTION = "build_no_anchoring_v4_yaml_prompt"
 
 
-class PromptError(ValueError):
+class PromptError(UserError, ValueError):
     """A prompt that cannot be had (unknown name, olmOCR's prompts not installed); names the fix."""
 
 

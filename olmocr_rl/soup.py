@@ -17,6 +17,8 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from olmocr_rl.errors import UserError
+
 SINGLE = ("model.safetensors", "adapter_model.safetensors")
 INDEX = "model.safetensors.index.json"
 # Training state that a souped model must not inherit from the first checkpoint.
@@ -27,7 +29,7 @@ SKIP_FILES = {
 SKIP_PREFIXES = ("rng_state", "pytorch_model", "model-", "model.safetensors", "adapter_model.")
 
 
-class SoupError(ValueError):
+class SoupError(UserError, ValueError):
     """Checkpoints that cannot be averaged (the message says why and which)."""
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple, Union
 
 from olmocr_rl import _core, _katex
+from olmocr_rl.errors import UsageError, UserError
 
 _katex.configure()
 
@@ -23,7 +24,7 @@ Guard = Literal["none", "short-output"]
 GUARDS: tuple[Guard, ...] = ("none", "short-output")
 
 
-class SuiteError(ValueError):
+class SuiteError(UserError, ValueError):
     """Test records the reference would reject; `.errors` lists every one of them."""
 
     def __init__(self, errors: list[str]):
@@ -39,7 +40,7 @@ def math_environment_problem(math_tests: int) -> str | None:
     return f"{math_tests} math test(s) cannot be checked: {problem}" if problem else None
 
 
-class EnvironmentProblem(RuntimeError):
+class EnvironmentProblem(UserError, RuntimeError):
     """This environment cannot check some of the suite's tests as the reference does (math
     tests without KaTeX 0.16.21): every such check would be an error verdict, so a reward built
     on them would be silently wrong. Raised before anything is scored."""
@@ -93,17 +94,17 @@ def check_threads(threads: object) -> int | None:
     if threads is None:
         env = os.environ.get("OLMOCR_RL_THREADS")
         if env is not None and env.strip() and not (env.strip().isdigit() and int(env) >= 1):
-            raise ValueError(f"OLMOCR_RL_THREADS={env!r}: expected a positive integer (or unset it)")
+            raise UsageError(f"OLMOCR_RL_THREADS={env!r}: expected a positive integer (or unset it)")
         return None
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive integer or None, not {threads!r}")
+        raise UsageError(f"threads must be a positive integer or None, not {threads!r}")
     return threads
 
 
 def check_guard(guard: object) -> Guard:
     """`guard` if it names a rule set (GUARDS), else ValueError naming the choices."""
     if guard not in GUARDS:
-        raise ValueError(f"guard must be one of {', '.join(map(repr, GUARDS))}, not {guard!r}")
+        raise UsageError(f"guard must be one of {', '.join(map(repr, GUARDS))}, not {guard!r}")
     return guard  # type: ignore[return-value]
 
 
@@ -274,7 +275,7 @@ class BenchSuite:
         threads = check_threads(threads)
         guard = self._guard(guard)
         if len(completions) != len(test_ids):
-            raise ValueError(f"{len(completions)} completions but {len(test_ids)} test id lists")
+            raise UsageError(f"{len(completions)} completions but {len(test_ids)} test id lists")
         # GRPO groups often repeat a completion word for word: score each distinct one once.
         first: dict[tuple[str, tuple[str, ...]], int] = {}
         slot = [first.setdefault((c, tuple(ids)), len(first)) for c, ids in zip(completions, test_ids)]

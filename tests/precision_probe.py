@@ -85,9 +85,11 @@ def main() -> int:
         original_init(self, *args, **kwargs)
 
     trl.GRPOTrainer.__init__ = init
-    from olmocr_rl.train.launch import rank_main
+    from olmocr_rl.cli import main as cli_main
 
-    return rank_main([config])
+    # The train command as its rank entry point runs it: alone (it trains in this process) or as
+    # one rank of `accelerate launch` (it sees the launcher and runs one rank).
+    return cli_main(["train", json.loads(Path(config).read_text())["prepared_dir"], "--config", config])
 
 
 if __name__ == "__main__":

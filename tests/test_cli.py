@@ -217,7 +217,11 @@ def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch):
 
     monkeypatch.setattr(check_module, "validate", boom)
     out = invoke(["validate", "x"])
-    assert out.exit_code == 1 and out.stderr.strip() == "error: RuntimeError: something broke (run with --debug for the traceback)"
+    assert (
+        out.exit_code == 1
+        and out.stderr.strip()
+        == "error: unexpected RuntimeError: something broke (a bug in olmocr-rl or a library it uses; run with --debug for the traceback)"
+    )
     out = invoke(["--debug", "validate", "x"])
     assert out.exit_code == 1 and "Traceback" in out.stderr
 

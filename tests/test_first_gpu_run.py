@@ -43,7 +43,7 @@ def test_upstreams_launch_dry_run_prints_what_the_run_will_do(prepared, tiny_mod
     assert "CUDA_VISIBLE_DEVICES=7 " in server and "--seed 1" in server  # the recipe's seed
     assert '--mm-processor-kwargs \'{"min_pixels": 3136, "max_pixels": 12544}\'' in server  # the trainer processor's bounds
     command = next(w for w in out.splitlines() if w.startswith("command: "))
-    assert "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6 " in command and "--num_processes 7" in command and "zero2.yaml" in command
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6 " in command and "--num_processes 7" in command and "ds_zero2.json" in command
     assert "--mixed_precision bf16" in command  # the recipe's bf16, though no config file exists yet
     assert "world size: 7" in out and "7 pages x 28 generations" in out
 

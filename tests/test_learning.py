@@ -35,7 +35,6 @@ from olmocr_rl.engines import rank_seed
 from olmocr_rl.train.config import load_config
 
 HERE = Path(__file__).resolve().parent
-LAUNCH = ["--num_machines", "1", "--machine_rank", "0", "--mixed_precision", "no", "--main_process_port", "0"]
 
 # The recipe of the learnability task (issue 11's, but 30 steps of 16-token completions at a
 # constant learning rate).
@@ -89,16 +88,18 @@ def write_config(prepared: Path, model: Path, out: Path, overrides: list[str]) -
     return cfg.to_json(out / "train_config.json")
 
 
-def run_ranks(config: Path, program: list[str], world: int, zero: int | None) -> None:
-    """`program CONFIG` in this process's Python: directly for one process, else under
-    `accelerate launch` with the packaged preset."""
-    from olmocr_rl.train.launch import config_file, launch_env
+def run_ranks(config: Path, program: list[str] | None, world: int, zero: int | None) -> None:
+    """`program CONFIG` (None: the rank entry point, `-m olmocr_rl.train PREPARED --config CONFIG`)
+    in this process's Python: directly for one process, else under `accelerate launch` with the
+    packaged preset."""
+    from olmocr_rl.train.launch import build_launch_argv, launch_env, rank_program
 
+    prepared = json.loads(Path(config).read_text())["prepared_dir"]
+    program = [*program, str(config)] if program is not None else ["-m", *rank_program(prepared, config)]
     if world == 1 and zero is None:
-        cmd = [sys.executable, *program, str(config)]
+        cmd = [sys.executable, *program]
     else:
-        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config_file(zero)),
-               "--num_processes", str(world), *LAUNCH, *program, str(config)]  # fmt: skip
+        cmd = build_launch_argv(prepared, config, num_processes=world, zero=zero, program=program)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=launch_env(world))
     assert proc.returncode == 0, f"{' '.join(cmd)}\n--- stderr\n{proc.stderr[-6000:]}"
 
@@ -174,7 +175,7 @@ def test_two_ranks_make_the_same_updates_as_one_process(zero, one_process_fixed,
 def learn(task: Path, model: Path, out: Path, world: int, zero: int | None, seed: int = 0) -> tuple[float, float]:
     per_device = 8 // world
     config = write_config(task, model, out, [*LEARN_RECIPE, f"seed={seed}", f"per_device_train_batch_size={per_device}"])
-    run_ranks(config, ["-m", "olmocr_rl.train.launch"], world, zero)
+    run_ranks(config, None, world, zero)  # the rank entry point itself
     rewards = [m["reward"] for m in metrics(out)]
     assert len(rewards) == 30
     return sum(rewards[:10]) / 10, sum(rewards[-10:]) / 10

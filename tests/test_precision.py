@@ -67,7 +67,7 @@ def probe(prepared: Path, model: Path, out: Path, world: int, zero: int | None, 
     if world == 1 and zero is None:
         cmd = [sys.executable, *PROBE, str(config)]
     else:
-        cmd = build_launch_argv(config, num_processes=world, zero=zero, mixed_precision="bf16", program=[*PROBE, str(config)])
+        cmd = build_launch_argv(prepared, config, num_processes=world, zero=zero, mixed_precision="bf16", program=[*PROBE, str(config)])
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=launch_env(world))
     assert proc.returncode == 0, f"{' '.join(cmd)}\n--- stderr\n{proc.stderr[-6000:]}"
     return [json.loads((out / f"precision_rank{r}.json").read_text()) for r in range(world)]

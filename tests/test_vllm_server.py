@@ -373,7 +373,7 @@ def test_cli_runs_server_then_training_and_cleans_up(prepared, tiny_model, tmp_p
     monkeypatch.setenv("TRAINER_RECORD", str(tmp_path / "trainer.json"))
     seen = {}
 
-    def launcher_argv(config_path, launcher="accelerate", **kw):
+    def launcher_argv(prepared_dir, config_path, launcher="accelerate", **kw):
         seen.update(kw, config_path=Path(config_path))  # written once the plan stands
         return [*TRAINER, f"http://127.0.0.1:{port}"]
 

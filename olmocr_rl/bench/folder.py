@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from olmocr_rl import _core
+from olmocr_rl.errors import UserError
 from olmocr_rl.suite import BenchSuite, Guard, SuiteError, TestInfo
 
 BASELINE_GROUP = "baseline"
@@ -27,7 +28,7 @@ _AUTO_SOURCE = "<auto baseline>"
 _PAGE_FILE = re.compile(r"^(.*)_pg\d+_repeat\d+\.md$", re.DOTALL)
 
 
-class BenchError(ValueError):
+class BenchError(UserError, ValueError):
     """A bench folder the benchmark cannot run on; `.errors` lists every problem found."""
 
     def __init__(self, errors: str | list[str]):

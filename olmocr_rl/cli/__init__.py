@@ -2,9 +2,10 @@
 
 Each command module defines its Typer function with `Annotated` options and registers it on
 `app`; heavy imports (torch, trl, the Rust scorer) stay inside the command bodies. User errors
-end a command with one `error: ...` line on stderr and exit status 1 (`fail`); usage errors exit
-2 naming the option; `--debug` (or OLMOCR_RL_DEBUG=1) shows the traceback of an unexpected error
-instead of the one-line summary.
+(`olmocr_rl.errors.UserError`, raised anywhere, or `fail`) end a command with one `error: ...` line
+on stderr and exit status 1, caught once in `main`; usage errors exit 2 naming the option; any other
+exception is reported as unexpected (a bug), and `--debug` (or OLMOCR_RL_DEBUG=1) shows its
+traceback instead of the one-line summary.
 """
 
 import enum
@@ -14,6 +15,8 @@ import traceback
 from typing import Annotated, NoReturn, Optional
 
 import typer
+
+from olmocr_rl.errors import UserError
 
 app = typer.Typer(
     name="olmocr-rl",
@@ -34,7 +37,7 @@ class GuardChoice(str, enum.Enum):
     short_output = "short-output"
 
 
-class CliError(Exception):
+class CliError(UserError):
     """Ends a command: `message` to stderr as `error: ...`, exit status `code`."""
 
     def __init__(self, message: str, code: int = 1):
@@ -82,9 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     _state["debug"] = False
     try:
         code = command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="olmocr-rl", standalone_mode=False)
-    except CliError as e:
+    except UserError as e:  # the one place user-facing errors end (olmocr_rl/errors.py)
+        if debug_enabled():
+            traceback.print_exc()
         echo(f"error: {e}", err=True)
-        return e.code
+        return getattr(e, "code", 1)
     except KeyboardInterrupt:
         echo("error: interrupted", err=True)
         return 130
@@ -103,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         if debug_enabled():  # a bug or an unexpected failure of a library: one line unless asked
             traceback.print_exc()
         else:
-            echo(f"error: {name}: {e} (run with --debug for the traceback)", err=True)
+            echo(f"error: unexpected {name}: {e} (a bug in olmocr-rl or a library it uses; run with --debug for the traceback)", err=True)
         return 1
     return int(code or 0)
 

@@ -60,7 +60,7 @@ def run(args: Namespace) -> int:
         # The pages, rendered exactly as `prepare` renders them for training (kept for a re-run).
         options = PrepareOptions(longest_side=args.longest_side, prompt=prompt.text, prompt_name=prompt.name, prompt_layout=prompt.layout)
         prepared = prepare(bench, out / ".render", options, progress=False)
-    except (PrepareError, ValueError, OSError) as e:
+    except (PrepareError, OSError) as e:
         fail(str(e))
     rows = prepared.train + prepared.eval
     if prepared.report.problems:

@@ -79,7 +79,7 @@ def run(args: Namespace) -> int:
             patch_size=args.patch_size,
         )
         result = run_prepare(args.bench_dir, args.out_dir, options, progress=not args.quiet)
-    except (PrepareError, ValueError) as e:
+    except PrepareError as e:
         fail(str(e))
     print_report(result)
     out_dir = args.out_dir

@@ -8,10 +8,14 @@
     modeling.py   model + processor loading (multimodal check), LoRA
     callbacks.py  metrics.jsonl, rich progress on rank 0
     outputs.py    bench-style candidate files after training
-    worker.py     `python -m olmocr_rl.train.worker CONFIG.json` (in-process or under accelerate)
-    launch.py     the accelerate / deepspeed launch commands, one rank's entry point
-    vllm_server.py  `--vllm-gpus K`: GPU split, the vLLM server's life, health wait, teardown
-    __main__.py   `deepspeed -m olmocr_rl.train ...` = `olmocr-rl train ...` on each rank
+    plan.py       the training plan (LaunchOptions -> Plan: world size, GPU split, commands,
+                  environment, pre-flight problems), its --dry-run text, and `execute`/`run_rank`
+    worker.py     one process's training (the whole run, or one rank), final outputs
+    launch.py     the accelerate / deepspeed commands, both starting the one rank entry point
+    supervise.py  the launcher (and the vLLM server) run and stopped together
+    vllm_server.py  `--vllm-gpus K`: GPU split, the server's command, health wait
+    budget.py     checkpoint disk and generation estimates
+    __main__.py   the rank entry point: `python -m olmocr_rl.train ...` = `olmocr-rl train ...`
 
 Nothing here imports torch/trl at module level except callbacks.py and worker's run().
 """

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints
 
+from olmocr_rl.errors import UserError
+
 REWARD_NAMES = (
     "bench", "bench-macro", "bench-graded", "eos", "front-matter",
     "medoid", "medoid-batch", "edit-distance", "element-count", "rect-tables",
@@ -52,7 +54,7 @@ def options_table() -> list[tuple[str, str, str, str]]:
     return rows
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration problem the user fixes by editing the config or the command line."""
 
 

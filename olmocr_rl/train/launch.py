@@ -1,49 +1,48 @@
-"""Multi-process launching for `olmocr-rl train`: builds an `accelerate launch` command around the
-packaged DeepSpeed presets (olmocr_rl/configs/zero{1,2,3}.yaml, ddp.yaml), or a `deepspeed`
-launcher command (`--launcher deepspeed`; presets olmocr_rl/configs/ds_zero{1,2,3}.json), and runs
-the training worker (`olmocr_rl.train.worker`) once per rank through this module's `rank_main`,
-which also shuts the process group down cleanly: left to interpreter exit, gloo's threads can abort
-a finished rank ("terminate called without an active exception", exit -6) and fail the whole run.
+"""Launch commands for `olmocr-rl train` on several processes: `accelerate launch` or the
+`deepspeed` launcher, both starting the one rank entry point with one argv form,
 
-Under the `deepspeed` launcher a rank gets `--local_rank=N` and the ZeRO stage's JSON preset, which
-it hands to the trainer the way `accelerate launch` would (ACCELERATE_USE_DEEPSPEED and
-ACCELERATE_DEEPSPEED_CONFIG_FILE), so both launchers build the same DeepSpeed engine from the same
-trainer code. (Passing the JSON as `GRPOConfig(deepspeed=...)` instead makes transformers create a
-backend-less accelerate state on machines without CUDA, which then counts one process.)
+    python -m olmocr_rl.train PREPARED --config OUTPUT_DIR/train_config.json [--zero N]
+
+(`olmocr_rl/train/__main__.py` = `olmocr-rl train`, which sees that a launcher started it and runs
+one rank: `olmocr_rl.train.plan.run_rank`), and both using one set of DeepSpeed presets,
+olmocr_rl/configs/ds_zero{1,2,3}.json (accelerate takes it with `--deepspeed_config_file`; a rank of
+the `deepspeed` launcher exports what accelerate would, ACCELERATE_USE_DEEPSPEED and
+ACCELERATE_DEEPSPEED_CONFIG_FILE, before the trainer exists), so both build the same engine.
+Plain data parallelism is accelerate's own (olmocr_rl/configs/ddp.yaml).
 
 Users never edit an accelerate YAML: process counts, machine rank/address and mixed precision are
 command-line flags; batch size, gradient accumulation and clipping are "auto" in the presets and
-filled by the trainer from the training config. On machines without CUDA the worker's GRPOConfig
-uses `ddp_backend="gloo"` (set by the config builder), without which accelerate 1.x reports one
-process under DeepSpeed. DeepSpeed's just-in-time compiled ops are cached in a stable folder
+filled by the trainer from the training config. On machines without CUDA the GRPOConfig uses
+`ddp_backend="gloo"` (set by the config builder), without which accelerate 1.x reports one process
+under DeepSpeed. DeepSpeed's just-in-time compiled ops are cached in a stable folder
 (`TORCH_EXTENSIONS_DIR`, default ~/.cache/olmocr-rl/torch_extensions) so only the first run builds.
+A finished rank shuts its process group down (`shutdown_process_group`): left to interpreter exit,
+gloo's threads can abort it ("terminate called without an active exception") and fail the run.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
 from importlib import resources
 from pathlib import Path
 
-WORKER_MODULE = "olmocr_rl.train.launch"  # what each rank runs: rank_main() below
+from olmocr_rl.train.config import ConfigError
+
+ENTRY_MODULE = "olmocr_rl.train"  # what every rank runs (olmocr_rl/train/__main__.py)
 ZERO_STAGES = (1, 2, 3)
 
 
-def config_file(zero: int | None) -> Path:
-    """The packaged accelerate config for a ZeRO stage (None: plain data parallelism)."""
-    if zero is not None and zero not in ZERO_STAGES:
-        raise ValueError(f"--zero must be 1, 2 or 3, got {zero}")
-    name = "ddp.yaml" if zero is None else f"zero{zero}.yaml"
-    return Path(str(resources.files("olmocr_rl.configs").joinpath(name)))
+def ddp_config_file() -> Path:
+    """accelerate's config for plain data parallelism (its DeepSpeed runs take the JSON presets)."""
+    return Path(str(resources.files("olmocr_rl.configs").joinpath("ddp.yaml")))
 
 
 def deepspeed_config_file(zero: int) -> Path:
     """The packaged DeepSpeed JSON for a ZeRO stage (the `deepspeed` launcher's preset)."""
     if zero not in ZERO_STAGES:
-        raise ValueError(f"--zero must be 1, 2 or 3, got {zero}")
+        raise ConfigError(f"--zero must be 1, 2 or 3, got {zero}")
     return Path(str(resources.files("olmocr_rl.configs").joinpath(f"ds_zero{zero}.json")))
 
 
@@ -72,21 +71,14 @@ def torch_extensions_dir() -> Path:
     return cache / "olmocr-rl" / "torch_extensions" / tag
 
 
-def _mixed_precision(config_path: Path) -> str:
-    """ "bf16"/"fp16"/"no" from the resolved training config (a JSON object, possibly nested one
-    level, e.g. {"grpo": {"bf16": true}}); "no" when it says nothing."""
-    try:
-        data = json.loads(Path(config_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return "no"
-    scopes = [data] + [v for v in data.values() if isinstance(v, dict)] if isinstance(data, dict) else []
-    for key in ("bf16", "fp16"):
-        if any(scope.get(key) is True for scope in scopes):
-            return key
-    return "no"
+def rank_program(prepared_dir: str | Path, config_path: str | Path, zero: int | None = None) -> list[str]:
+    """What every rank runs (after `-m`): the entry module, the prepared folder, the resolved config."""
+    program = [ENTRY_MODULE, str(Path(prepared_dir).resolve()), "--config", str(Path(config_path).resolve())]
+    return program + (["--zero", str(zero)] if zero is not None else [])
 
 
 def build_launch_argv(
+    prepared_dir: str | Path,
     config_path: str | Path,
     *,
     num_processes: int,
@@ -95,29 +87,31 @@ def build_launch_argv(
     machine_rank: int = 0,
     main_process_ip: str | None = None,
     main_process_port: int | None = None,
-    mixed_precision: str | None = None,
+    mixed_precision: str = "no",
     program: list[str] | None = None,
 ) -> list[str]:
     """The `accelerate launch` command (as an argv list, starting with this Python) that runs the
-    training worker on `num_processes` ranks in total across `num_machines` machines.
-    `program` replaces `-m olmocr_rl.train.launch CONFIG` (e.g. `[script.py, args...]`)."""
+    rank entry point on `num_processes` ranks in total across `num_machines` machines.
+    `program` replaces `-m olmocr_rl.train PREPARED --config CONFIG` (e.g. `[script.py, args...]`)."""
     if num_processes < 1:
-        raise ValueError(f"--num-processes must be at least 1, got {num_processes}")
+        raise ConfigError(f"--num-processes must be at least 1, got {num_processes}")
     if num_machines < 1:
-        raise ValueError(f"--num-machines must be at least 1, got {num_machines}")
+        raise ConfigError(f"--num-machines must be at least 1, got {num_machines}")
     if num_processes % num_machines:
-        raise ValueError(
+        raise ConfigError(
             f"--num-processes ({num_processes}) is the total over all machines and must be divisible by --num-machines ({num_machines})"
         )
     if not 0 <= machine_rank < num_machines:
-        raise ValueError(f"--machine-rank must be in [0, {num_machines}), got {machine_rank}")
+        raise ConfigError(f"--machine-rank must be in [0, {num_machines}), got {machine_rank}")
     if num_machines > 1 and not main_process_ip:
-        raise ValueError("multi-node training needs --main-process-ip (the address of the rank-0 machine)")
-    if mixed_precision is None:
-        mixed_precision = _mixed_precision(Path(config_path))
+        raise ConfigError("multi-node training needs --main-process-ip (the address of the rank-0 machine)")
+    preset = ["--config_file", str(ddp_config_file())]
+    if zero is not None:
+        preset = ["--use_deepspeed", "--deepspeed_config_file", str(deepspeed_config_file(zero))]
+        if zero == 3:
+            preset += ["--zero3_init_flag", "true"]  # each rank loads only its partition of the weights
     argv = [
-        sys.executable, "-m", "accelerate.commands.launch",
-        "--config_file", str(config_file(zero)),
+        sys.executable, "-m", "accelerate.commands.launch", *preset,
         "--num_processes", str(num_processes),
         "--num_machines", str(num_machines),
         "--machine_rank", str(machine_rank),
@@ -130,11 +124,12 @@ def build_launch_argv(
         # 29500. Several nodes must agree on a port: torch's default.
         main_process_port = 0 if num_machines == 1 else 29500
     argv += ["--main_process_port", str(main_process_port)]
-    argv += program if program is not None else ["-m", WORKER_MODULE, str(Path(config_path).resolve())]
+    argv += program if program is not None else ["-m", *rank_program(prepared_dir, config_path)]
     return argv
 
 
 def build_deepspeed_argv(
+    prepared_dir: str | Path,
     config_path: str | Path,
     *,
     num_processes: int,
@@ -147,29 +142,29 @@ def build_deepspeed_argv(
     program: list[str] | None = None,
 ) -> list[str]:
     """The `deepspeed` launcher command (as an argv list, starting with this Python) that runs the
-    training worker on `num_processes` ranks. One node: `--num_gpus` (or `--include localhost:IDS`
+    rank entry point on `num_processes` ranks. One node: `--num_gpus` (or `--include localhost:IDS`
     when `gpus` picks the devices); several: a DeepSpeed hostfile, from which the launcher starts
     every node itself (pdsh/ssh), `num_processes / num_machines` ranks on each."""
     if zero is None:
-        raise ValueError("--launcher deepspeed runs DeepSpeed: give --zero 1, 2 or 3 (plain data parallelism: --launcher accelerate)")
+        raise ConfigError("--launcher deepspeed runs DeepSpeed: give --zero 1, 2 or 3 (plain data parallelism: --launcher accelerate)")
     deepspeed_config_file(zero)  # validates the stage
     if num_processes < 1:
-        raise ValueError(f"--num-processes must be at least 1, got {num_processes}")
+        raise ConfigError(f"--num-processes must be at least 1, got {num_processes}")
     if num_processes % num_machines:
-        raise ValueError(
+        raise ConfigError(
             f"--num-processes ({num_processes}) is the total over all machines and must be divisible by --num-machines ({num_machines})"
         )
     argv = [sys.executable, "-m", "deepspeed.launcher.runner"]
     per_node = num_processes // num_machines
     if num_machines > 1:
         if not hostfile:
-            raise ValueError("--launcher deepspeed on several machines needs --hostfile (one `host slots=N` line per machine)")
+            raise ConfigError("--launcher deepspeed on several machines needs --hostfile (one `host slots=N` line per machine)")
         argv += ["--hostfile", str(hostfile), "--num_nodes", str(num_machines), "--num_gpus", str(per_node)]
         if main_process_ip:
             argv += ["--master_addr", main_process_ip]
     elif gpus is not None:
         if len(gpus) < per_node:
-            raise ValueError(f"--num-processes {per_node} needs {per_node} GPUs for training, only {len(gpus)} are left")
+            raise ConfigError(f"--num-processes {per_node} needs {per_node} GPUs for training, only {len(gpus)} are left")
         argv += ["--include", "localhost:" + ",".join(gpus[:per_node])]
     else:
         if hostfile:
@@ -177,7 +172,7 @@ def build_deepspeed_argv(
         argv += ["--num_gpus", str(per_node)]
     port = main_process_port if main_process_port is not None else (29500 if num_machines > 1 else free_port())
     argv += ["--master_port", str(port)]
-    argv += ["--module"] + (program if program is not None else [WORKER_MODULE, str(Path(config_path).resolve()), "--zero", str(zero)])
+    argv += ["--module"] + (program if program is not None else rank_program(prepared_dir, config_path, zero))
     return argv
 
 
@@ -214,20 +209,20 @@ def format_plan(argv: list[str], env: dict[str, str] | None = None, shown: dict[
     return " ".join(words + [shlex.join(argv)])
 
 
-def launcher_argv(config_path: str | Path, launcher: str = "accelerate", **kw) -> list[str]:
+def launcher_argv(prepared_dir: str | Path, config_path: str | Path, launcher: str = "accelerate", **kw) -> list[str]:
     """The launch command for `launcher` ("accelerate" or "deepspeed"); `kw` as `olmocr-rl train`'s
     flags (num_processes, zero, num_machines, machine_rank, main_process_ip, main_process_port,
-    hostfile, gpus) and the mixed precision of the config."""
+    hostfile, gpus) and the config's mixed precision."""
     if launcher == "deepspeed":
         kw.pop("machine_rank", None)  # the launcher starts every node from the hostfile
         kw.pop("mixed_precision", None)  # each rank reads it from the resolved config
-        return build_deepspeed_argv(config_path, **kw)
+        return build_deepspeed_argv(prepared_dir, config_path, **kw)
     if launcher != "accelerate":
-        raise ValueError(f"--launcher must be accelerate or deepspeed, got {launcher!r}")
+        raise ConfigError(f"--launcher must be accelerate or deepspeed, got {launcher!r}")
     if kw.pop("hostfile", None):
-        raise ValueError("--hostfile is for --launcher deepspeed (accelerate: --num-machines, --machine-rank, --main-process-ip)")
+        raise ConfigError("--hostfile is for --launcher deepspeed (accelerate: --num-machines, --machine-rank, --main-process-ip)")
     kw.pop("gpus", None)  # accelerate sees the devices through CUDA_VISIBLE_DEVICES
-    return build_launch_argv(config_path, **kw)
+    return build_launch_argv(prepared_dir, config_path, **kw)
 
 
 def launch(argv: list[str], env: dict[str, str]) -> int:
@@ -246,39 +241,3 @@ def shutdown_process_group() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
-
-
-def rank_args(argv: list[str]) -> tuple[list[str], int | None]:
-    """Splits the `deepspeed` launcher's `--local_rank=N` (its LOCAL_RANK is in the environment
-    too) and our `--zero N` off a rank's arguments."""
-    rest: list[str] = []
-    zero = None
-    it = iter(argv)
-    for a in it:
-        if a.startswith("--local_rank") or a.startswith("--local-rank"):
-            if "=" not in a:
-                next(it, None)
-        elif a == "--zero":
-            zero = int(next(it))
-        elif a.startswith("--zero="):
-            zero = int(a.split("=", 1)[1])
-        else:
-            rest.append(a)
-    return rest, zero
-
-
-def rank_main(argv: list[str] | None = None) -> int:
-    """One launched rank: `olmocr_rl.train.worker`'s main, then a clean process-group shutdown."""
-    from olmocr_rl.train.worker import main as worker_main
-
-    rest, zero = rank_args(list(sys.argv[1:] if argv is None else argv))
-    if zero is not None:  # started by the deepspeed launcher
-        use_deepspeed_preset(zero, _mixed_precision(Path(rest[0])) if rest else "no")
-    code = worker_main(rest)
-    if code == 0:
-        shutdown_process_group()
-    return code
-
-
-if __name__ == "__main__":
-    raise SystemExit(rank_main())

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl.errors import UserError
 from olmocr_rl.procs import ProcessTree
 from olmocr_rl.train.config import ConfigError, TrainConfig, max_model_length
 
@@ -36,7 +37,7 @@ STOP_GRACE_S = 30.0  # SIGTERM -> SIGKILL
 LOG_TAIL_LINES = 40
 
 
-class ServerError(RuntimeError):
+class ServerError(UserError, RuntimeError):
     """The generation server did not start, or stopped during training (message ends with its log tail)."""
 
 

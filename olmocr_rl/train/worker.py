@@ -1,10 +1,6 @@
-"""Runs GRPO training in the current process:
-
-    python -m olmocr_rl.train.worker OUTPUT_DIR/train_config.json [--outputs-only]
-
-Works as is (one process) and under `accelerate launch` (one per rank; trl/accelerate read the
-rank from the environment). `--outputs-only` skips training and writes the bench-style outputs
-of the model saved in output_dir (the launcher runs it after a multi-process run).
+"""GRPO training in the current process (`run`): the whole run in one process, or one rank of a
+launcher's job (trl and accelerate read the rank from the environment; olmocr_rl.train.plan calls
+this either way); and the bench-style outputs of a trained model (`write_final_outputs`).
 """
 
 from __future__ import annotations
@@ -259,37 +255,3 @@ def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = No
         temperature=cfg.final_temperature,
         batch_size=cfg.final_batch_size,
     )
-
-
-def load_resolved(path: str | os.PathLike[str]) -> TrainConfig:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    return TrainConfig.from_dict(data, source=str(path))
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    outputs_only = "--outputs-only" in argv
-    argv = [a for a in argv if a != "--outputs-only"]
-    if len(argv) != 1:
-        print("usage: python -m olmocr_rl.train.worker RESOLVED_CONFIG.json [--outputs-only]", file=sys.stderr)
-        return 2
-    try:
-        cfg = load_resolved(argv[0])
-        if outputs_only:
-            print(json.dumps(write_final_outputs(cfg), indent=2))
-        else:
-            run(cfg)
-    except ConfigError as e:
-        from olmocr_rl.cli import debug_enabled
-
-        if debug_enabled():
-            import traceback
-
-            traceback.print_exc()
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,288 @@
+"""The training plan: everything `olmocr-rl train` decides before it starts a process, as one typed
+object, and the one function that carries it out.
+
+    build_plan(cfg, LaunchOptions(...))   world size, GPU split, launcher and server commands, their
+                                          environment, trl's options, the pre-flight problems
+    plan.describe()                       what `--dry-run` prints
+    execute(plan)                         train here (one process) or start the launcher (and the
+                                          vLLM server) and supervise them; then the final outputs
+    run_rank(cfg, zero)                   one rank of a launcher's job (the entry point every
+                                          launcher starts: `python -m olmocr_rl.train PREPARED
+                                          --config OUTPUT_DIR/train_config.json`)
+
+The command line (olmocr_rl/cli/train.py) parses options into a TrainConfig and LaunchOptions and
+calls these; nothing here imports the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from olmocr_rl.errors import UserError
+from olmocr_rl.train.config import ConfigError, TrainConfig
+from olmocr_rl.train.preflight import Problem, errors
+
+CONFIG_FILE = "train_config.json"
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How the ranks are started (`olmocr-rl train`'s launch options)."""
+
+    num_processes: int | None = None  # total over all machines; None: 1, or every training GPU with vllm_gpus
+    zero: int | None = None  # DeepSpeed ZeRO stage
+    launcher: str = "accelerate"  # or "deepspeed"
+    vllm_gpus: int | None = None  # serve generation on this node's last K GPUs
+    num_machines: int = 1
+    machine_rank: int = 0
+    main_process_ip: str | None = None
+    main_process_port: int | None = None
+    hostfile: str | None = None
+
+
+class TrainingFailed(UserError):
+    """The launched training exited with a non-zero status (its ranks printed why)."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Plan:
+    cfg: TrainConfig  # resolved: bf16 decided, the server's address filled in
+    options: LaunchOptions
+    cuda: bool
+    world_size: int  # training processes in all
+    distributed: bool  # False: train in this process
+    grpo_kwargs: dict  # trl.GRPOConfig's arguments
+    launcher_argv: list[str] | None = None
+    env: dict[str, str] | None = None
+    split: Any = None  # vllm_server.GpuSplit with vllm_gpus
+    server_argv: list[str] | None = None  # on machine rank 0 with vllm_gpus
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def config_path(self) -> Path:
+        return Path(self.cfg.output_dir) / CONFIG_FILE
+
+    def describe(self) -> str:
+        """The plan as `--dry-run` prints it."""
+        from olmocr_rl.train.launch import format_plan
+        from olmocr_rl.train.preflight import generation_batch
+
+        cfg, world = self.cfg, self.world_size
+        lines = ["resolved config:", json.dumps(cfg.to_dict(), indent=2), f"world size: {world}"]
+        steps, batch = cfg.steps_per_generation or cfg.gradient_accumulation_steps, generation_batch(cfg, world)
+        lines.append(
+            f"generation batch: {cfg.per_device_train_batch_size} per device x {world} processes x {steps} steps = {batch} "
+            f"completions = {batch / cfg.num_generations:g} pages x {cfg.num_generations} generations"
+        )
+        lines.append("trl.GRPOConfig: " + json.dumps({k: v for k, v in self.grpo_kwargs.items() if k != "output_dir"}, default=str))
+        lines += self._budget_lines()
+        lines.append(f"prompt: {prompt_line(cfg)}")
+        if self.split is not None:
+            from olmocr_rl.train.vllm_server import server_env, weight_sync_port
+
+            lines.append(self.split.describe())
+            if self.server_argv is not None:
+                lines.append("server: " + format_plan(self.server_argv, None, server_env(self.split, base={})))
+                lines.append(
+                    f"ports: server {cfg.vllm_server_port} (vllm_server_port), weight sync {weight_sync_port(cfg)} (trl.vllm_group_port)"
+                )
+            else:
+                lines.append(
+                    f"server: none on this machine (machine rank {self.options.machine_rank}); the trainer connects to "
+                    f"{cfg.vllm_server_host}:{cfg.vllm_server_port}"
+                )
+        if self.distributed:
+            assert self.launcher_argv is not None and self.env is not None
+            shown = (
+                {"CUDA_VISIBLE_DEVICES": self.env["CUDA_VISIBLE_DEVICES"]}
+                if self.split is not None and "CUDA_VISIBLE_DEVICES" in self.env
+                else {}
+            )
+            lines.append("command: " + format_plan(self.launcher_argv, self.env, shown))
+        else:
+            lines.append(f"command: this process trains (config {self.config_path})")
+        return "\n".join(lines)
+
+    def _budget_lines(self) -> list[str]:
+        from olmocr_rl.train.budget import estimate
+        from olmocr_rl.train.data import read_split
+
+        cfg = self.cfg
+
+        def pages(split: str, limit: int | None) -> int:
+            try:
+                return len(read_split(cfg.prepared_dir, split)[:limit])
+            except ConfigError:
+                return 0
+
+        evaluated = pages(cfg.eval_split, cfg.max_eval_pages) if cfg.eval_enabled else 0
+        budget = estimate(
+            cfg, self.world_size, pages(cfg.train_split, cfg.max_train_pages), evaluated, deepspeed=self.options.zero is not None
+        )
+        return budget.lines()
+
+
+def prompt_line(cfg: TrainConfig) -> str:
+    """Where the run's instruction comes from, in a line."""
+    from olmocr_rl.prompts import TEXT_FIRST, PromptError, resolve_prompt
+
+    if cfg.prompt is None:
+        return "each prepared page's own instruction (prepare --prompt / --prompt-file)"
+    try:
+        p = resolve_prompt(cfg.prompt)
+    except PromptError as e:
+        return f"{cfg.prompt}: {e}"
+    return f"{p.name}: {p.source}; {'the instruction before the image' if p.layout == TEXT_FIRST else 'the image, then the instruction'}"
+
+
+def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False) -> Plan:
+    """Decides how the run starts (see the module docstring); `cfg` is updated in place (bf16
+    resolved; with vllm_gpus, server mode and the server's address). Raises ConfigError for
+    options that cannot work together; the pre-flight problems are returned on the plan."""
+    from olmocr_rl.train.config import cuda_available, grpo_kwargs
+    from olmocr_rl.train.launch import launch_env, launcher_argv
+    from olmocr_rl.train.preflight import preflight
+
+    o = options
+    cuda = cuda_available()
+    if cfg.bf16 is None:
+        cfg.bf16 = cuda  # resolved here so every rank (and accelerate's mixed precision) agrees
+    split = server = gpus = None
+    num_processes = o.num_processes or 1
+    if o.vllm_gpus:
+        from olmocr_rl.train.vllm_server import client_host, server_argv, split_gpus, visible_gpus
+
+        split = split_gpus(visible_gpus(), o.vllm_gpus, cfg.vllm_data_parallel_size)
+        per_node = len(split.train) if o.num_processes is None else o.num_processes // o.num_machines
+        if per_node > len(split.train):
+            raise ConfigError(
+                f"--num-processes {o.num_processes} needs {per_node} training GPUs per machine; "
+                f"--vllm-gpus {o.vllm_gpus} leaves {len(split.train)} ({','.join(split.train)})"
+            )
+        num_processes = per_node * o.num_machines
+        gpus = list(split.train)
+        cfg.use_vllm, cfg.vllm_mode, cfg.vllm_server_base_url = True, "server", None
+        cfg.vllm_server_host = client_host(o.num_machines, o.main_process_ip)
+        if o.machine_rank == 0:
+            bind = "0.0.0.0" if o.num_machines > 1 else "127.0.0.1"
+            server = server_argv(cfg, split, host=bind, port=cfg.vllm_server_port)
+    elif o.launcher == "deepspeed" and os.environ.get("CUDA_VISIBLE_DEVICES"):
+        from olmocr_rl.train.vllm_server import visible_gpus
+
+        gpus = visible_gpus()  # the deepspeed launcher ignores CUDA_VISIBLE_DEVICES once told a count
+    distributed = num_processes > 1 or o.zero is not None or o.num_machines > 1 or split is not None or o.launcher == "deepspeed"
+    plan = Plan(cfg, o, cuda, num_processes, distributed, grpo_kwargs(cfg, cuda=cuda, world_size=num_processes, deepspeed=o.zero is not None),
+                split=split, server_argv=server)  # fmt: skip
+    if distributed:
+        plan.launcher_argv = launcher_argv(
+            cfg.prepared_dir, plan.config_path, o.launcher, num_processes=num_processes, zero=o.zero, num_machines=o.num_machines,
+            machine_rank=o.machine_rank, main_process_ip=o.main_process_ip, main_process_port=o.main_process_port,
+            hostfile=o.hostfile, gpus=gpus, mixed_precision="bf16" if cfg.bf16 else "no",  # from the config in hand
+        )  # fmt: skip
+        plan.env = launch_env(num_processes // o.num_machines)
+        if split is not None and o.launcher == "accelerate":
+            plan.env["CUDA_VISIBLE_DEVICES"] = ",".join(split.train)
+        elif gpus is not None:
+            plan.env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher's --include names them
+    plan.problems = preflight(cfg, num_processes, cfg.prepared_dir, cuda=cuda, deepspeed=True if o.zero is not None else None)
+    if server is not None:
+        from olmocr_rl.train.vllm_server import port_problems
+
+        plan.problems += port_problems(cfg)
+    if strict:
+        plan.problems = [replace(p, severity="error") for p in plan.problems]
+    return plan
+
+
+def execute(plan: Plan, echo: Callable[[str], None] = print) -> dict | None:
+    """Runs the plan: writes the resolved config, trains (here, or through the launcher and the
+    server, every process supervised), then on machine rank 0 writes the final outputs. Returns
+    their summary (None without). UserError on a refusal, a failed or interrupted run."""
+    from olmocr_rl.procs import Interrupted
+
+    if errors(plan.problems):
+        raise ConfigError(f"{len(errors(plan.problems))} pre-flight problem(s); nothing was launched")
+    cfg = plan.cfg
+    cfg.to_json(plan.config_path)
+    from olmocr_rl.train.worker import run as run_worker
+    from olmocr_rl.train.worker import write_final_outputs
+
+    try:
+        if not plan.distributed:
+            return _in_process(cfg, run_worker)
+        code = _launch(plan, echo)
+    except Interrupted as e:
+        raise TrainingFailed(f"interrupted ({e}); every process it started was stopped. {resume_hint(cfg)}", 130) from None
+    if code != 0:
+        raise TrainingFailed(f"training exited with status {code}", code)
+    # Ranks do not generate: one process writes the outputs from the saved model.
+    return write_final_outputs(cfg) if plan.options.machine_rank == 0 and cfg.final_outputs != "none" else None
+
+
+def _in_process(cfg: TrainConfig, run_worker: Callable[..., dict]) -> dict | None:
+    """One process: training here; its DataLoader workers stopped with it on SIGINT/SIGTERM/SIGHUP."""
+    from olmocr_rl.procs import Interrupted, ProcessTree, interrupts
+
+    tree = ProcessTree()
+    try:
+        with interrupts():
+            return run_worker(cfg).get("outputs")
+    except Interrupted:
+        tree.stop(grace=10)
+        raise
+
+
+def _launch(plan: Plan, echo: Callable[[str], None]) -> int:
+    from olmocr_rl.train.launch import launch
+    from olmocr_rl.train.supervise import supervise
+    from olmocr_rl.train.vllm_server import VLLMServer, server_env
+
+    assert plan.launcher_argv is not None and plan.env is not None
+    if plan.split is None:
+        return launch(plan.launcher_argv, plan.env)
+    cfg, server = plan.cfg, None
+    if plan.server_argv is not None:
+        url = f"http://127.0.0.1:{cfg.vllm_server_port}"
+        server = VLLMServer(plan.server_argv, server_env(plan.split), Path(cfg.output_dir) / "logs" / "vllm.log", url)
+    echo(plan.split.describe())
+    return supervise(plan.launcher_argv, plan.env, server=server, timeout=cfg.vllm_server_timeout, echo=echo)
+
+
+def resume_hint(cfg: TrainConfig) -> str:
+    """Where the last checkpoint is, and the line that continues from it."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    last = get_last_checkpoint(cfg.output_dir) if Path(cfg.output_dir).is_dir() else None
+    if last is None:
+        return "No checkpoint was written yet."
+    return f"Last checkpoint: {last}; continue with the same command and --resume auto."
+
+
+def run_rank(cfg: TrainConfig, zero: int | None, echo: Callable[[str], None] = print) -> None:
+    """This process is one rank of a launcher's job: train here, then rank 0 writes the outputs.
+    `zero`: the ZeRO stage the `deepspeed` launcher's ranks are told (accelerate's know it)."""
+    from olmocr_rl.train.launch import launch_env, shutdown_process_group, use_deepspeed_preset
+    from olmocr_rl.train.worker import run as run_worker
+    from olmocr_rl.train.worker import write_final_outputs
+
+    rank = int(os.environ.get("RANK", "0"))
+    # What `olmocr-rl train` gives the ranks it launches: ninja on PATH, the stable op cache.
+    env = launch_env(base=dict(os.environ))
+    os.environ["PATH"], os.environ["TORCH_EXTENSIONS_DIR"] = env["PATH"], env["TORCH_EXTENSIONS_DIR"]
+    if rank == 0:
+        cfg.to_json(Path(cfg.output_dir) / CONFIG_FILE)
+    if zero is not None:
+        use_deepspeed_preset(zero, "bf16" if cfg.bf16 else "no")
+    run_worker(cfg, final_outputs=False)
+    shutdown_process_group()
+    if rank == 0 and cfg.final_outputs != "none":
+        outputs = write_final_outputs(cfg)
+        echo(f"outputs: {outputs['candidate']}  (score them: {outputs['bench_command']})")

@@ -521,7 +521,7 @@ def load_engine(
     import torch
 
     from olmocr_rl import generate as gen
-    from olmocr_rl.train.modeling import inference_dtype, load_processor, load_trained
+    from olmocr_rl.modeling import inference_dtype, load_processor, load_trained
 
     processor = load_processor(model, trust_remote_code=trust_remote_code, max_pixels=max_pixels)
     tok = getattr(processor, "tokenizer", processor)

@@ -55,7 +55,7 @@ def test_max_pixels_reaches_the_processor_and_is_checked(tiny_model, monkeypatch
     it is refused."""
     from PIL import Image
 
-    from olmocr_rl.train import modeling
+    from olmocr_rl import modeling
 
     page = Image.new("RGB", (600, 800))
 

@@ -134,7 +134,7 @@ def test_vllm_engine_at_its_boundary(tiny, tmp_path, monkeypatch):
     assert calls["init"]["enforce_eager"] is True  # no CUDA here: eager unless --no-eager
     # The placeholders are never sampled; the context is the longest prompt plus the new tokens.
     assert calls["params"] == {"temperature": 0.0, "max_tokens": 64, "logit_bias": {261: -100.0, 262: -100.0, 259: -100.0, 260: -100.0}}
-    from olmocr_rl.train.modeling import load_processor
+    from olmocr_rl.modeling import load_processor
 
     processor = load_processor(str(tiny))
     longest = max(len(processor(text=[r["prompt"]], images=[r["multi_modal_data"]["image"]])["input_ids"][0]) for r in calls["requests"])

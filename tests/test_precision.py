@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_learning import make_bench, prepare
 from test_train import FIXTURES, tiny_model  # noqa: F401  (session fixture)
 
+from olmocr_rl.modeling import training_dtype
 from olmocr_rl.train.config import TrainConfig, load_config
-from olmocr_rl.train.modeling import training_dtype
 from olmocr_rl.train.preflight import precision_problem
 
 HERE = Path(__file__).resolve().parent

@@ -153,8 +153,8 @@ def test_cli_dry_run_prints_the_plan_and_rejects_bad_batches(prepared, tmp_path)
 
 
 def test_processor_must_be_multimodal_and_rewards_build_by_name(tiny_model, prepared, tmp_path):
+    from olmocr_rl.modeling import load_processor
     from olmocr_rl.rewards import EosReward, FrontMatterReward
-    from olmocr_rl.train.modeling import load_processor
     from olmocr_rl.train.rewards import TrainBenchReward, build_rewards
 
     processor = load_processor(str(tiny_model))

@@ -109,7 +109,7 @@ def test_the_offline_engine_never_samples_placeholders(tiny32, prepared, monkeyp
     from vllm import LLM, SamplingParams
 
     from olmocr_rl.engines import vllm_suppression
-    from olmocr_rl.train.modeling import load_processor
+    from olmocr_rl.modeling import load_processor
 
     processor = load_processor(str(tiny32))
     image = page_images(prepared)[0]
@@ -230,9 +230,9 @@ def test_the_server_train_starts(tiny32, prepared, tmp_path):
     from trl.generation.vllm_generation import VLLMGeneration
 
     from olmocr_rl.engines import vllm_suppression
+    from olmocr_rl.modeling import load_processor
     from olmocr_rl.train.config import load_config
     from olmocr_rl.train.launch import free_port
-    from olmocr_rl.train.modeling import load_processor
     from olmocr_rl.train.vllm_server import GpuSplit, VLLMServer, port_free, server_argv, server_env
 
     max_pixels = 28 * 28 * 8  # below the tiny processor's own 28 * 28 * 16: fewer image tokens

@@ -89,8 +89,8 @@ def run(args: Namespace) -> int:
 
 def _engine(args: Namespace, rows: list[dict]):
     from olmocr_rl.generate import longest_prompt, model_context_length, transformers_generate, vllm_context, vllm_generate
+    from olmocr_rl.modeling import load_processor, load_trained
     from olmocr_rl.train.config import ConfigError
-    from olmocr_rl.train.modeling import load_processor, load_trained
 
     try:
         processor = load_processor(args.model)

@@ -5,7 +5,6 @@
     preflight.py  checks before launch (batch divisibility, eval batch, rewards, token budget, vLLM TP)
     data.py       the prepared folder -> a lazy-image datasets.Dataset
     rewards.py    reward functions by name with weights; failing-test recorder
-    modeling.py   model + processor loading (multimodal check), LoRA
     callbacks.py  metrics.jsonl, rich progress on rank 0
     outputs.py    bench-style candidate files after training
     plan.py       the training plan (LaunchOptions -> Plan: world size, GPU split, commands,

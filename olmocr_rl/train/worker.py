@@ -111,9 +111,9 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     from trl import GRPOTrainer
 
     from olmocr_rl.engines import transformers_suppression, vllm_suppression
+    from olmocr_rl.modeling import load_model, load_processor, lora_config
     from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback, StepTimer, WeightsMoved
     from olmocr_rl.train.data import build_dataset, tests_dir
-    from olmocr_rl.train.modeling import load_model, load_processor, lora_config
     from olmocr_rl.train.rewards import CompletionRecorder, build_rewards
 
     # trl 1.16 still calls the name transformers 5 deprecated, once per step.
@@ -229,7 +229,7 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
 def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = None) -> dict:
     """The model's output on the configured pages (`final_outputs`) as output_dir/outputs/*.md,
     with output_dir laid out as a bench folder. Loads the saved model when none is given."""
-    from olmocr_rl.train.modeling import inference_dtype, load_processor, load_trained
+    from olmocr_rl.modeling import inference_dtype, load_processor, load_trained
     from olmocr_rl.train.outputs import select_rows, write_outputs
 
     if model is None:

@@ -1,5 +1,7 @@
-"""Loading the policy model and its processor for any trl-supported vision-language model
-(AutoModelForImageTextToText + AutoProcessor: Qwen2-VL, Qwen2.5-VL, Qwen3-VL, ...)."""
+"""Loading models and processors, in one place for `train`, `generate` and `curate`: any
+image-text-to-text model transformers knows (AutoModelForImageTextToText + AutoProcessor: Qwen2-VL,
+Qwen2.5-VL, Qwen3-VL, ...), the processor checked to be multimodal and its pixel budget to take
+effect, the training dtype, LoRA adapters."""
 
 from __future__ import annotations
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from olmocr_rl.errors import UserError
+from olmocr_rl.jsonl import read_jsonl
 from olmocr_rl.prepared import FORMAT, VERSION
 from olmocr_rl.prompts import DEFAULT_PROMPT, IMAGE_FIRST
 
@@ -288,22 +289,16 @@ def _open_folder(root: Path, jsonl_filter: re.Pattern[str] | None, prefix: str) 
 
 
 def _read_lines(path: Path, report: PrepareReport) -> list[str] | None:
-    """The file's lines; an undecodable line is reported and blanked so the rest still load."""
+    """The file's lines (olmocr_rl.jsonl, numbered as the suite numbers them); an undecodable line
+    is reported and blanked so the rest still load."""
     try:
-        data = path.read_bytes()
+        read = read_jsonl(path)
     except OSError as e:
         report.rejected_tests.append({"file": str(path), "line": 0, "id": None, "reason": f"cannot read the file ({e.strerror or e})"})
         return None
-    lines = []
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            lines.append(raw.decode("utf-8"))
-        except UnicodeDecodeError as e:
-            report.rejected_tests.append(
-                {"file": str(path), "line": number, "id": None, "reason": f"not UTF-8 ({e.reason} at byte {e.start})"}
-            )
-            lines.append("")
-    return lines
+    for number, why in read.errors:
+        report.rejected_tests.append({"file": str(path), "line": number, "id": None, "reason": why})
+    return read.lines
 
 
 def _default_workers() -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Literal, NamedTuple, Union
 
 from olmocr_rl import _core, _katex
 from olmocr_rl.errors import UsageError, UserError
+from olmocr_rl.jsonl import read_jsonl, split_lines
 
 _katex.configure()
 
@@ -157,9 +157,9 @@ class BenchSuite:
         files = _jsonl_files(path)
         sources, unreadable = [], []
         for f in files:
-            text, bad_lines = _read_jsonl(f)
-            sources.append((str(f), text))
-            unreadable += bad_lines
+            read = read_jsonl(f)
+            sources.append((str(f), read.text))
+            unreadable += [_format_error(str(f), n, None, why) for n, why in read.errors]
         return cls.from_sources(sources, strict=strict, unreadable=unreadable, guard=guard)
 
     @classmethod
@@ -209,7 +209,7 @@ class BenchSuite:
         lines = self._lines.get(info.source)
         if lines is None:
             text = next(t for name, t in self._sources if name == info.source)
-            lines = self._lines[info.source] = _NEWLINE.split(text)
+            lines = self._lines[info.source] = split_lines(text)
         return json.loads(lines[info.line - 1])
 
     def type_counts(self) -> dict[str, int]:
@@ -306,25 +306,3 @@ def _rebuild(sources: list[tuple[str, str]], unreadable: Sequence[str] = (), gua
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # warned when first loaded
         return BenchSuite.from_sources(sources, strict=False, unreadable=unreadable, guard=guard)
-
-
-_NEWLINE = re.compile(r"\r\n|\r|\n")  # universal newlines, as Python's text mode and the core split lines
-
-
-def _read_jsonl(path: Path) -> tuple[str, list[str]]:
-    """A JSONL file's text, and an error for each line that is not UTF-8 (such a line is left
-    out, blank, so the others keep their line numbers; the reference cannot read the file)."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8"), []
-    except UnicodeDecodeError:
-        pass
-    lines = _NEWLINE.split(data.decode("utf-8", errors="surrogateescape"))
-    errors = []
-    for n, line in enumerate(lines, 1):
-        bad = next((i for i, ch in enumerate(line) if "\udc80" <= ch <= "\udcff"), None)
-        if bad is not None:
-            byte = ord(line[bad]) - 0xDC00
-            errors.append(_format_error(str(path), n, None, f"not UTF-8 text (byte 0x{byte:02x} at character {bad + 1})"))
-            lines[n - 1] = ""
-    return "\n".join(lines), errors

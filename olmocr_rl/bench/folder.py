@@ -14,6 +14,7 @@ from typing import Any
 
 from olmocr_rl import _core
 from olmocr_rl.errors import UserError
+from olmocr_rl.jsonl import read_jsonl
 from olmocr_rl.suite import BenchSuite, Guard, SuiteError, TestInfo
 
 BASELINE_GROUP = "baseline"
@@ -87,12 +88,16 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
     jsonl_files = [given] if single else sorted(Path(p) for p in top if os.path.isfile(p))
     if not jsonl_files:
         raise BenchError(f"{root}: no *.jsonl test files at the top level")
-    sources = []
+    sources, unreadable = [], []
     for f in jsonl_files:
         try:
-            sources.append((str(f), f.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError) as e:
-            raise BenchError(f"{f}: cannot read ({e})") from None
+            read = read_jsonl(f)
+        except OSError as e:
+            raise BenchError(f"{f}: cannot read ({e.strerror or e})") from None
+        sources.append((str(f), read.text))
+        unreadable += read.messages()
+    if unreadable:  # the reference cannot read such a file at all
+        raise BenchError(unreadable)
     try:
         suite = BenchSuite.from_sources(sources, strict=True, guard=guard)
     except SuiteError as e:

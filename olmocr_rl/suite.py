@@ -87,17 +87,39 @@ class TestInfo(NamedTuple):
     line: int
 
 
-def check_threads(threads: object) -> int | None:
-    """A thread count for the Rust pool: None (the default: `OLMOCR_RL_THREADS`, else the cores
-    divided by `LOCAL_WORLD_SIZE`) or an int >= 1; anything else, or an `OLMOCR_RL_THREADS` that
-    is not a positive integer, raises ValueError rather than being ignored."""
+MAX_THREADS_PER_CORE = 4  # above this many threads per usable core, the pool only adds stacks and switches
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def check_threads(threads: object) -> int:
+    """The Rust pool's size, resolved here once and passed to Rust: `threads` (an int >= 1), else
+    `OLMOCR_RL_THREADS`, else the cores this process may use divided among the local ranks of a
+    distributed launch (`LOCAL_WORLD_SIZE`: each rank computes its own rewards). Anything that is
+    not a positive integer, or more than MAX_THREADS_PER_CORE per usable core (16 MiB of stack each,
+    no speed), raises UsageError naming where it came from."""
+    cores = usable_cores()
+    where = "threads"
     if threads is None:
-        env = os.environ.get("OLMOCR_RL_THREADS")
-        if env is not None and env.strip() and not (env.strip().isdigit() and int(env) >= 1):
+        env = os.environ.get("OLMOCR_RL_THREADS", "").strip()
+        if not env:
+            ranks = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
+            return max(1, cores // (int(ranks) if ranks.isdigit() and int(ranks) > 0 else 1))
+        if not env.isdigit() or int(env) < 1:
             raise UsageError(f"OLMOCR_RL_THREADS={env!r}: expected a positive integer (or unset it)")
-        return None
+        threads, where = int(env), "OLMOCR_RL_THREADS"
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise UsageError(f"threads must be a positive integer or None, not {threads!r}")
+    if threads > MAX_THREADS_PER_CORE * cores:
+        raise UsageError(
+            f"{where}={threads}: more than {MAX_THREADS_PER_CORE} threads for each of the {cores} cores this process may use "
+            f"(at most {MAX_THREADS_PER_CORE * cores}; more only costs memory and time)"
+        )
     return threads
 
 

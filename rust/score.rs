@@ -107,22 +107,11 @@ pub fn score_pages(
     pool(threads).install(|| pages.par_iter().map(|(t, ids)| score_page(suite, t, ids, guard)).collect())
 }
 
-/// The default pool size: the cores this process may use, divided among the local ranks of a
-/// distributed launch (each rank computes its own rewards), overridable with
-/// `OLMOCR_RL_THREADS`.
+/// The pool size when the caller names none: the cores this process may use. The Python side
+/// always names one (`olmocr_rl.suite.check_threads`: `OLMOCR_RL_THREADS`, else the cores divided
+/// among the local ranks), so that setting is read in one place.
 pub fn default_threads() -> usize {
-    if let Some(n) = std::env::var("OLMOCR_RL_THREADS").ok().and_then(|v| v.trim().parse().ok()) {
-        if n > 0 {
-            return n;
-        }
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let ranks = std::env::var("LOCAL_WORLD_SIZE")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&r| r > 0)
-        .unwrap_or(1);
-    (cores / ranks).max(1)
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 struct PoolSlot {

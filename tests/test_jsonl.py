@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from clirun import invoke  # noqa: E402
+from clirun import invoke
 
-from olmocr_rl import BenchSuite  # noqa: E402
-from olmocr_rl.jsonl import read_jsonl  # noqa: E402
+from olmocr_rl import BenchSuite
+from olmocr_rl.jsonl import read_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -127,3 +127,30 @@ def test_usage_errors_exit_2_with_the_reason():
     assert out.exit_code == 2 and "No such command 'nosuch'" in out.stderr
     out = invoke(["train", "x", "--zero", "4"])
     assert out.exit_code == 2 and "Invalid value for '--zero'" in out.stderr
+
+
+def test_the_thread_count_is_resolved_once_and_bounded(monkeypatch):
+    """Python decides the Rust pool's size (the core no longer reads the environment): the
+    argument, else OLMOCR_RL_THREADS, else the usable cores over the local ranks; a count far above
+    the cores (16 MiB of stack each: 4000 threads took 12-35 s for 4 pages) is refused by name."""
+    import pytest
+
+    from olmocr_rl.errors import UserError
+    from olmocr_rl.suite import MAX_THREADS_PER_CORE, check_threads, usable_cores
+
+    monkeypatch.delenv("OLMOCR_RL_THREADS", raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    cores = usable_cores()
+    assert check_threads(None) == cores and check_threads(3) == 3
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(cores * 2))
+    assert check_threads(None) == 1
+    monkeypatch.setenv("OLMOCR_RL_THREADS", "2")
+    assert check_threads(None) == 2
+    monkeypatch.setenv("OLMOCR_RL_THREADS", "4000")
+    with pytest.raises(UserError, match=rf"OLMOCR_RL_THREADS=4000: more than {MAX_THREADS_PER_CORE} threads for each of the {cores} cores"):
+        check_threads(None)
+    with pytest.raises(UserError, match=r"threads=100000: more than"):
+        check_threads(100_000)
+    monkeypatch.setenv("OLMOCR_RL_THREADS", "many")
+    with pytest.raises(UserError, match="expected a positive integer"):
+        check_threads(None)

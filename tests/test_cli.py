@@ -212,10 +212,10 @@ def test_a_refused_trl_option_is_one_error_line(tmp_path):
 def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch):
     import olmocr_rl.cli.check as check_module
 
-    def boom(args):
+    def boom(path, strict):
         raise RuntimeError("something broke")
 
-    monkeypatch.setattr(check_module, "validate", boom)
+    monkeypatch.setattr(check_module, "_load", boom)  # a bug deep in the command
     out = invoke(["validate", "x"])
     assert (
         out.exit_code == 1

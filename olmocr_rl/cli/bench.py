@@ -3,7 +3,6 @@
 import os
 import sys
 from pathlib import Path
-from types import SimpleNamespace as Namespace
 from typing import Annotated, Optional
 
 import typer
@@ -72,10 +71,6 @@ def bench_command(
         ),
     ] = None,
 ) -> int:
-    return run(Namespace(**locals()))
-
-
-def run(args: Namespace) -> int:
     from olmocr_rl.bench import BenchError, print_summary, run_bench, summary_dict
 
     bar = None
@@ -100,19 +95,19 @@ def run(args: Namespace) -> int:
         if bar is not None:
             bar.start()
         summary = run_bench(
-            args.bench_dir,
-            args.candidate,
-            skip_baseline=args.skip_baseline,
-            force=args.force,
-            details=args.details,
-            threads=args.workers,
-            bootstrap_samples=args.bootstrap_samples,
-            confidence_level=args.confidence_level,
-            seed=args.seed,
+            bench_dir,
+            candidate,
+            skip_baseline=skip_baseline,
+            force=force,
+            details=details,
+            threads=workers,
+            bootstrap_samples=bootstrap_samples,
+            confidence_level=confidence_level,
+            seed=seed,
             progress=progress,
-            sample=args.sample,
-            keep_details=args.report is not None,
-            guard=args.guard.value,
+            sample=sample,
+            keep_details=report is not None,
+            guard=guard.value,
         )
     except (BenchError, OSError) as e:  # OSError: e.g. the details file cannot be written
         fail(str(e))
@@ -120,42 +115,42 @@ def run(args: Namespace) -> int:
         if bar is not None:
             bar.stop()
     comparisons = []
-    if args.compare:
+    if compare:
         from olmocr_rl.bench.compare import compare_summary
 
         if len(summary.candidates) < 2:
             fail("--compare needs two or more candidates")
-        comparisons = compare_summary(summary, args.candidate[0] if args.candidate else None)
+        comparisons = compare_summary(summary, candidate[0] if candidate else None)
     notes = []
-    if args.report is not None:
+    if report is not None:
         from olmocr_rl.report import bench_report
 
         try:
-            notes.append(f"report: {bench_report(summary, args.report, max_reports=args.max_reports, workers=args.workers)}")
+            notes.append(f"report: {bench_report(summary, report, max_reports=max_reports, workers=workers)}")
         except OSError as e:
-            fail(f"cannot write the report {args.report}: {e}")
-    if args.output_failed is not None:
+            fail(f"cannot write the report {report}: {e}")
+    if output_failed is not None:
         from olmocr_rl.bench import failed_everywhere, test_records
 
-        target = args.output_failed
+        target = output_failed
         failed = failed_everywhere(summary)
         if failed:
             target.write_text("".join(line + "\n" for line in test_records(failed)), encoding="utf-8")
             notes.append(f"{len(failed)} test(s) that no candidate passed: {target}")
         else:
             notes.append("no test failed for every candidate: no file written")
-    if args.as_json:
+    if as_json:
         import orjson
 
         sys.stdout.write(orjson.dumps(summary_dict(summary, comparisons), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         from rich.console import Console
 
-        print_summary(summary, Console(), show_failures=args.show_failures)
+        print_summary(summary, Console(), show_failures=show_failures)
         if comparisons:
             from olmocr_rl.bench.compare import print_comparisons
 
             print_comparisons(comparisons, Console())
     for note in notes:
-        print(note, file=sys.stderr if args.as_json else sys.stdout)
+        print(note, file=sys.stderr if as_json else sys.stdout)
     return 0

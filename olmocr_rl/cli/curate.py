@@ -2,7 +2,6 @@
 reward, and keep for training the pages whose samples disagree (olmocr_rl/curate.py)."""
 
 from pathlib import Path
-from types import SimpleNamespace as Namespace
 from typing import Annotated, Any, Optional
 
 import typer
@@ -52,31 +51,25 @@ def curate_command(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
-    args = Namespace(**locals())
-    args.overrides = [*(set_ or []), *(overrides or [])]
-    return run(args)
-
-
-def run(args: Namespace) -> int:
     from olmocr_rl.curate import CurateError, Settings, bench_rewards, curate, file_model, load_engine, select, training_reward, write_split
     from olmocr_rl.prepared import PreparedError, read_manifest
     from olmocr_rl.prompts import resolve_prompt
     from olmocr_rl.suite import EnvironmentProblem, SuiteError
     from olmocr_rl.train.config import ConfigError, load_config
 
-    if args.engine not in ("transformers", "vllm"):
-        fail(f"--engine must be transformers or vllm, not {args.engine!r}")
-    prepared = args.prepared_dir
-    path = args.output or prepared / "difficulty.jsonl"
+    if engine not in ("transformers", "vllm"):
+        fail(f"--engine must be transformers or vllm, not {engine!r}")
+    prepared = prepared_dir
+    path = output or prepared / "difficulty.jsonl"
     try:
         read_manifest(prepared)  # a prepared folder, before anything else is read or written
-        model = args.model or file_model(path)
+        model = model or file_model(path)
         if not model:
             fail("--model is required (there is no difficulty file to take it from)")
         local = Path(model)
         model = str(local.resolve()) if local.exists() else model  # the same folder, whatever the working directory
         # output_dir is the trainer's, unused here.
-        cfg = load_config(args.config, args.overrides, prepared_dir=str(prepared), model=model, output_dir=str(prepared))
+        cfg = load_config(config, [*(set_ or []), *(overrides or [])], prepared_dir=str(prepared), model=model, output_dir=str(prepared))
         rewards, left_out = bench_rewards(cfg.rewards)
         if not rewards:
             fail(f"the config's rewards ({', '.join(cfg.rewards)}) have no bench reward with a weight: difficulty is measured on "
@@ -88,23 +81,23 @@ def run(args: Namespace) -> int:
                 f"warning: top_p={cfg.top_p} is not applied: curate samples the whole distribution at temperature {cfg.temperature}",
                 err=True,
             )
-        settings = Settings(model, args.samples, cfg.temperature, cfg.max_completion_length, rewards, cfg.bench_guard)
+        settings = Settings(model, samples, cfg.temperature, cfg.max_completion_length, rewards, cfg.bench_guard)
         reward = training_reward(prepared, rewards, cfg.bench_guard, cfg.reward_threads)
         counter: dict = {}
         term = _Sigterm()
 
-        def engine(rows: list[dict]):
-            generate, counter["count"] = load_engine(args.engine, model, rows, max_new_tokens=cfg.max_completion_length,
+        def engine_for(rows: list[dict]):
+            generate, counter["count"] = load_engine(engine, model, rows, max_new_tokens=cfg.max_completion_length,
                                                      seed=cfg.seed, max_pixels=cfg.max_pixels,
-                                                     trust_remote_code=cfg.trust_remote_code, eager=args.eager,
+                                                     trust_remote_code=cfg.trust_remote_code, eager=eager,
                                                      warn=lambda m: echo(m, err=True))  # fmt: skip
             return term.interruptible(generate)
 
-        progress, close = _progress(args.quiet)
+        progress, close = _progress(quiet)
         term.install()
         try:
-            result = curate(prepared, settings, engine, reward, prompt=resolve_prompt(cfg.prompt) if cfg.prompt else None, output=path, splits=("train", "eval") if args.include_eval else ("train",),
-                            batch_size=args.batch_size, count_tokens=lambda texts: counter["count"](texts), engine=args.engine,
+            result = curate(prepared, settings, engine_for, reward, prompt=resolve_prompt(cfg.prompt) if cfg.prompt else None, output=path, splits=("train", "eval") if include_eval else ("train",),
+                            batch_size=batch_size, count_tokens=lambda texts: counter["count"](texts), engine=engine,
                             progress=progress, stopped=term.came.is_set)  # fmt: skip
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM (typer alone would end with a silent status 130)
             fail("interrupted: the pages finished are in the difficulty file; run again to go on", 130)
@@ -129,19 +122,19 @@ def run(args: Namespace) -> int:
         echo(f"warning: {empty} of {sum(samples)} samples are empty or whitespace: the model is not transcribing (check the "
              "model and prompt); such pages all earn the same and are dropped, not kept as hard", err=True)  # fmt: skip
     try:
-        sel = select(result.pages, result.records, min_std=args.min_std, min_mean=args.min_mean, max_mean=args.max_mean, top=top)
+        sel = select(result.pages, result.records, min_std=min_std, min_mean=min_mean, max_mean=max_mean, top=top)
     except CurateError as e:
         fail(str(e))
     c = sel.counts
     echo(f"train pages: {c['all_pass']} all samples pass, {c['all_fail']} all fail, {c['uniform']} all the same otherwise, "
          f"{c['disagree']} disagree")  # fmt: skip
-    rule = f"reward std > {args.min_std:g}" + (f", mean > {args.min_mean:g}" if args.min_mean is not None else "")
-    rule += f", mean < {args.max_mean:g}" if args.max_mean is not None else ""
+    rule = f"reward std > {min_std:g}" + (f", mean > {min_mean:g}" if min_mean is not None else "")
+    rule += f", mean < {max_mean:g}" if max_mean is not None else ""
     if not sel.kept:
         fail(f"no train page kept ({rule}): nothing to train on; {path} holds every page's figures (lower the thresholds, "
              "raise the temperature, or sample more)")  # fmt: skip
     try:
-        split = write_split(prepared, args.name, sel.kept)
+        split = write_split(prepared, name, sel.kept)
     except (CurateError, OSError) as e:
         fail(str(e))
     g, budget = cfg.num_generations, cfg.max_completion_length
@@ -150,8 +143,8 @@ def run(args: Namespace) -> int:
     echo(f"generation saved per epoch: {len(sel.dropped)} pages x {g} generations x <= {budget} tokens = {sel.saved_pages:.1%} of the "
          f"completion budget{measured}")  # fmt: skip
     echo(f"curation sampled {settings.samples} per page: {settings.samples / g:.2g} epoch(s) of generation at num_generations={g}")
-    cmd = f"olmocr-rl train {prepared} --model {args.model or model} -o OUTPUT_DIR train_split={args.name}"
-    echo(f"train on them: {cmd}" + (f" --config {args.config}" if args.config else ""))
+    cmd = f"olmocr-rl train {prepared} --model {model or model} -o OUTPUT_DIR train_split={name}"
+    echo(f"train on them: {cmd}" + (f" --config {config}" if config else ""))
     return 0
 
 

@@ -2,7 +2,6 @@
 model, a checkpoint, a soup) into candidate files that `olmocr-rl bench` scores."""
 
 from pathlib import Path
-from types import SimpleNamespace as Namespace
 from typing import Annotated, Optional
 
 import typer
@@ -39,26 +38,23 @@ def generate_command(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
-    return run(Namespace(**locals()))
-
-
-def run(args: Namespace) -> int:
+    given = {k: (str(v) if isinstance(v, Path) else v) for k, v in locals().items()}  # recorded in _generate.json
     from olmocr_rl.generate import transcribe, write_summary
     from olmocr_rl.prepare import PrepareError, PrepareOptions, prepare
     from olmocr_rl.prompts import resolve_prompt
 
-    if args.engine not in ("transformers", "vllm"):
-        fail(f"--engine must be transformers or vllm, not {args.engine!r}")
-    if not args.candidate or args.candidate in ("pdfs", ".", "..") or "/" in args.candidate:
-        fail(f"--candidate {args.candidate!r}: give a folder name (not pdfs)")
-    bench = args.bench_dir
-    out = bench / args.candidate
+    if engine not in ("transformers", "vllm"):
+        fail(f"--engine must be transformers or vllm, not {engine!r}")
+    if not candidate or candidate in ("pdfs", ".", "..") or "/" in candidate:
+        fail(f"--candidate {candidate!r}: give a folder name (not pdfs)")
+    bench = bench_dir
+    out = bench / candidate
     try:
-        if args.prompt and args.prompt_file:
+        if prompt and prompt_file:
             fail("give --prompt or --prompt-file, not both")
-        prompt = resolve_prompt(args.prompt, args.prompt_file)
+        chosen = resolve_prompt(prompt, prompt_file)
         # The pages, rendered exactly as `prepare` renders them for training (kept for a re-run).
-        options = PrepareOptions(longest_side=args.longest_side, prompt=prompt.text, prompt_name=prompt.name, prompt_layout=prompt.layout)
+        options = PrepareOptions(longest_side=longest_side, prompt=chosen.text, prompt_name=chosen.name, prompt_layout=chosen.layout)
         prepared = prepare(bench, out / ".render", options, progress=False)
     except (PrepareError, OSError) as e:
         fail(str(e))
@@ -68,54 +64,53 @@ def run(args: Namespace) -> int:
              f"skipped; see {out / '.render' / 'report.json'}", err=True)  # fmt: skip
     if not rows:
         fail(f"{bench}: no page with tests could be rendered (see {out / '.render' / 'report.json'})")
-    generate = _engine(args, rows)
-    progress, close = _progress(len(rows), args.quiet)
+    generate = _engine(model, engine, rows, max_new_tokens=max_new_tokens, seed=seed, eager=eager)
+    progress, close = _progress(len(rows), quiet)
     try:
-        summary = transcribe(generate, out / ".render", rows, out, repeats=args.repeats, temperature=args.temperature,
-                             batch_size=args.batch_size, raw=args.raw, progress=progress)  # fmt: skip
+        summary = transcribe(generate, out / ".render", rows, out, repeats=repeats, temperature=temperature,
+                             batch_size=batch_size, raw=raw, progress=progress)  # fmt: skip
     finally:
         close()
-    options = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    path = write_summary(out, summary, options)
+    path = write_summary(out, summary, given)
     echo(f"{out}: {summary['written']} files written, {summary['skipped']} pages already done, "
          f"{summary['unparsed']} completions without olmOCR front matter (written whole); summary in {path}")  # fmt: skip
     if summary["errors"]:
         for e in summary["errors"][:5]:
             echo(f"  {e['pdf']} page {e['page']}: {e['error']}", err=True)
         fail(f"{len(summary['errors'])} page(s) failed (listed in {path}); the others are written: run again to retry them")
-    echo(f"score them: olmocr-rl bench {bench} --candidate {args.candidate}")
+    echo(f"score them: olmocr-rl bench {bench} --candidate {candidate}")
     return 0
 
 
-def _engine(args: Namespace, rows: list[dict]):
+def _engine(model_name: str, engine: str, rows: list[dict], *, max_new_tokens: int, seed: int, eager: Optional[bool]):
     from olmocr_rl.generate import longest_prompt, model_context_length, transformers_generate, vllm_context, vllm_generate
     from olmocr_rl.modeling import load_processor, load_trained
     from olmocr_rl.train.config import ConfigError
 
     try:
-        processor = load_processor(args.model)
+        processor = load_processor(model_name)
         import torch
 
         cuda = torch.cuda.is_available()
-        if args.engine == "vllm":
+        if engine == "vllm":
             from transformers import AutoConfig
 
-            config = AutoConfig.from_pretrained(args.model)
+            config = AutoConfig.from_pretrained(model_name)
             longest = longest_prompt(processor, rows)
-            context, max_tokens = vllm_context(model_context_length(config), longest, args.max_new_tokens)
-            if max_tokens < args.max_new_tokens:
+            context, max_tokens = vllm_context(model_context_length(config), longest, max_new_tokens)
+            if max_tokens < max_new_tokens:
                 echo(f"warning: completions capped at {max_tokens} tokens: the model's context is {context} and a prompt "
                      f"takes up to {longest}", err=True)  # fmt: skip
-            eager = (not cuda) if args.eager is None else args.eager
-            return vllm_generate(args.model, processor, config, max_new_tokens=max_tokens, max_model_len=context,
-                                 seed=args.seed, enforce_eager=eager)  # fmt: skip
-        torch.manual_seed(args.seed)
-        model = load_trained(args.model, dtype=torch.bfloat16 if cuda else torch.float32)
+            eager = (not cuda) if eager is None else eager
+            return vllm_generate(model_name, processor, config, max_new_tokens=max_tokens, max_model_len=context,
+                                 seed=seed, enforce_eager=eager)  # fmt: skip
+        torch.manual_seed(seed)
+        model = load_trained(model_name, dtype=torch.bfloat16 if cuda else torch.float32)
         model = model.to("cuda") if cuda else model
         model.eval()
     except (ConfigError, OSError, RuntimeError, ValueError) as e:
-        fail(f"cannot load the model {args.model}: {e}")
-    return transformers_generate(model, processor, max_new_tokens=args.max_new_tokens)
+        fail(f"cannot load the model {model_name}: {e}")
+    return transformers_generate(model, processor, max_new_tokens=max_new_tokens)
 
 
 def _progress(total: int, quiet: bool):

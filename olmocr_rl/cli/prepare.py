@@ -3,7 +3,6 @@
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace as Namespace
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
@@ -51,42 +50,37 @@ def prepare_command(
     strict: Annotated[bool, typer.Option("--strict", help="Exit with status 1 if any problem was found.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
-    return run(Namespace(**locals()))
-
-
-def run(args: Namespace) -> int:
     from olmocr_rl.prepare import PrepareError, PrepareOptions
     from olmocr_rl.prepare import prepare as run_prepare
     from olmocr_rl.prompts import resolve_prompt
 
     try:
-        if args.prompt and args.prompt_file:
+        if prompt and prompt_file:
             fail("give --prompt or --prompt-file, not both")
-        prompt = resolve_prompt(args.prompt, args.prompt_file)
+        chosen = resolve_prompt(prompt, prompt_file)
         options = PrepareOptions(
-            longest_side=args.longest_side,
-            jsonl_filter=args.jsonl_filter,
-            type_filter=list(args.type_filter or []),
-            max_pages=args.max_pages,
-            eval_fraction=args.eval_fraction,
-            eval_dir=str(args.eval_dir) if args.eval_dir else None,
-            seed=args.seed,
-            workers=args.workers,
-            prompt=prompt.text,
-            prompt_file=str(args.prompt_file) if args.prompt_file else None,
-            prompt_name=prompt.name,
-            prompt_layout=prompt.layout,
-            patch_size=args.patch_size,
+            longest_side=longest_side,
+            jsonl_filter=jsonl_filter,
+            type_filter=list(type_filter or []),
+            max_pages=max_pages,
+            eval_fraction=eval_fraction,
+            eval_dir=str(eval_dir) if eval_dir else None,
+            seed=seed,
+            workers=workers,
+            prompt=chosen.text,
+            prompt_file=str(prompt_file) if prompt_file else None,
+            prompt_name=chosen.name,
+            prompt_layout=chosen.layout,
+            patch_size=patch_size,
         )
-        result = run_prepare(args.bench_dir, args.out_dir, options, progress=not args.quiet)
+        result = run_prepare(bench_dir, out_dir, options, progress=not quiet)
     except PrepareError as e:
         fail(str(e))
     print_report(result)
-    out_dir = args.out_dir
     echo(f"wrote {out_dir}: {len(result.train)} train + {len(result.eval)} eval pages, report in {out_dir / 'report.json'}")
     if not len(result.train) + len(result.eval):
         fail("no page could be prepared (see the report)")
-    if args.strict and result.report.problems:
+    if strict and result.report.problems:
         fail(f"{result.report.problems} problem(s) found and --strict was given")
     return 0
 

@@ -2,7 +2,6 @@
 
 import sys
 from pathlib import Path
-from types import SimpleNamespace as Namespace
 from typing import Annotated, Optional
 
 import typer
@@ -35,16 +34,12 @@ def probe_command(
         Optional[int], typer.Option("--workers", min=1, help="Threads for the checks (default: all cores; env OLMOCR_RL_THREADS).")
     ] = None,
 ) -> int:
-    return run(Namespace(**locals()))
-
-
-def run(args: Namespace) -> int:
     import json
 
     from olmocr_rl.probe import details_rows, print_result, probe, result_dict, tests_path
     from olmocr_rl.suite import BenchSuite, EnvironmentProblem, SuiteError
 
-    path = tests_path(args.tests)
+    path = tests_path(tests)
     try:
         suite = BenchSuite.load(path)
         suite.require_environment()  # math tests without KaTeX would all be error verdicts
@@ -52,20 +47,20 @@ def run(args: Namespace) -> int:
         fail(str(e))
     if not len(suite):
         fail(f"{path}: the test files hold no tests")
-    result = probe(suite, flag_share=args.flag_share, threads=args.workers, source=str(args.tests))
-    if args.details is not None:
+    result = probe(suite, flag_share=flag_share, threads=workers, source=str(tests))
+    if details is not None:
         rows = details_rows(result)
         try:
-            with open(args.details, "w", encoding="utf-8") as f:
+            with open(details, "w", encoding="utf-8") as f:
                 f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
         except OSError as e:
-            fail(f"cannot write {args.details}: {e}")
-    if args.as_json:
+            fail(f"cannot write {details}: {e}")
+    if as_json:
         sys.stdout.write(json.dumps(result_dict(result), indent=2, ensure_ascii=False) + "\n")
     else:
         from rich.console import Console
 
         print_result(result, Console())
-        if args.details is not None:
-            print(f"{len(details_rows(result))} test(s) behind the flags: {args.details}")
+        if details is not None:
+            print(f"{len(details_rows(result))} test(s) behind the flags: {details}")
     return 0

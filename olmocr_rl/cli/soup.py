@@ -1,7 +1,6 @@
 """`olmocr-rl soup`: average the weights of several checkpoints of one architecture."""
 
 from pathlib import Path
-from types import SimpleNamespace as Namespace
 from typing import Annotated
 
 import typer
@@ -22,18 +21,14 @@ def soup_command(
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the averaged model to.", show_default=False)],
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace files in a non-empty --output folder.")] = False,
 ) -> int:
-    return run(Namespace(checkpoints=checkpoints, output=output, overwrite=overwrite))
-
-
-def run(args: Namespace) -> int:
     from olmocr_rl.soup import SoupError
     from olmocr_rl.soup import soup as make_soup
 
     try:
-        out = make_soup(args.checkpoints, args.output, overwrite=args.overwrite)
+        out = make_soup(checkpoints, output, overwrite=overwrite)
     except ImportError as e:
         fail(f"soup needs the training extra: pip install 'olmocr-rl[train]' ({e})")
     except SoupError as e:
         fail(str(e))
-    echo(f"averaged {len(args.checkpoints)} checkpoints into {out}")
+    echo(f"averaged {len(checkpoints)} checkpoints into {out}")
     return 0

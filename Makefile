@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup build demo test test-rust test-python test-vllm vllm-env browser lint bench gpu-kit golden clean
+.PHONY: setup build demo test test-rust test-python test-vllm vllm-env browser lint bench gpu-kit clean
 
 $(VENV)/.installed: pyproject.toml Cargo.toml Cargo.lock
 	$(PYTHON) -m venv $(VENV)
@@ -89,10 +89,6 @@ bench: build
 # for requirements coverage and size; run there: scripts/gpu_check.sh --kit target/gpu-kit
 gpu-kit: setup
 	$(PY) scripts/gpu_kit.py
-
-# Regenerate golden verdicts with the upstream reference (dev machines only; see tests/golden/README.md).
-golden:
-	@echo "see tests/golden/README.md"
 
 clean:
 	rm -rf $(VENV) target olmocr_rl/*.so

@@ -1,6 +1,7 @@
-//! Python bindings (the only file that names pyo3). Every entry point catches panics, so a bug
-//! surfaces as a Python exception instead of killing the caller, and batch calls release the
-//! GIL while Rust works.
+//! Python bindings (the only file that names pyo3). Every entry point (but the `_`-prefixed test
+//! hooks, which call code the other entry points guard) catches panics, so a bug surfaces as a
+//! Python exception instead of killing the caller, and work on whole texts or batches releases
+//! the GIL.
 
 use crate::checks::{Guard, Verdict};
 use crate::score::CoreError;
@@ -461,9 +462,9 @@ fn same_length(what: &str, a: usize, b: usize) -> PyResult<()> {
 }
 
 #[pyfunction]
-fn levenshtein(a: &Bound<'_, PyString>, b: &Bound<'_, PyString>) -> PyResult<usize> {
+fn levenshtein(py: Python<'_>, a: &Bound<'_, PyString>, b: &Bound<'_, PyString>) -> PyResult<usize> {
     let (a, b) = (text::chars(&text_of(a)?.0), text::chars(&text_of(b)?.0));
-    Ok(crate::rewards::levenshtein::levenshtein(&a, &b))
+    py.detach(|| no_panic(|| crate::rewards::levenshtein::levenshtein(&a, &b)))
 }
 
 #[pyfunction]
@@ -501,7 +502,8 @@ fn edit_similarities(
 
 #[pyfunction]
 fn element_counts(text: &Bound<'_, PyString>) -> PyResult<(usize, usize)> {
-    Ok(crate::rewards::elements::element_counts(&crate::text::chars(&text_of(text)?.0)))
+    let text = crate::text::chars(&text_of(text)?.0);
+    no_panic(|| crate::rewards::elements::element_counts(&text))
 }
 
 #[pyfunction]

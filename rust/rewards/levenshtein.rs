@@ -202,8 +202,8 @@ fn widest_band(a: &[char], b: &[char], masks: &Masks) -> usize {
     banded(a, b, masks, b.len()).expect("the distance is at most the longer length")
 }
 
-/// Whether the texts look unlike each other from their first 512 characters (more than a
-/// quarter of them edited), so that no narrow band can hold their distance: then the attempts
+/// Whether the texts look unlike each other at both ends (in 512 characters at their start and
+/// 512 at their end, more than a quarter edited), so that no narrow band can hold their distance: then the attempts
 /// with Landau–Vishkin and bands would only add to the full computation. Only a choice of
 /// method, never of the result.
 fn dissimilar(a: &[char], b: &[char]) -> bool {

@@ -5,7 +5,8 @@
 //! distance)`, the medoid's 1.0 (all 1.0 when every distance is 0; one completion: 1.0; none: no
 //! rewards).
 //!
-//! Passes when: — (a reward, not a test).
+//! Range: [0, 1] per completion; the medoid and its exact copies 1.0, the completion farthest
+//! from it 0.0 (when it is also the largest pairwise distance).
 //!
 //! Differences from upstream: none in the value for one set. Upstream applies it to whatever
 //! list trl hands the reward function (one rank's slice of the batch, pages mixed); `groups`

@@ -1,13 +1,14 @@
 """Pre-flight checks run before anything is launched: each problem says what is wrong and how
 to fix it, so a misconfigured 64-GPU job fails in a second on the login node rather than after
-the model loaded on every rank."""
+the model loaded on every rank. `preflight` runs CHECKS, small named functions over one Context
+(each tested on its own: tests/test_preflight_checks.py)."""
 
 from __future__ import annotations
 
 import importlib.util
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from olmocr_rl.train.config import NEEDS_REFERENCE, ConfigError, TrainConfig, is_user_reward
@@ -91,121 +92,145 @@ def _batch_fix(cfg: TrainConfig, world_size: int) -> str:
     return "set " + ", or ".join(options)
 
 
-def preflight(
-    cfg: TrainConfig,
-    world_size: int,
-    prepared_dir: str | os.PathLike[str] | None = None,
-    *,
-    cuda: bool | None = None,
-    deepspeed: bool | None = None,
-) -> list[Problem]:
-    """Everything that can be checked without loading the model. `world_size` is the total
-    number of training processes (all machines); `cuda`: whether CUDA is available (None: ask torch);
-    `deepspeed`: whether the ranks run DeepSpeed (None: this process's environment says)."""
-    out: list[Problem] = []
-    add = out.append
-    prepared = Path(prepared_dir if prepared_dir is not None else cfg.prepared_dir)
-    if deepspeed is None:
-        from olmocr_rl.train.config import deepspeed_active
+@dataclass
+class Context:
+    """What the checks look at: the config, the world size, the prepared folder and its rows."""
 
-        deepspeed = deepspeed_active()
-    if (problem := precision_problem(cfg, deepspeed)) is not None:
-        add(problem)
+    cfg: TrainConfig
+    world_size: int
+    prepared: Path
+    deepspeed: bool
+    cuda: bool | None = None  # None: asked of torch when a check needs it
+    manifest: dict | None = None
+    train_rows: list[dict] = field(default_factory=list)
+    eval_rows: list[dict] = field(default_factory=list)
 
-    # --- the batch arithmetic trl enforces at construction (divisibility) ------------------
+    def has_cuda(self) -> bool:
+        if self.cuda is None:
+            from olmocr_rl.train.config import cuda_available
+
+            self.cuda = cuda_available()
+        return self.cuda
+
+
+def check_precision(ctx: Context) -> list[Problem]:
+    """Half-precision weights updated directly (see `precision_problem`)."""
+    problem = precision_problem(ctx.cfg, ctx.deepspeed)
+    return [problem] if problem is not None else []
+
+
+def check_batch(ctx: Context) -> list[Problem]:
+    """The batch arithmetic trl enforces when it builds its config (divisibility)."""
+    cfg, world, out = ctx.cfg, ctx.world_size, []
     g = cfg.num_generations
     if g < 2:
-        add(
+        out.append(
             Problem(
                 "num_generations",
                 f"GRPO needs at least 2 generations per page, got {g}",
                 "set num_generations=2 or more (olmOCR 2 uses 28)",
             )
         )
-    elif (batch := generation_batch(cfg, world_size)) % g:
+    elif (batch := generation_batch(cfg, world)) % g:
         steps_name = "steps_per_generation" if cfg.steps_per_generation else "gradient_accumulation_steps"
-        add(
+        out.append(
             Problem(
                 "num_generations",
-                f"the generation batch per_device_train_batch_size ({cfg.per_device_train_batch_size}) x processes ({world_size}) x "
+                f"the generation batch per_device_train_batch_size ({cfg.per_device_train_batch_size}) x processes ({world}) x "
                 f"{steps_name} ({cfg.steps_per_generation or cfg.gradient_accumulation_steps}) = {batch} is not divisible by num_generations ({g})",
-                _batch_fix(cfg, world_size),
+                _batch_fix(cfg, world),
             )
         )
     if cfg.steps_per_generation and "generation_batch_size" in cfg.trl:
-        add(Problem("steps_per_generation", "both steps_per_generation and trl.generation_batch_size are set", "set only one of them"))
+        out.append(
+            Problem("steps_per_generation", "both steps_per_generation and trl.generation_batch_size are set", "set only one of them")
+        )
+    return out
 
-    # --- inputs ------------------------------------------------------------------------------
-    manifest = None
+
+def check_inputs(ctx: Context) -> list[Problem]:
+    """The prepared folder: its manifest, splits and tests (and the environment its tests need).
+    Fills ctx.manifest and the rows the later checks read."""
+    cfg, prepared, out = ctx.cfg, ctx.prepared, []
     try:
-        manifest = read_manifest(prepared)
+        ctx.manifest = read_manifest(prepared)
     except ConfigError as e:
-        add(Problem("prepared_dir", str(e), f"run `olmocr-rl prepare BENCH_DIR {prepared}` first, or point at a prepared folder"))
-    train_rows: list[dict] = []
-    eval_rows: list[dict] = []
-    if manifest is not None:
-        try:
-            train_rows = read_split(prepared, cfg.train_split)
-            eval_rows = read_split(prepared, cfg.eval_split) if cfg.eval_enabled else []
-        except ConfigError as e:
-            add(Problem("prepared_dir", str(e), "re-run `olmocr-rl prepare`"))
-        if not train_rows:
-            add(
-                Problem(
-                    "train_split",
-                    f"{prepared / (cfg.train_split + '.jsonl')} has no pages",
-                    "check train_split, or re-run prepare with more pages",
-                )
-            )
-        if not any(tests_dir(prepared).glob("*.jsonl")):
-            add(Problem("prepared_dir", f"{tests_dir(prepared)} holds no test files", "re-run `olmocr-rl prepare`"))
-        elif any(n.startswith("bench") for n in cfg.rewards):
-            add_environment_problem(add, tests_dir(prepared))
-        if cfg.eval_enabled and not eval_rows:
-            add(
-                Problem(
-                    "eval_split",
-                    f"no {cfg.eval_split!r} pages in {prepared}; evaluation during training is off",
-                    "re-run prepare with an eval split, or set eval_split=none",
-                    "warning",
-                )
-            )
-
-    # --- what the run costs: checkpoint disk ----------------------------------------------
-    from olmocr_rl.train.budget import estimate
-
-    evaluated = eval_rows[: cfg.max_eval_pages] if cfg.max_eval_pages is not None else eval_rows
-    budget = estimate(cfg, world_size, len(train_rows), len(evaluated), deepspeed=deepspeed)
-    if budget.disk_gb is not None and budget.free_gb is not None and budget.disk_gb > budget.free_gb:
-        add(
+        return [Problem("prepared_dir", str(e), f"run `olmocr-rl prepare BENCH_DIR {prepared}` first, or point at a prepared folder")]
+    try:
+        ctx.train_rows = read_split(prepared, cfg.train_split)
+        ctx.eval_rows = read_split(prepared, cfg.eval_split) if cfg.eval_enabled else []
+    except ConfigError as e:
+        out.append(Problem("prepared_dir", str(e), "re-run `olmocr-rl prepare`"))
+    if not ctx.train_rows:
+        out.append(
             Problem(
-                "save_total_limit",
-                f"{budget.kept} checkpoints of ~{budget.checkpoint_gb:,.1f} GB need ~{budget.disk_gb:,.0f} GB; "
-                f"{budget.free_gb:,.0f} GB are free on the disk of {cfg.output_dir}",
-                "set save_total_limit=N (keeps the newest N), raise save_steps, or free disk space",
+                "train_split",
+                f"{prepared / (cfg.train_split + '.jsonl')} has no pages",
+                "check train_split, or re-run prepare with more pages",
+            )
+        )
+    if not any(tests_dir(prepared).glob("*.jsonl")):
+        out.append(Problem("prepared_dir", f"{tests_dir(prepared)} holds no test files", "re-run `olmocr-rl prepare`"))
+    elif any(n.startswith("bench") for n in cfg.rewards):
+        add_environment_problem(out.append, tests_dir(prepared))
+    if cfg.eval_enabled and not ctx.eval_rows:
+        out.append(
+            Problem(
+                "eval_split",
+                f"no {cfg.eval_split!r} pages in {prepared}; evaluation during training is off",
+                "re-run prepare with an eval split, or set eval_split=none",
                 "warning",
             )
         )
+    return out
 
-    # --- eval batch --------------------------------------------------------------------------
-    if cfg.eval_enabled and eval_rows and cfg.eval_steps > 0:
-        ge = cfg.num_generations_eval or g
-        eb = cfg.per_device_eval_batch_size * world_size
-        if ge < 1 or eb % ge:
-            good = ge // math.gcd(ge, world_size)
-            add(
-                Problem(
-                    "per_device_eval_batch_size",
-                    f"the eval batch per_device_eval_batch_size ({cfg.per_device_eval_batch_size}) x processes ({world_size}) = {eb} "
-                    f"is not divisible by num_generations_eval ({ge})",
-                    f"set per_device_eval_batch_size to a multiple of {good}, or num_generations_eval to a divisor of {eb}",
-                )
-            )
 
-    # --- rewards -----------------------------------------------------------------------------
+def check_disk(ctx: Context) -> list[Problem]:
+    """The checkpoints the run keeps against the free disk of the output folder (a warning)."""
+    from olmocr_rl.train.budget import estimate
+
+    cfg = ctx.cfg
+    evaluated = ctx.eval_rows[: cfg.max_eval_pages] if cfg.max_eval_pages is not None else ctx.eval_rows
+    budget = estimate(cfg, ctx.world_size, len(ctx.train_rows), len(evaluated), deepspeed=ctx.deepspeed)
+    if budget.disk_gb is None or budget.free_gb is None or budget.disk_gb <= budget.free_gb:
+        return []
+    return [
+        Problem(
+            "save_total_limit",
+            f"{budget.kept} checkpoints of ~{budget.checkpoint_gb:,.1f} GB need ~{budget.disk_gb:,.0f} GB; "
+            f"{budget.free_gb:,.0f} GB are free on the disk of {cfg.output_dir}",
+            "set save_total_limit=N (keeps the newest N), raise save_steps, or free disk space",
+            "warning",
+        )
+    ]
+
+
+def check_eval_batch(ctx: Context) -> list[Problem]:
+    """The eval batch divisible by the eval generations (when evaluation runs)."""
+    cfg, world = ctx.cfg, ctx.world_size
+    if not (cfg.eval_enabled and ctx.eval_rows and cfg.eval_steps > 0):
+        return []
+    ge = cfg.num_generations_eval or cfg.num_generations
+    eb = cfg.per_device_eval_batch_size * world
+    if ge >= 1 and eb % ge == 0:
+        return []
+    good = ge // math.gcd(ge, world)
+    return [
+        Problem(
+            "per_device_eval_batch_size",
+            f"the eval batch per_device_eval_batch_size ({cfg.per_device_eval_batch_size}) x processes ({world}) = {eb} "
+            f"is not divisible by num_generations_eval ({ge})",
+            f"set per_device_eval_batch_size to a multiple of {good}, or num_generations_eval to a divisor of {eb}",
+        )
+    ]
+
+
+def check_rewards(ctx: Context) -> list[Problem]:
+    """Weights that give a signal, a bench reward, the references some rewards need, the user's own."""
+    cfg, out = ctx.cfg, []
     weights = list(cfg.rewards.values())
     if weights and all(float(w) == 0 for w in weights):
-        add(
+        out.append(
             Problem(
                 "rewards",
                 "every reward weight is 0: no learning signal",
@@ -213,7 +238,7 @@ def preflight(
             )
         )
     if not any(n.startswith("bench") for n in cfg.rewards):
-        add(
+        out.append(
             Problem(
                 "rewards",
                 "no bench reward: the olmOCR-bench tests are not used for training",
@@ -222,11 +247,11 @@ def preflight(
             )
         )
     needing = [n for n in cfg.rewards if n in NEEDS_REFERENCE]
-    if needing and (train_rows or manifest is None) and not any(r.get("reference") for r in train_rows):
+    if needing and (ctx.train_rows or ctx.manifest is None) and not any(r.get("reference") for r in ctx.train_rows):
         what = {"front-matter": "scores only the format (0 or 0.5)", "edit-distance": "is 0 for every completion",
                 "element-count": "is 0 for every completion"}  # fmt: skip
         for n in needing:
-            add(
+            out.append(
                 Problem(
                     f"rewards.{n}",
                     f"no prepared page has a reference output (claude_original/), so {n} {what[n]}",
@@ -241,15 +266,19 @@ def preflight(
             try:
                 load_user_reward(n)
             except ConfigError as e:
-                add(
+                out.append(
                     Problem(
                         f"rewards.{n}",
                         str(e).split(": ", 1)[-1],
                         "fix the module path or the function's signature (prompts, completions, **kwargs)",
                     )
                 )
+    return out
 
-    # --- the instruction, prompt + image token budget ------------------------------------
+
+def check_prompt(ctx: Context) -> list[Problem]:
+    """The run's instruction can be had, and every page's prompt (image + instruction) fits."""
+    cfg, out = ctx.cfg, []
     prompt_text = None
     if cfg.prompt is not None:
         from olmocr_rl.prompts import PromptError, resolve_prompt
@@ -257,9 +286,9 @@ def preflight(
         try:
             prompt_text = resolve_prompt(cfg.prompt).text
         except PromptError as e:
-            add(Problem("prompt", str(e), "install it as said, or drop `prompt` (each prepared page's own instruction is used)"))
+            out.append(Problem("prompt", str(e), "install it as said, or drop `prompt` (each prepared page's own instruction is used)"))
     over = []
-    for r in train_rows + eval_rows:
+    for r in ctx.train_rows + ctx.eval_rows:
         if "image_tokens" not in r:
             continue
         n = estimate_prompt_tokens(prompt_text or str(r["prompt"]), int(r["image_tokens"]))
@@ -267,7 +296,7 @@ def preflight(
             over.append((n, f"{r['pdf']} page {r['page']}"))
     if over:
         worst = max(over)
-        add(
+        out.append(
             Problem(
                 "max_prompt_tokens",
                 f"{len(over)} page(s) need more than max_prompt_tokens={cfg.max_prompt_tokens} prompt tokens "
@@ -275,54 +304,87 @@ def preflight(
                 f"re-run prepare with a smaller --target-longest-image-dim, or raise max_prompt_tokens to {worst[0]}",
             )
         )
+    return out
 
-    # --- generation backend --------------------------------------------------------------
-    if cfg.use_vllm:
-        if cuda is None:
-            from olmocr_rl.train.config import cuda_available
 
-            cuda = cuda_available()
-        for p in vllm_problems(cuda, cfg.vllm_mode):
-            add(p)
-        tp = cfg.vllm_tensor_parallel_size
-        if cfg.vllm_mode == "colocate" and (tp < 1 or world_size % tp):
-            add(
-                Problem(
-                    "vllm_tensor_parallel_size",
-                    f"colocated vLLM with tensor parallel {tp} does not divide the {world_size} training processes",
-                    f"set vllm_tensor_parallel_size to a divisor of {world_size}, or use vllm_mode=server",
-                )
+def check_generation(ctx: Context) -> list[Problem]:
+    """vLLM, when it generates: installed as it must be (`vllm_problems`), its parallelism, its address."""
+    cfg, world = ctx.cfg, ctx.world_size
+    if not cfg.use_vllm:
+        return []
+    out = list(vllm_problems(ctx.has_cuda(), cfg.vllm_mode))
+    tp = cfg.vllm_tensor_parallel_size
+    if cfg.vllm_mode == "colocate" and (tp < 1 or world % tp):
+        out.append(
+            Problem(
+                "vllm_tensor_parallel_size",
+                f"colocated vLLM with tensor parallel {tp} does not divide the {world} training processes",
+                f"set vllm_tensor_parallel_size to a divisor of {world}, or use vllm_mode=server",
             )
-        if cfg.vllm_mode == "server" and not cfg.vllm_server_base_url and cfg.vllm_server_host == "0.0.0.0":
-            add(
-                Problem(
-                    "vllm_server_host",
-                    "server mode will connect to 0.0.0.0:%d" % cfg.vllm_server_port,
-                    "start `trl vllm-serve --model MODEL` on other GPUs first, or set vllm_server_base_url",
-                    "warning",
-                )
+        )
+    if cfg.vllm_mode == "server" and not cfg.vllm_server_base_url and cfg.vllm_server_host == "0.0.0.0":
+        out.append(
+            Problem(
+                "vllm_server_host",
+                "server mode will connect to 0.0.0.0:%d" % cfg.vllm_server_port,
+                "start `trl vllm-serve --model MODEL` on other GPUs first, or set vllm_server_base_url",
+                "warning",
             )
+        )
+    return out
 
-    # --- optional packages -----------------------------------------------------------------
+
+def check_packages(ctx: Context) -> list[Problem]:
+    """The optional packages the config asks for (peft for LoRA, the loggers)."""
+    cfg, out = ctx.cfg, []
     if cfg.lora:
         if importlib.util.find_spec("peft") is None:
-            add(Problem("lora", "peft is not installed", "pip install peft (in the 'train' extra), or set lora=false"))
+            out.append(Problem("lora", "peft is not installed", "pip install peft (in the 'train' extra), or set lora=false"))
         if not cfg.lora_target_modules:
-            add(Problem("lora_target_modules", "LoRA needs target modules", "set lora_target_modules=[q_proj,v_proj]"))
+            out.append(Problem("lora_target_modules", "LoRA needs target modules", "set lora_target_modules=[q_proj,v_proj]"))
     for backend, pkg in (("wandb", "wandb"), ("tensorboard", "tensorboard")):
         if (
             backend in cfg.report_to
             and importlib.util.find_spec(pkg) is None
             and not (backend == "tensorboard" and importlib.util.find_spec("tensorboardX"))
         ):
-            add(
+            out.append(
                 Problem("report_to", f"{backend} logging requested but {pkg} is not installed", f"pip install {pkg}, or set report_to=none")
             )
-
-    # --- resume ----------------------------------------------------------------------------
-    if cfg.resume == "auto" and not any(Path(cfg.output_dir).glob("checkpoint-*")):
-        add(Problem("resume", f"resume=auto: no checkpoint in {cfg.output_dir}, starting from scratch", "nothing to do", "warning"))
     return out
+
+
+def check_resume(ctx: Context) -> list[Problem]:
+    """resume=auto with nothing to resume from (a warning: the run starts from scratch)."""
+    cfg = ctx.cfg
+    if cfg.resume == "auto" and not any(Path(cfg.output_dir).glob("checkpoint-*")):
+        return [Problem("resume", f"resume=auto: no checkpoint in {cfg.output_dir}, starting from scratch", "nothing to do", "warning")]
+    return []
+
+
+# In this order: check_inputs fills the rows the checks after it read.
+CHECKS = (check_precision, check_batch, check_inputs, check_disk, check_eval_batch, check_rewards, check_prompt, check_generation,
+          check_packages, check_resume)  # fmt: skip
+
+
+def preflight(
+    cfg: TrainConfig,
+    world_size: int,
+    prepared_dir: str | os.PathLike[str] | None = None,
+    *,
+    cuda: bool | None = None,
+    deepspeed: bool | None = None,
+) -> list[Problem]:
+    """Everything that can be checked without loading the model (CHECKS, in order). `world_size`
+    is the total number of training processes (all machines); `cuda`: whether CUDA is available
+    (None: ask torch when needed); `deepspeed`: whether the ranks run DeepSpeed (None: this
+    process's environment says)."""
+    if deepspeed is None:
+        from olmocr_rl.train.config import deepspeed_active
+
+        deepspeed = deepspeed_active()
+    ctx = Context(cfg, world_size, Path(prepared_dir if prepared_dir is not None else cfg.prepared_dir), deepspeed, cuda)
+    return [p for check in CHECKS for p in check(ctx)]
 
 
 def _dist_version(name: str) -> str | None:

@@ -1,0 +1,120 @@
+"""Each pre-flight check on its own (olmocr_rl/train/preflight.py CHECKS): what it flags, with its
+key and fix, and that it is quiet on a good config. The checks run together in `preflight` (the
+CLI's tests cover that path)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import importlib
+
+from test_train import prepared  # noqa: F401  (session fixture)
+
+from olmocr_rl.train.config import TrainConfig
+
+pf = importlib.import_module("olmocr_rl.train.preflight")  # the package also exports a function of that name
+
+
+def ctx(prepared: Path, world: int = 1, deepspeed: bool = False, **cfg) -> pf.Context:
+    cfg = {"prepared_dir": str(prepared), "model": "m", "output_dir": str(prepared / "out"), **cfg}
+    c = pf.Context(TrainConfig(**cfg), world, Path(prepared), deepspeed, cuda=False)
+    pf.check_inputs(c)  # the rows the other checks read
+    return c
+
+
+def keys(problems) -> list[str]:
+    return [p.key for p in problems]
+
+
+def test_every_check_is_named_and_run():
+    assert {c.__name__ for c in pf.CHECKS} == {n for n in dir(pf) if n.startswith("check_")}
+    assert pf.CHECKS.index(pf.check_inputs) < min(pf.CHECKS.index(c) for c in (pf.check_disk, pf.check_rewards, pf.check_prompt))
+
+
+def test_check_precision(prepared):
+    assert keys(pf.check_precision(ctx(prepared, dtype="bfloat16"))) == ["dtype"]
+    assert pf.check_precision(ctx(prepared, dtype="bfloat16", deepspeed=True)) == []
+    assert pf.check_precision(ctx(prepared)) == []
+
+
+def test_check_batch(prepared):
+    (p,) = pf.check_batch(ctx(prepared, world=3, num_generations=28, gradient_accumulation_steps=4))
+    assert p.key == "num_generations" and "= 12 is not divisible by num_generations (28)" in p.message and "num_generations=" in p.fix
+    assert keys(pf.check_batch(ctx(prepared, num_generations=1))) == ["num_generations"]
+    assert pf.check_batch(ctx(prepared, world=7)) == []  # 7 x 1 x 28
+
+
+def test_check_inputs(prepared, tmp_path):
+    c = pf.Context(TrainConfig(prepared_dir=str(tmp_path), model="m", output_dir="o"), 1, tmp_path, False)
+    (p,) = pf.check_inputs(c)
+    assert p.key == "prepared_dir" and "olmocr-rl prepare" in p.fix
+    good = pf.Context(TrainConfig(prepared_dir=str(prepared), model="m", output_dir="o"), 1, Path(prepared), False)
+    assert pf.check_inputs(good) == [] and len(good.train_rows) == 3 and len(good.eval_rows) == 1
+    assert keys(pf.check_inputs(pf.Context(TrainConfig(train_split="nope"), 1, Path(prepared), False))) == ["train_split"]
+
+
+def test_check_disk(prepared, monkeypatch):
+    budget = importlib.import_module("olmocr_rl.train.budget")
+    monkeypatch.setattr(budget, "free_bytes", lambda path: 10)
+    c = ctx(prepared, max_steps=4, save_steps=1, save_total_limit=2)
+    c.cfg.model = str(Path(__file__).parent)  # no weights there: size unknown, nothing to warn about
+    assert pf.check_disk(c) == []
+    monkeypatch.setattr(budget, "parameter_count", lambda model: 1_000_000)
+    (p,) = pf.check_disk(c)
+    assert p.key == "save_total_limit" and p.severity == "warning" and "2 checkpoints of" in p.message
+
+
+def test_check_eval_batch(prepared):
+    (p,) = pf.check_eval_batch(ctx(prepared, world=2, per_device_eval_batch_size=3, num_generations_eval=4))
+    assert p.key == "per_device_eval_batch_size" and "multiple of 2" in p.fix
+    assert pf.check_eval_batch(ctx(prepared, per_device_eval_batch_size=4, num_generations_eval=4)) == []
+
+
+def test_check_rewards(prepared):
+    assert keys(pf.check_rewards(ctx(prepared, rewards={"bench": 0.0}))) == ["rewards"]
+    (p,) = pf.check_rewards(ctx(prepared, rewards={"eos": 1.0}))
+    assert p.severity == "warning" and "no bench reward" in p.message
+    assert keys(pf.check_rewards(ctx(prepared, rewards={"bench": 1.0, "edit-distance": 1.0}))) == ["rewards.edit-distance"]
+    assert keys(pf.check_rewards(ctx(prepared, rewards={"bench": 1.0, "no_such_module:fn": 1.0}))) == ["rewards.no_such_module:fn"]
+    assert pf.check_rewards(ctx(prepared)) == []
+
+
+def test_check_prompt(prepared, monkeypatch):
+    (p,) = pf.check_prompt(ctx(prepared, max_prompt_tokens=30))
+    assert p.key == "max_prompt_tokens" and "page(s) need more than max_prompt_tokens=30" in p.message
+    monkeypatch.setenv("OLMOCR_RL_OLMOCR_PROMPTS", str(Path(prepared) / "missing.py"))
+    assert keys(pf.check_prompt(ctx(prepared, prompt="olmocr-v4"))) == ["prompt"]
+    assert pf.check_prompt(ctx(prepared)) == []
+
+
+def test_check_generation(prepared, monkeypatch):
+    monkeypatch.setattr(pf, "vllm_problems", lambda cuda, mode="colocate": [])
+    assert keys(pf.check_generation(ctx(prepared, world=4, use_vllm=True, vllm_tensor_parallel_size=3))) == ["vllm_tensor_parallel_size"]
+    (p,) = pf.check_generation(ctx(prepared, use_vllm=True, vllm_mode="server"))
+    assert p.key == "vllm_server_host" and p.severity == "warning"
+    assert pf.check_generation(ctx(prepared)) == []  # no vLLM, nothing to check
+
+
+def test_check_packages(prepared, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("peft", "wandb") else real(name, *a))
+    assert keys(pf.check_packages(ctx(prepared, lora=True, report_to=["wandb"]))) == ["lora", "report_to"]
+    assert keys(pf.check_packages(ctx(prepared, lora=True, lora_target_modules=[]))) == ["lora", "lora_target_modules"]
+
+
+def test_check_resume(prepared, tmp_path):
+    (p,) = pf.check_resume(ctx(prepared, resume="auto", output_dir=str(tmp_path)))
+    assert p.key == "resume" and p.severity == "warning"
+    (tmp_path / "checkpoint-2").mkdir()
+    assert pf.check_resume(ctx(prepared, resume="auto", output_dir=str(tmp_path))) == []
+
+
+@pytest.mark.parametrize("check", [c.__name__ for c in pf.CHECKS])
+def test_each_check_has_its_own_test(check):
+    assert f"def test_{check}(" in Path(__file__).read_text()

@@ -5,10 +5,30 @@ effect, the training dtype, LoRA adapters."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from olmocr_rl.train.config import ConfigError, TrainConfig
+
+# A hub id: `name` or `owner/name` (what huggingface_hub accepts; checked by it again when used).
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+
+
+def model_problem(model: str) -> str | None:
+    """Why `model` (a folder, or a hub id) cannot be a model, found without loading anything;
+    None when it may be. A path that is not a folder is named as such before anything is written
+    (transformers would say "Repo id must be in the form ..." after the run had started)."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        if not any((path / f).is_file() for f in ("config.json", "adapter_config.json")):
+            return f"{model}: not a model folder (no config.json, nor a LoRA adapter's adapter_config.json)"
+        return None
+    if path.exists():
+        return f"{model}: not a folder (give the model's folder or a hub id)"
+    if not _HUB_ID.fullmatch(model) or model.startswith((".", "~")):
+        return f"no such model folder: {model}"
+    return None
 
 
 def training_dtype(cfg: TrainConfig, *, bf16: bool, deepspeed: bool) -> Any:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from olmocr_rl.errors import UserError
+from olmocr_rl.folder_lock import folder_lock
 from olmocr_rl.jsonl import read_jsonl
 from olmocr_rl.prepared import FORMAT, VERSION
 from olmocr_rl.prompts import DEFAULT_PROMPT, IMAGE_FIRST
@@ -389,59 +390,60 @@ def prepare(
         candidates += mine[: opts.max_pages] if opts.max_pages else mine
     eval_pdfs = _eval_pdfs(candidates, opts)
 
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "prepared.json").unlink(missing_ok=True)  # the directory is unfinished until rewritten
-    sizes, rendered = _render_all(candidates, pages, folders, out, opts, report, progress, on_progress)
+    # One run at a time per OUT_DIR (a second one fails at once, naming this one).
+    with folder_lock(out, "prepare"):
+        (out / "prepared.json").unlink(missing_ok=True)  # the directory is unfinished until rewritten
+        sizes, rendered = _render_all(candidates, pages, folders, out, opts, report, progress, on_progress)
 
-    splits: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
-    used: dict[str, set[int]] = defaultdict(set)  # source -> lines of the tests the rows use
-    for fi, key, page in candidates:
-        if (fi, key, page) not in sizes:
-            continue
-        w, h = sizes[(fi, key, page)]
-        page_tests = pages.tests[(fi, key, page)]
-        for t in page_tests:
-            used[t.source].add(t.line)
-        row = {
-            "pdf": key,
-            "page": page,
-            "image": _image_rel(folders[fi], key, page),
-            "width": w,
-            "height": h,
+        splits: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
+        used: dict[str, set[int]] = defaultdict(set)  # source -> lines of the tests the rows use
+        for fi, key, page in candidates:
+            if (fi, key, page) not in sizes:
+                continue
+            w, h = sizes[(fi, key, page)]
+            page_tests = pages.tests[(fi, key, page)]
+            for t in page_tests:
+                used[t.source].add(t.line)
+            row = {
+                "pdf": key,
+                "page": page,
+                "image": _image_rel(folders[fi], key, page),
+                "width": w,
+                "height": h,
+                "prompt": opts.prompt,
+                "prompt_layout": opts.prompt_layout,
+                "jsonl_file": tests.out_name[page_tests[0].source],
+                "test_ids": [t.id for t in page_tests],
+                "image_tokens": image_tokens(w, h, opts.patch_size, opts.min_pixels, opts.max_pixels),
+            }
+            ref = reference_file(folders[fi].root, key, page)
+            if ref is not None:
+                rel = f"{folders[fi].name_prefix}references/{ref.relative_to(folders[fi].root / 'claude_original').as_posix()}"
+                (out / rel).parent.mkdir(parents=True, exist_ok=True)
+                _write_bytes(out / rel, ref.read_bytes())
+                row["reference"] = rel
+            splits["eval" if (fi, key) in eval_pdfs else "train"].append(row)
+
+        # Written in this order, prepared.json last: it marks a finished directory.
+        _write_tests(
+            out / "tests",
+            {tests.out_name[s]: [tests.lines[s][n - 1].rstrip("\r") for n in sorted(ns)] for s, ns in used.items()},
+        )
+        for split, rows in splits.items():
+            _write_bytes(out / f"{split}.jsonl", b"".join(_dumps(r) + b"\n" for r in rows))
+        _summarize(report, splits, tests, pages, folders, opts)
+        _write_bytes(out / "report.json", _dumps(report.to_dict(), indent=True) + b"\n")
+        meta = {
+            "format": FORMAT,
+            "version": VERSION,
+            "bench_dir": str(root),
+            "target_longest_image_dim": opts.longest_side,
             "prompt": opts.prompt,
-            "prompt_layout": opts.prompt_layout,
-            "jsonl_file": tests.out_name[page_tests[0].source],
-            "test_ids": [t.id for t in page_tests],
-            "image_tokens": image_tokens(w, h, opts.patch_size, opts.min_pixels, opts.max_pixels),
+            "splits": {k: len(v) for k, v in splits.items()},
+            "options": {k: v for k, v in asdict(opts).items() if k != "prompt"} | {"eval_dir": report.eval_bench_dir},
         }
-        ref = reference_file(folders[fi].root, key, page)
-        if ref is not None:
-            rel = f"{folders[fi].name_prefix}references/{ref.relative_to(folders[fi].root / 'claude_original').as_posix()}"
-            (out / rel).parent.mkdir(parents=True, exist_ok=True)
-            _write_bytes(out / rel, ref.read_bytes())
-            row["reference"] = rel
-        splits["eval" if (fi, key) in eval_pdfs else "train"].append(row)
-
-    # Written in this order, prepared.json last: it marks a finished directory.
-    _write_tests(
-        out / "tests",
-        {tests.out_name[s]: [tests.lines[s][n - 1].rstrip("\r") for n in sorted(ns)] for s, ns in used.items()},
-    )
-    for split, rows in splits.items():
-        _write_bytes(out / f"{split}.jsonl", b"".join(_dumps(r) + b"\n" for r in rows))
-    _summarize(report, splits, tests, pages, folders, opts)
-    _write_bytes(out / "report.json", _dumps(report.to_dict(), indent=True) + b"\n")
-    meta = {
-        "format": FORMAT,
-        "version": VERSION,
-        "bench_dir": str(root),
-        "target_longest_image_dim": opts.longest_side,
-        "prompt": opts.prompt,
-        "splits": {k: len(v) for k, v in splits.items()},
-        "options": {k: v for k, v in asdict(opts).items() if k != "prompt"} | {"eval_dir": report.eval_bench_dir},
-    }
-    _write_bytes(out / "prepared.json", _dumps(meta, indent=True) + b"\n")
-    return PrepareResult(out, splits["train"], splits["eval"], report, rendered)
+        _write_bytes(out / "prepared.json", _dumps(meta, indent=True) + b"\n")
+        return PrepareResult(out, splits["train"], splits["eval"], report, rendered)
 
 
 def reference_file(root: Path, key: str, page: int) -> Path | None:
@@ -747,9 +749,14 @@ def _run_tasks(
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         # spawn: no fork of a process holding the progress thread's or the Rust pool's locks.
+        from olmocr_rl.procs import pool_worker_dies_with
+
         pool = stack.enter_context(
-            ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=multiprocessing.get_context("spawn"))
-        )
+            ProcessPoolExecutor(
+                max_workers=min(workers, len(tasks)), mp_context=multiprocessing.get_context("spawn"),
+                initializer=pool_worker_dies_with, initargs=(os.getpid(),),
+            )
+        )  # fmt: skip
         futures = {pool.submit(_render_task, task): (key, len(task[1])) for key, task in tasks}
         try:
             for fut in as_completed(futures):

@@ -72,6 +72,16 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+def pool_worker_dies_with(parent: int) -> None:
+    """A process pool's initializer (`initializer=pool_worker_dies_with, initargs=(os.getpid(),)`):
+    the worker is killed when the process that started it dies, kill -9 included. Without it a
+    killed command's pool workers wait on their task queue forever (each holds the queue's write
+    end, so it never closes), and so does multiprocessing's resource tracker. A parent that died
+    before this ran is caught by the parent pid check."""
+    if _prctl(PR_SET_PDEATHSIG, signal.SIGKILL) and os.getppid() != parent:
+        os._exit(1)
+
+
 def spawn(argv: Sequence[str], env: dict[str, str] | None = None, **kwargs: Any) -> subprocess.Popen:
     """A child in its own session (so its group can be signalled as one) that is sent SIGTERM
     when this process dies, however it dies."""

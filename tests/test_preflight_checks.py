@@ -35,6 +35,18 @@ def test_every_check_is_named_and_run():
     assert pf.CHECKS.index(pf.check_inputs) < min(pf.CHECKS.index(c) for c in (pf.check_disk, pf.check_rewards, pf.check_prompt))
 
 
+def test_check_model(prepared, tmp_path):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "file").write_text("x")
+    for model, said in [("/no/such/folder", "no such model folder: /no/such/folder"), (tmp_path / "model", "not a model folder"),
+                        (tmp_path / "file", "not a folder"), ("runs/grpo/checkpoint-5", "no such model folder")]:  # fmt: skip
+        (p,) = pf.check_model(ctx(prepared, model=str(model)))
+        assert p.key == "model" and said in p.message, p
+    (tmp_path / "model" / "config.json").write_text("{}")
+    for model in (tmp_path / "model", "allenai/olmOCR-2-7B-1025", "m"):
+        assert pf.check_model(ctx(prepared, model=str(model))) == []
+
+
 def test_check_precision(prepared):
     assert keys(pf.check_precision(ctx(prepared, dtype="bfloat16"))) == ["dtype"]
     assert pf.check_precision(ctx(prepared, dtype="bfloat16", deepspeed=True)) == []

@@ -1,12 +1,15 @@
 """`olmocr-rl generate`: transcribe every tested page of a bench folder with a model (a base
 model, a checkpoint, a soup) into candidate files that `olmocr-rl bench` scores."""
 
+import shutil
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from olmocr_rl.cli import app, echo, fail
+from olmocr_rl.generate import transcribe, write_summary
+from olmocr_rl.prepare import PrepareError, PrepareOptions, prepare
 
 ABOUT = "Transcribe a bench folder's tested pages with a model into BENCH_DIR/NAME/ for `olmocr-rl bench`."
 
@@ -39,22 +42,56 @@ def generate_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> int:
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in locals().items()}  # recorded in _generate.json
-    from olmocr_rl.generate import transcribe, write_summary
-    from olmocr_rl.prepare import PrepareError, PrepareOptions, prepare
-    from olmocr_rl.prompts import resolve_prompt
+    from olmocr_rl.folder_lock import folder_lock
+    from olmocr_rl.modeling import model_problem
+    from olmocr_rl.prompts import PromptError, resolve_prompt
 
     if engine not in ("transformers", "vllm"):
         fail(f"--engine must be transformers or vllm, not {engine!r}")
     if not candidate or candidate in ("pdfs", ".", "..") or "/" in candidate:
         fail(f"--candidate {candidate!r}: give a folder name (not pdfs)")
-    bench = bench_dir
-    out = bench / candidate
+    if prompt and prompt_file:
+        fail("give --prompt or --prompt-file, not both")
     try:
-        if prompt and prompt_file:
-            fail("give --prompt or --prompt-file, not both")
         chosen = resolve_prompt(prompt, prompt_file)
-        # The pages, rendered exactly as `prepare` renders them for training (kept for a re-run).
-        options = PrepareOptions(longest_side=longest_side, prompt=chosen.text, prompt_name=chosen.name, prompt_layout=chosen.layout)
+    except (PromptError, OSError) as e:
+        fail(str(e))
+    if why := model_problem(model):
+        fail(why)
+    if not bench_dir.is_dir():
+        fail(f"{bench_dir}: not a folder (give an olmOCR-bench folder)")
+    out = bench_dir / candidate
+    created = not out.exists()
+    with folder_lock(out, "generate"):  # a second run on this candidate fails at once
+        try:
+            # The pages, rendered exactly as `prepare` renders them for training (kept for a re-run).
+            options = PrepareOptions(longest_side=longest_side, prompt=chosen.text, prompt_name=chosen.name, prompt_layout=chosen.layout)
+            rows = _render(bench_dir, out, options)
+            generate = _engine(model, engine, rows, max_new_tokens=max_new_tokens, seed=seed, eager=eager)
+        except BaseException:
+            if created:  # nothing transcribed yet: a failed run leaves no candidate for `bench` to list
+                shutil.rmtree(out, ignore_errors=True)
+            raise
+        progress, close = _progress(len(rows), quiet)
+        try:
+            summary = transcribe(generate, out / ".render", rows, out, repeats=repeats, temperature=temperature,
+                                 batch_size=batch_size, raw=raw, progress=progress)  # fmt: skip
+        finally:
+            close()
+        path = write_summary(out, summary, given)
+    echo(f"{out}: {summary['written']} files written, {summary['skipped']} pages already done, "
+         f"{summary['unparsed']} completions without olmOCR front matter (written whole); summary in {path}")  # fmt: skip
+    if summary["errors"]:
+        for e in summary["errors"][:5]:
+            echo(f"  {e['pdf']} page {e['page']}: {e['error']}", err=True)
+        fail(f"{len(summary['errors'])} page(s) failed (listed in {path}); the others are written: run again to retry them")
+    echo(f"score them: olmocr-rl bench {bench_dir} --candidate {candidate}")
+    return 0
+
+
+def _render(bench: Path, out: Path, options: PrepareOptions) -> list[dict]:
+    """The tested pages rendered into OUT/.render (reused by a re-run); their prepared rows."""
+    try:
         prepared = prepare(bench, out / ".render", options, progress=False)
     except (PrepareError, OSError) as e:
         fail(str(e))
@@ -64,22 +101,7 @@ def generate_command(
              f"skipped; see {out / '.render' / 'report.json'}", err=True)  # fmt: skip
     if not rows:
         fail(f"{bench}: no page with tests could be rendered (see {out / '.render' / 'report.json'})")
-    generate = _engine(model, engine, rows, max_new_tokens=max_new_tokens, seed=seed, eager=eager)
-    progress, close = _progress(len(rows), quiet)
-    try:
-        summary = transcribe(generate, out / ".render", rows, out, repeats=repeats, temperature=temperature,
-                             batch_size=batch_size, raw=raw, progress=progress)  # fmt: skip
-    finally:
-        close()
-    path = write_summary(out, summary, given)
-    echo(f"{out}: {summary['written']} files written, {summary['skipped']} pages already done, "
-         f"{summary['unparsed']} completions without olmOCR front matter (written whole); summary in {path}")  # fmt: skip
-    if summary["errors"]:
-        for e in summary["errors"][:5]:
-            echo(f"  {e['pdf']} page {e['page']}: {e['error']}", err=True)
-        fail(f"{len(summary['errors'])} page(s) failed (listed in {path}); the others are written: run again to retry them")
-    echo(f"score them: olmocr-rl bench {bench} --candidate {candidate}")
-    return 0
+    return rows
 
 
 def _engine(model_name: str, engine: str, rows: list[dict], *, max_new_tokens: int, seed: int, eager: Optional[bool]):

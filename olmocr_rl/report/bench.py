@@ -87,7 +87,10 @@ def _render_all(jobs: list[tuple[str, int, str, int, int]], workers: int | None)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+    from olmocr_rl.procs import pool_worker_dies_with
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=pool_worker_dies_with, initargs=(os.getpid(),)) as pool:
         return list(pool.map(_render_to, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
 
 

@@ -16,6 +16,7 @@ calls these; nothing here imports the command line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from olmocr_rl.errors import UserError
+from olmocr_rl.folder_lock import folder_lock
 from olmocr_rl.train.config import ConfigError, TrainConfig
 from olmocr_rl.train.preflight import Problem, errors
 
@@ -42,6 +44,13 @@ class LaunchOptions:
     main_process_ip: str | None = None
     main_process_port: int | None = None
     hostfile: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.launcher not in LAUNCHERS:
+            raise ConfigError(f"--launcher {self.launcher!r}: choose {' or '.join(LAUNCHERS)}")
+
+
+LAUNCHERS = ("accelerate", "deepspeed")
 
 
 class TrainingFailed(UserError):
@@ -211,20 +220,24 @@ def execute(plan: Plan, echo: Callable[[str], None] = print) -> dict | None:
     if errors(plan.problems):
         raise ConfigError(f"{len(errors(plan.problems))} pre-flight problem(s); nothing was launched")
     cfg = plan.cfg
-    cfg.to_json(plan.config_path)
-    from olmocr_rl.train.worker import run as run_worker
-    from olmocr_rl.train.worker import write_final_outputs
+    # One run at a time per output folder; on several machines each holds a copy of the command
+    # (and the folder is often shared storage), so the lock is for one machine only.
+    lock = folder_lock(cfg.output_dir, "train") if plan.options.num_machines == 1 else contextlib.nullcontext()
+    with lock:
+        cfg.to_json(plan.config_path)
+        from olmocr_rl.train.worker import run as run_worker
+        from olmocr_rl.train.worker import write_final_outputs
 
-    try:
-        if not plan.distributed:
-            return _in_process(cfg, run_worker)
-        code = _launch(plan, echo)
-    except Interrupted as e:
-        raise TrainingFailed(f"interrupted ({e}); every process it started was stopped. {resume_hint(cfg)}", 130) from None
-    if code != 0:
-        raise TrainingFailed(f"training exited with status {code}", code)
-    # Ranks do not generate: one process writes the outputs from the saved model.
-    return write_final_outputs(cfg) if plan.options.machine_rank == 0 and cfg.final_outputs != "none" else None
+        try:
+            if not plan.distributed:
+                return _in_process(cfg, run_worker)
+            code = _launch(plan, echo)
+        except Interrupted as e:
+            raise TrainingFailed(f"interrupted ({e}); every process it started was stopped. {resume_hint(cfg)}", 130) from None
+        if code != 0:
+            raise TrainingFailed(f"training exited with status {code}", code)
+        # Ranks do not generate: one process writes the outputs from the saved model.
+        return write_final_outputs(cfg) if plan.options.machine_rank == 0 and cfg.final_outputs != "none" else None
 
 
 def _in_process(cfg: TrainConfig, run_worker: Callable[..., dict]) -> dict | None:

@@ -113,6 +113,14 @@ class Context:
         return self.cuda
 
 
+def check_model(ctx: Context) -> list[Problem]:
+    """The model is a model folder or may be a hub id (nothing loaded; `modeling.model_problem`)."""
+    from olmocr_rl.modeling import model_problem
+
+    why = model_problem(str(ctx.cfg.model))
+    return [Problem("model", why, "give --model a model folder (with config.json) or a hub id")] if why else []
+
+
 def check_precision(ctx: Context) -> list[Problem]:
     """Half-precision weights updated directly (see `precision_problem`)."""
     problem = precision_problem(ctx.cfg, ctx.deepspeed)
@@ -363,7 +371,7 @@ def check_resume(ctx: Context) -> list[Problem]:
 
 
 # In this order: check_inputs fills the rows the checks after it read.
-CHECKS = (check_precision, check_batch, check_inputs, check_disk, check_eval_batch, check_rewards, check_prompt, check_generation,
+CHECKS = (check_model, check_precision, check_batch, check_inputs, check_disk, check_eval_batch, check_rewards, check_prompt, check_generation,
           check_packages, check_resume)  # fmt: skip
 
 

@@ -197,6 +197,8 @@ class TrainBenchReward(BenchReward):
             for name, value in rates(sum_over_ranks(self.metric_counts(scores, test_ids))).items():
                 log_metric(name, value)
         if self.log_metrics and log_extra is not None:
+            pages = zip(kwargs.get("pdf") or [None] * len(texts), kwargs.get("page") or [None] * len(texts))
+            log_extra("page", [f"{pdf} p{page}" if pdf is not None else "" for pdf, page in pages])
             log_extra("failed_tests", [",".join(r.id for r in s.results if not r.passed) if s is not None else "" for s in scores])
         if self.recorder is not None:
             step = int(getattr(trainer_state, "global_step", 0) or 0)

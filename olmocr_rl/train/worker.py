@@ -113,6 +113,7 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     from olmocr_rl.engines import transformers_suppression, vllm_suppression
     from olmocr_rl.modeling import load_model, load_processor, lora_config
     from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback, StepTimer, WeightsMoved
+    from olmocr_rl.train.console import quiet_libraries, use_compact_table
     from olmocr_rl.train.data import build_dataset, tests_dir
     from olmocr_rl.train.rewards import CompletionRecorder, build_rewards
 
@@ -123,6 +124,8 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     if errors(problems):
         raise ConfigError("\n".join(str(p) for p in errors(problems)))
     cuda = cuda_available()
+    quiet_libraries(cuda)
+    use_compact_table()
     train_rows, eval_rows = _rows(cfg)
     prompt = run_prompt(cfg)
     processor = load_processor(cfg.model, trust_remote_code=cfg.trust_remote_code, max_pixels=cfg.max_pixels)

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.report.common import asset, document, esc, render_page, script_json, staged_folder, write_text
+from olmocr_rl.atomic import staged_folder, write_text
+from olmocr_rl.report.common import asset, document, esc, render_page, script_json
 
 # Fields whose default decides the verdict (docs/checks.md §1.3), shown when a record leaves them
 # out; a field whose default means "not checked" (first_n, up, max_length, ...) is not.

@@ -354,3 +354,15 @@ def test_hostile_folders_script(tmp_path):
     rows = hostile_folders.run_all(tmp_path)
     bad = [r for r in rows if not r.ok]
     assert rows and not bad, "\n".join(hostile_folders.table(bad))
+
+
+def test_bench_report_renders_only_pdfs_in_the_bench_folder(bench, tmp_path):
+    shutil.copy(bench / "pdfs" / "letter.pdf", tmp_path / "outside.pdf")
+    with (bench / "letter_tests.jsonl").open("a") as f:
+        f.write('{"pdf": "../../outside.pdf", "page": 1, "id": "out", "type": "present", "text": "Dear"}\n')
+    report = tmp_path / "r" / "report.html"
+    res = invoke(["bench", bench, "--report", report, "--json"])
+    assert res.exit_code == 0, res.output
+    pages = json.loads(re.search(r"window.REPORT_DATA=(.*);", (tmp_path / "r" / "report_files" / "data.js").read_text()).group(1))["pages"]
+    images = {p[0]: p[2] for p in pages}
+    assert images["../../outside.pdf"] is None and images["letter.pdf"]

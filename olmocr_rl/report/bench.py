@@ -338,6 +338,7 @@ def bench_report(
         why.append(w)
         md.append(m)
 
+    known = set(bench.pdf_keys)
     with staged_folder(files_dir) as stage:
         (stage / "img").mkdir()
         (stage / "text").mkdir()
@@ -345,7 +346,8 @@ def bench_report(
         for i, pg in enumerate(pages):
             pdf, page = pg[0], pg[1]
             number = int(page) if isinstance(page, str) and page.isdigit() else page
-            if isinstance(number, int) and number >= 1:
+            # Only the PDFs found in pdfs/: a test's "pdf" is data, never a way out of the folder.
+            if isinstance(number, int) and number >= 1 and pdf in known:
                 jobs.append(
                     (i, (str(Path(bench.root) / "pdfs" / pdf), number, str(stage / "img" / f"{i}.webp"), image_side, image_quality))
                 )

@@ -121,9 +121,9 @@ def install(from_wheel: str | os.PathLike[str] | None = None, dest_dir: str | os
 
 def _write_atomic(folder: Path, name: str, data: bytes) -> Path:
     """Atomic: a concurrent reader sees the old file or the new one."""
+    from olmocr_rl.atomic import write_bytes
+
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / name
-    partial = folder / f".{name}.{os.getpid()}.tmp"
-    partial.write_bytes(data)
-    os.replace(partial, target)
+    write_bytes(target, data)
     return target

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl.atomic import atomic_write
 from olmocr_rl.errors import UserError
 
 DIFFICULTY = "difficulty.jsonl"
@@ -155,12 +156,8 @@ class DifficultyFile:
         records, valid, torn = read_records(self.path)
         if torn or valid != self.path.stat().st_size:
             # Keep the valid part only (a temporary file renamed over the old one), then append to it.
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            with self.path.open("rb") as src, tmp.open("wb") as dst:
+            with self.path.open("rb") as src, atomic_write(self.path, "wb", durable=True) as dst:
                 dst.write(src.read(valid))
-                dst.flush()
-                os.fsync(dst.fileno())
-            os.replace(tmp, self.path)
             f.close()
             f = self._locked()
         self._f = f
@@ -239,7 +236,6 @@ def source_pages(prepared_dir: str | os.PathLike[str], splits: Sequence[str]) ->
     from olmocr_rl.prepared import PreparedError, read_split
 
     root = Path(prepared_dir)
-    inside = root.resolve()
     pages = []
     for split in splits:
         try:
@@ -247,11 +243,7 @@ def source_pages(prepared_dir: str | os.PathLike[str], splits: Sequence[str]) ->
         except PreparedError as e:
             raise CurateError(str(e)) from None
         for n, row in enumerate(rows, 1):
-            where = f"{root / (split + '.jsonl')}:{n}"
-            image = (root / str(row["image"])).resolve()
-            if not image.is_relative_to(inside):
-                raise CurateError(f"{where}: image {row['image']!r} is outside {root}")
-            pages.append(Page(split, row, where))
+            pages.append(Page(split, row, f"{root / (split + '.jsonl')}:{n}"))  # read_split keeps images inside root
     return pages
 
 
@@ -463,12 +455,8 @@ def write_split(prepared_dir: str | os.PathLike[str], name: str, rows: Sequence[
             if not ours:
                 raise CurateError(f"{path}:{n}: not a selection `olmocr-rl curate` wrote; choose another --name")
             break
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
+    with atomic_write(path, "w", durable=True) as f:
         f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
     return path
 
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl.atomic import write_text
+
 SUMMARY = "_generate.json"
 
 # (images, one conversation per image (olmocr_rl.prompts.conversation), temperature) -> one completion per image
@@ -45,9 +47,7 @@ def page_text(completion: str, raw: bool = False) -> tuple[str, bool]:
 
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, text)
 
 
 def transcribe(
@@ -218,5 +218,5 @@ def write_summary(out_dir: str | os.PathLike[str], summary: dict[str, Any], opti
     is tried again in each run, so this run's errors are all the pages still missing)."""
     path = Path(out_dir) / SUMMARY
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"options": options, **summary}, indent=2) + "\n", encoding="utf-8")
+    write_text(path, json.dumps({"options": options, **summary}, indent=2) + "\n")
     return path

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from olmocr_rl.paths import require_utf8
+
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
@@ -40,8 +42,10 @@ class JsonlText:
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> JsonlText:
-    """The file's lines and its undecodable lines; OSError when it cannot be read at all."""
+    """The file's lines and its undecodable lines; OSError when it cannot be read at all,
+    NameNotUtf8 when its name is not UTF-8 (no message or source name could hold it)."""
     p = Path(path)
+    require_utf8(p)
     data = p.read_bytes()
     try:
         text = data.decode("utf-8")

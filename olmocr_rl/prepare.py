@@ -43,9 +43,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl.atomic import atomic_write, write_bytes
 from olmocr_rl.errors import UserError
 from olmocr_rl.folder_lock import folder_lock
 from olmocr_rl.jsonl import read_jsonl
+from olmocr_rl.paths import is_utf8, shown
 from olmocr_rl.prepared import FORMAT, VERSION
 from olmocr_rl.prompts import DEFAULT_PROMPT, IMAGE_FIRST
 
@@ -181,9 +183,8 @@ def _render_page(doc: Any, doc_path: str, page: int, out: str, longest_side: int
     os.makedirs(os.path.dirname(out), exist_ok=True)
     # Written beside the output under a unique name, then renamed: a killed run never leaves a
     # truncated PNG where a finished one is expected.
-    tmp = os.path.join(tmp_dir, f"{os.getpid()}-{os.path.basename(out)}")
-    image.save(tmp, format="PNG", compress_level=_PNG_COMPRESS_LEVEL)
-    os.replace(tmp, out)
+    with atomic_write(out, "wb", tmp_dir=tmp_dir) as f:
+        image.save(f, format="PNG", compress_level=_PNG_COMPRESS_LEVEL)
     return (*image.size, "rendered")
 
 
@@ -286,7 +287,13 @@ def _open_folder(root: Path, jsonl_filter: re.Pattern[str] | None, prefix: str) 
         files = [f for f in files if jsonl_filter.search(f.name)]
         if not files:
             raise PrepareError(f"{root}: no JSONL file name matches --jsonl-filter {jsonl_filter.pattern!r}")
-    return _Folder(root, prefix, set(_pdf_keys(pdf_dir)), files, excluded)
+    keys = _pdf_keys(pdf_dir)
+    # Refused before any work: no test can name such a PDF, and no report could name either.
+    odd = [shown(p) for p in (root, *(pdf_dir / k for k in keys), *files) if not is_utf8(p)]
+    if odd:
+        more = f" (and {len(odd) - 1} more)" if len(odd) > 1 else ""
+        raise PrepareError(f"{odd[0]}: the name is not UTF-8 text; rename it{more}")
+    return _Folder(root, prefix, set(keys), files, excluded)
 
 
 def _read_lines(path: Path, report: PrepareReport) -> list[str] | None:
@@ -690,9 +697,7 @@ def _image_rel(folder: _Folder, key: str, page: int) -> str:
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_bytes(path, data)
 
 
 def _write_tests(test_dir: Path, files: dict[str, list[str]]) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from olmocr_rl.errors import UserError
+from olmocr_rl.paths import inside
 
 FORMAT = "olmocr-rl-prepared"
 VERSION = 1
@@ -52,7 +53,8 @@ def read_manifest(prepared_dir: str | os.PathLike[str]) -> dict[str, Any]:
 
 def read_split(prepared_dir: str | os.PathLike[str], split: str) -> list[dict[str, Any]]:
     """The rows of one split of a prepared folder (images stay on disk: each row's "image" is
-    relative to the folder); [] when the split has no file."""
+    relative to the folder, and must stay inside it, as must its "reference"); [] when the split
+    has no file."""
     import orjson
 
     read_manifest(prepared_dir)
@@ -71,6 +73,9 @@ def read_split(prepared_dir: str | os.PathLike[str], split: str) -> list[dict[st
             missing = [k for k in ROW_KEYS if not isinstance(row, dict) or k not in row]
             if missing:
                 raise PreparedError(f"{path}:{n}: missing {', '.join(missing)}; re-run prepare")
+            for key in ("image", "reference"):  # paths in the folder: never a way out of it
+                if key in row and row[key] is not None and inside(prepared_dir, row[key]) is None:
+                    raise PreparedError(f"{path}:{n}: {key} {row[key]!r} is outside {prepared_dir} (its paths stay inside it)")
             rows.append(row)
     return rows
 

@@ -272,6 +272,8 @@ def print_result(result: ProbeResult, console: Any = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from olmocr_rl.paths import for_rich
+
     console = console or Console()
     flagged = {(f.candidate, f.guard, f.type) for f in result.flags}
     share = f"{result.flag_share * 100:g}%"
@@ -283,7 +285,7 @@ def print_result(result: ProbeResult, console: Any = None) -> None:
         return f"[bold red]{text} ![/]" if mark else text
 
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.suite.type_counts().items()))
-    console.print(f"probe: {result.source}: {len(result.pages)} pages, {len(result.suite)} tests ({counts})", highlight=False)
+    console.print(f"probe: {for_rich(result.source)}: {len(result.pages)} pages, {len(result.suite)} tests ({counts})", highlight=False)
     for title, columns, get in (
         ("by test type", result.types, lambda e, k: e.by_type.get(k)),
         ("by JSONL file", result.jsonl_files, lambda e, k: e.by_jsonl.get(k)),
@@ -294,7 +296,7 @@ def print_result(result: ProbeResult, console: Any = None) -> None:
         table.add_column("reward", justify="right")
         table.add_column(f"pages > {share}", justify="right")
         for k in columns:
-            table.add_column(k, justify="right")
+            table.add_column(for_rich(k), justify="right")
         for e in result.earned:
             marks = [title == "by test type" and (e.candidate, e.guard, k) in flagged for k in columns]
             table.add_row(
@@ -319,7 +321,7 @@ def print_result(result: ProbeResult, console: Any = None) -> None:
     for f in result.flags:
         console.print(
             f"[red]flag:[/] {f.candidate} passes {f.counts.rate * 100:0.1f}% ({f.counts.passed}/{f.counts.total}) "
-            f"of the {f.type} tests with guard {f.guard}",
+            f"of the {for_rich(f.type)} tests with guard {f.guard}",
             highlight=False,
         )
     for kind in sorted({f.type for f in result.flags} & BY_DESIGN.keys()):

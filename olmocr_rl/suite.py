@@ -31,7 +31,7 @@ class SuiteError(UserError, ValueError):
         self.errors = errors
         shown = "\n  ".join(errors[:20])
         more = f"\n  ... and {len(errors) - 20} more" if len(errors) > 20 else ""
-        super().__init__(f"{len(errors)} invalid test record(s):\n  {shown}{more}")
+        super().__init__(errors[0] if len(errors) == 1 else f"{len(errors)} invalid test record(s):\n  {shown}{more}")
 
 
 def math_environment_problem(math_tests: int) -> str | None:

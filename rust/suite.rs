@@ -404,6 +404,9 @@ fn validate(obj: &Map<String, Value>, source: &str, line: usize) -> Result<Test,
     if !obj.get("id").is_some_and(truthy) {
         return Err("Test ID cannot be empty".into());
     }
+    if let Some(why) = obj.get("page").and_then(page_error) {
+        return Err(why);
+    }
     let max_diffs = match obj.get("max_diffs").map(PyNum::from_value) {
         None => 0,
         Some(PyNum::Int(i)) if i >= 0 => i as u128,
@@ -505,6 +508,30 @@ fn validate(obj: &Map<String, Value>, source: &str, line: usize) -> Result<Test,
         source: source.to_string(),
         line,
     })
+}
+
+/// Why `page` is not a page number, or None. A page is a JSON integer from 1 to 2^63 - 1, or a
+/// string of ASCII digits naming one ("3": the reference pastes the page into the regex
+/// `_pg{page}_`, so it runs such a test on page 3's files, though its coverage check never counts
+/// it as page 3). The reference accepts any value, and pastes it into that regex: a float never
+/// matches a page file, a huge integer breaks JSON writers, a string can be a pattern that hangs.
+fn page_error(page: &Value) -> Option<String> {
+    let ok = match page {
+        Value::Number(n) => n.as_i64().is_some_and(|i| i >= 1),
+        Value::String(s) => !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && s.bytes().any(|b| b != b'0'),
+        _ => false,
+    };
+    if ok {
+        return None;
+    }
+    let mut shown = page.to_string();
+    if shown.chars().count() > 40 {
+        shown = shown.chars().take(40).collect::<String>() + "...";
+    }
+    Some(format!(
+        "page must be a whole number from 1 to {} (a JSON integer, or a string of its digits), not {shown}",
+        i64::MAX
+    ))
 }
 
 /// `marker`: falsy → rejected; `" " in marker` → rejected (for a list it tests elements, for a
@@ -678,6 +705,28 @@ mod tests {
         assert!(load(r#"{"type":"present","text":"x","pdf":"","page":1,"id":"x"}"#).is_err());
         assert!(load(r#"{"type":"present","text":"x","pdf":"a","page":1,"id":5}"#).is_ok());
         assert!(load("[1]").is_err());
+        for page in ["1", "9223372036854775807", "\"3\"", "\"0012\""] {
+            assert!(load(&format!(r#"{{"type":"baseline","pdf":"a","id":"x","page":{page}}}"#)).is_ok(), "{page}");
+        }
+        for page in [
+            "0",
+            "-1",
+            "1.0",
+            "1e20",
+            "100000000000000000000",
+            "9223372036854775808",
+            "true",
+            "null",
+            "[1]",
+            "\"\"",
+            "\"0\"",
+            "\"1_|(a|a)*b\"",
+            "\" 3\"",
+            "\"3.0\"",
+        ] {
+            let err = load(&format!(r#"{{"type":"baseline","pdf":"a","id":"x","page":{page}}}"#)).unwrap_err();
+            assert!(err.to_string().contains("page must be a whole number from 1"), "{page}: {err}");
+        }
     }
 
     #[test]

@@ -23,7 +23,8 @@ from olmocr_rl.cli import app
 COMMANDS = {
     "validate": {"tests": None},
     "check": {"tests": None, "page": None, ("--test", "-t"): None, ("--pdf",): None, ("--json",): False,
-              ("--guard",): "none"},  # #26: the published checks unless asked
+              ("--guard",): "none",  # #26: the published checks unless asked
+              ("--strict",): False},  # #29: exit 1 when a test fails, for CI
     "bench": {
         "bench_dir": None, ("--candidate", "-c"): None, ("--details",): None, ("--json",): False,
         ("--skip-baseline", "--skip_baseline"): False, ("--force",): False, ("--workers",): None,
@@ -34,6 +35,7 @@ COMMANDS = {
         ("--output-failed", "--output_failed"): None,
         ("--guard",): "none",  # #26: the published checks unless asked
         ("--compare",): False,  # #30: paired differences against the first candidate
+        ("--strict",): False,  # #29: exit 1 when a candidate is FAILED, for CI
     },
     "probe": {"tests": None, ("--flag-share",): 0.5, ("--details",): None, ("--json",): False, ("--workers",): None},  # #26: new
     "prepare": {

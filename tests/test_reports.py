@@ -407,7 +407,8 @@ def test_run_report_views(tmp_path):
         )
         assert page.evaluate("[...document.querySelectorAll('section.entry')].filter(e => !e.hidden).map(e => e.dataset.mode)") == ["eval"]
         assert page.evaluate("document.getElementById('count').textContent") == "1 of 5 shown"
-        assert "1 unreadable line(s) skipped" in page.evaluate("document.getElementById('run').textContent")
+        cut = f"{run / 'logs' / 'metrics.jsonl'}:{len(logs) + 1}: cut short (the run stopped while writing it); skipped"
+        assert cut in page.evaluate("document.getElementById('run').textContent")
         assert_local_only(page, html)
     res = invoke(["report", str(tmp_path / "nothing")])
     assert res.exit_code == 1 and "no logs/metrics.jsonl" in res.stderr

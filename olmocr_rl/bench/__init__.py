@@ -39,6 +39,10 @@ Where we differ, on purpose:
   first failure explanation of a test is deterministic.
 * A corrupt PDF is an error naming the file (the reference crashes); a PDF that is not readable
   is skipped by the page-coverage check when `force` is given.
+* A test's page must be a JSON integer >= 1 or a string of its digits (the reference pastes any
+  value into the regex `_pg{page}_`); PDF and test file names must be UTF-8; without names given,
+  a sub-folder with no page file of the bench's PDFs is not a candidate (the reference fails it).
+  docs/bench.md, "Bad input, kills and a second copy".
 """
 
 from olmocr_rl.bench.checking import Progress, evaluate_candidate

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from olmocr_rl.bench.results import BenchSummary, CandidateResult
+from olmocr_rl.paths import for_rich
 
 
 @dataclass
@@ -180,14 +181,13 @@ def print_comparisons(comparisons: list[Comparison], console: Any = None) -> Non
     """Each comparison as a rich table: A, B, B − A in percentage points with its interval, and
     the tests gained and lost; per JSONL file, per type, overall."""
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
 
     console = console or Console()
     for c in comparisons:
         pct = f"{c.level * 100:g}%"
         table = Table(
-            title=f"B − A with B = {escape(c.b)}, A = {escape(c.a)}, paired over {c.tests} tests, in points",
+            title=f"B − A with B = {for_rich(c.b)}, A = {for_rich(c.a)}, paired over {c.tests} tests, in points",
             caption=f"{pct} interval: {c.samples} bootstrap resamples of tests within each JSONL file (seed {c.seed}); "
             "gained / lost: tests passing in B only / in A only. Rows: JSONL files, test types (italic), the score.",
             title_justify="left",
@@ -197,8 +197,8 @@ def print_comparisons(comparisons: list[Comparison], console: Any = None) -> Non
             table.add_column(col, justify="left" if not col else "right", no_wrap=bool(col))
 
         sections = [
-            [(escape(d.name), d) for d in c.by_jsonl],
-            [(f"[italic]{escape(d.name)}[/]", d) for d in c.by_type],
+            [(for_rich(d.name), d) for d in c.by_jsonl],
+            [(f"[italic]{for_rich(d.name)}[/]", d) for d in c.by_type],
             [("[bold]score[/]", c.overall)],
         ]
         for k, rows in enumerate(sections):
@@ -212,13 +212,13 @@ def print_comparisons(comparisons: list[Comparison], console: Any = None) -> Non
         console.print(table)
         o = c.overall
         if o.ci[0] > 0 or o.ci[1] < 0:
-            verdict = f"{'higher' if o.ci[0] > 0 else 'lower'} than {escape(c.a)} (the {pct} interval excludes 0)"
+            verdict = f"{'higher' if o.ci[0] > 0 else 'lower'} than {for_rich(c.a)} (the {pct} interval excludes 0)"
         else:
             verdict = f"no clear difference (the {pct} interval includes 0)"
         console.print(
-            f"{escape(c.b)} vs {escape(c.a)}: {_points(o.diff)} points, {_points(o.ci[0])} to {_points(o.ci[1])}: {verdict}; "
+            f"{for_rich(c.b)} vs {for_rich(c.a)}: {_points(o.diff)} points, {_points(o.ci[0])} to {_points(o.ci[1])}: {verdict}; "
             f"{o.gained} tests gained, {o.lost} lost.",
             highlight=False,
         )
         for note in c.notes:
-            console.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
+            console.print(f"[yellow]note:[/] {for_rich(note)}", highlight=False)

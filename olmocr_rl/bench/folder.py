@@ -15,6 +15,7 @@ from typing import Any
 from olmocr_rl import _core
 from olmocr_rl.errors import UserError
 from olmocr_rl.jsonl import read_jsonl
+from olmocr_rl.paths import is_utf8, require_utf8, shown
 from olmocr_rl.suite import BenchSuite, Guard, SuiteError, TestInfo
 
 BASELINE_GROUP = "baseline"
@@ -51,6 +52,7 @@ class Bench:
     tests: list[TestInfo]  # every test that is scored or reported (after skip_baseline)
     group: dict[str, str]  # test id -> JSONL basename or "baseline"
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. sub-folders that are not candidates
 
 
 def _pypdf_page_count(path: str | os.PathLike[str]) -> int:
@@ -72,15 +74,18 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
     published benchmark)."""
     given = Path(path)
     if not given.exists():
-        raise BenchError(f"{given}: no such file or directory")
+        raise BenchError(f"{shown(given)}: no such file or directory")
+    require_utf8(given, "bench folder" if given.is_dir() else "test file")
     single = given.is_file()
+    if single and given.suffix != ".jsonl":
+        raise BenchError(f"{given}: not a folder (give a bench folder, or one of its .jsonl test files)")
     root = given.parent if single else given
     pdf_dir = root / "pdfs"
     if not pdf_dir.is_dir():
-        raise BenchError(f"{root}: no pdfs/ folder (a bench folder holds *.jsonl, pdfs/ and one folder per candidate)")
-    pdf_keys = sorted(
-        os.path.relpath(p, pdf_dir) for p in glob.glob(os.path.join(glob.escape(str(pdf_dir)), "**", "*.pdf"), recursive=True)
-    )
+        whose = f"{given}: its folder {root} has" if single else f"{given}:"
+        raise BenchError(f"{whose} no pdfs/ folder (a bench folder holds *.jsonl, pdfs/ and one folder per candidate)")
+    found = glob.glob(os.path.join(glob.escape(str(pdf_dir)), "**", "*.pdf"), recursive=True)
+    pdf_keys = sorted(os.path.relpath(p, pdf_dir) for p in found)
     if not pdf_keys:
         raise BenchError(f"{pdf_dir}: no PDF files")
     # glob.glob, as the reference: hidden files (".x.jsonl") are not tests.
@@ -88,6 +93,9 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
     jsonl_files = [given] if single else sorted(Path(p) for p in top if os.path.isfile(p))
     if not jsonl_files:
         raise BenchError(f"{root}: no *.jsonl test files at the top level")
+    odd = [shown(pdf_dir / k) for k in pdf_keys if not is_utf8(k)] + [shown(f) for f in jsonl_files if not is_utf8(f)]
+    if odd:  # no test can name such a PDF, and no message or JSON output could name either
+        raise BenchError([f"{name}: the file's name is not UTF-8 text; rename it" for name in odd])
     sources, unreadable = [], []
     for f in jsonl_files:
         try:
@@ -161,16 +169,26 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
 
 
 def find_candidates(bench: Bench, names: Sequence[str] | None = None) -> list[Path]:
-    """Candidate folders: every sub-directory of the bench folder except `pdfs` (sorted), or
-    the ones named."""
-    available = sorted(e.name for e in os.scandir(bench.root) if e.is_dir() and e.name != "pdfs")
+    """Candidate folders: the ones named, else every sub-directory of the bench folder except
+    `pdfs` that holds a page file of one of its PDFs (sorted; the others, such as a run's
+    `logs/` or `checkpoint-N/`, are named once in `bench.notes`). A folder whose name is not
+    UTF-8 is skipped with a warning."""
+    folders = sorted(e.name for e in os.scandir(bench.root) if e.is_dir() and e.name != "pdfs")
+    odd = [n for n in folders if not is_utf8(n)]
+    bench.warnings += [f"{shown(bench.root / n)}: skipped: the folder's name is not UTF-8 text; rename it" for n in odd]
+    available = [n for n in folders if n not in odd]
     if names:
         unknown = [n for n in names if n not in available]
         if unknown:
-            raise BenchError(f"no candidate folder {unknown[0]!r} in {bench.root} (found: {', '.join(available) or 'none'})")
-        available = [n for n in available if n in set(names)]
+            found = ", ".join(available) or "none"
+            raise BenchError(f"no candidate folder {shown(unknown[0])!r} in {bench.root} (found: {found})")
+        return [bench.root / n for n in available if n in set(names)]
+    empty = [n for n in available if not any(_page_files(bench.root / n, bench.pdf_keys).values())]
+    if empty:
+        bench.notes.append(f"not candidates (no page file of a PDF in pdfs/): {', '.join(empty)}")
+    available = [n for n in available if n not in empty]
     if not available:
-        raise BenchError(f"{bench.root}: no candidate folders (sub-directories besides pdfs/)")
+        raise BenchError(f"{bench.root}: no candidate folders (sub-folders besides pdfs/ holding <pdf>_pg<N>_repeat<M>.md files)")
     return [bench.root / n for n in available]
 
 

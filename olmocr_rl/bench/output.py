@@ -10,6 +10,7 @@ from typing import Any
 
 from olmocr_rl.bench.compare import Comparison
 from olmocr_rl.bench.results import BenchSummary
+from olmocr_rl.paths import for_rich
 from olmocr_rl.suite import TestInfo
 
 
@@ -85,6 +86,7 @@ def summary_dict(summary: BenchSummary, comparisons: Sequence[Comparison] = ()) 
         "tests_by_type": dict(sorted(counts.items())),
         "guard": b.suite.guard,
         "warnings": b.warnings,
+        **({"notes": b.notes} if b.notes else {}),
         "ci": {"level": summary.confidence_level, "samples": summary.bootstrap_samples, "seed": summary.seed},
         "candidates": cands,
         **({"comparisons": [c.to_dict() for c in comparisons]} if comparisons else {}),
@@ -99,9 +101,11 @@ def print_summary(summary: BenchSummary, console: Any = None, *, show_failures: 
     console = console or Console()
     b = summary.bench
     for w in b.warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/] {for_rich(w)}", highlight=False)
+    for note in b.notes:
+        console.print(f"note: {for_rich(note)}", style="dim", highlight=False)
     pct = f"{summary.confidence_level * 100:g}%"
-    table = Table(title=f"olmOCR-bench: {b.root}", title_justify="left")
+    table = Table(title=f"olmOCR-bench: {for_rich(b.root)}", title_justify="left")
     for col, justify in (("candidate", "left"), ("score", "right"), (f"± ({pct} CI)", "right"), ("tests", "right")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for c in summary.candidates:
@@ -110,7 +114,7 @@ def print_summary(summary: BenchSummary, console: Any = None, *, show_failures: 
             score = f"[red]FAILED (errors)[/] [dim]{c.score_ignoring_errors * 100:0.1f}% ignoring errors[/]"
         else:
             score = c.status
-        table.add_row(c.name, score, "" if c.failed else half, str(len(c.outcomes)))
+        table.add_row(for_rich(c.name), score, "" if c.failed else half, str(len(c.outcomes)))
     console.print(table)
     if b.suite.guard != "none":
         console.print(
@@ -123,20 +127,20 @@ def print_summary(summary: BenchSummary, console: Any = None, *, show_failures: 
     breakdown = Table(title="pass rate by JSONL file (tests passed) and by test type (mean over repeats)", title_justify="left")
     breakdown.add_column("")
     for c in summary.candidates:
-        breakdown.add_column(c.name, justify="right")
+        breakdown.add_column(for_rich(c.name), justify="right")
     for g in sorted({g for c in summary.candidates for g in c.by_jsonl}):
         cells = []
         for c in summary.candidates:
             p, t = c.by_jsonl.get(g, (0, 0))
             cells.append(f"{p / t * 100:0.1f}% ({p}/{t})" if t else "")
-        breakdown.add_row(g, *cells)
+        breakdown.add_row(for_rich(g), *cells)
     breakdown.add_section()
     for kind in sorted({t for c in summary.candidates for t in c.by_type}):
         cells = []
         for c in summary.candidates:
             s, n = c.by_type.get(kind, (0.0, 0))
             cells.append(f"{s * 100:0.1f}% (n={n})" if n else "")
-        breakdown.add_row(f"[dim]type[/] {kind}", *cells)
+        breakdown.add_row(f"[dim]type[/] {for_rich(kind)}", *cells)
     console.print(breakdown)
     legend = "score: the mean of the per-JSONL pass rates (a test passes when most of its repeats pass)."
     if any(c.failed for c in summary.candidates):
@@ -144,7 +148,7 @@ def print_summary(summary: BenchSummary, console: Any = None, *, show_failures: 
     console.print(legend, style="dim", highlight=False)
     for c in summary.candidates:
         if c.errors:
-            console.print(f"[red]{c.name}: {len(c.errors)} error(s)[/]", highlight=False)
+            console.print(f"[red]{for_rich(c.name)}: {len(c.errors)} error(s)[/]", highlight=False)
             for e in c.errors[:20]:
                 console.print(f"  {e}", highlight=False, markup=False)
             if len(c.errors) > 20:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
+from olmocr_rl.atomic import atomic_write, refuse_inputs
 from olmocr_rl.bench.checking import Progress, evaluate_candidate
-from olmocr_rl.bench.folder import find_candidates, load_bench
+from olmocr_rl.bench.folder import Bench, _page_files, find_candidates, load_bench
 from olmocr_rl.bench.results import BenchSummary
 from olmocr_rl.bench.stats import bootstrap_ci
 from olmocr_rl.suite import Guard, check_guard, check_threads
@@ -29,12 +32,14 @@ def run_bench(
     sample: int | None = None,
     keep_details: bool = False,
     guard: Guard = "none",
+    outputs: Mapping[str, str | os.PathLike[str] | None] | None = None,
 ) -> BenchSummary:
     """Runs the benchmark on a bench folder; see the module docstring. `sample`: score only that
     many tests, drawn with `random.Random(seed)` (the reference's `--sample`, unseeded there), kept
     in file order. `keep_details`: keep each candidate's details rows on its result. `guard`:
     "none" (default), the published benchmark's checks, or "short-output" (docs/checks.md
-    §3.1.1)."""
+    §3.1.1). `details` is written under a temporary name and renamed at the end; it and the other
+    `outputs` (option -> path, written by the caller) must not be files the run reads."""
     threads = check_threads(threads)
     bench = load_bench(path, skip_baseline=skip_baseline, force=force, guard=check_guard(guard))
     options = {"tests_available": len(bench.tests), "sample": None, "skip_baseline": skip_baseline, "force": force}
@@ -43,9 +48,9 @@ def run_bench(
         chosen = set(random.Random(seed).sample(range(len(bench.tests)), sample))
         bench.tests = [t for i, t in enumerate(bench.tests) if i in chosen]
     folders = find_candidates(bench, candidates)
+    refuse_inputs({"--details": details, **(outputs or {})}, _inputs(bench, folders))
     out = []
-    sink = open(details, "w", encoding="utf-8") if details else None
-    try:
+    with atomic_write(details) if details else contextlib.nullcontext() as sink:
         for folder in folders:
             result, rows = evaluate_candidate(bench, folder, progress=progress, details=sink is not None or keep_details, threads=threads)
             if keep_details:
@@ -56,9 +61,15 @@ def run_bench(
             result.ci = bootstrap_ci(list(groups.values()), samples=bootstrap_samples, level=confidence_level, seed=seed)
             out.append(result)
             if sink:
-                for row in rows:
-                    sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-    finally:
-        if sink:
-            sink.close()
+                sink.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     return BenchSummary(bench, out, bootstrap_samples, confidence_level, seed, options)
+
+
+def _inputs(bench: Bench, folders: Sequence[Path]) -> Iterator[Path]:
+    """Every file the run reads (test files, PDFs, the candidates' page files) and the folders
+    that hold them."""
+    yield from (bench.root, bench.root / "pdfs", *folders)
+    yield from bench.jsonl_files
+    yield from (bench.root / "pdfs" / k for k in bench.pdf_keys)
+    for folder in folders:
+        yield from (folder / f for files in _page_files(folder, bench.pdf_keys).values() for f in files)

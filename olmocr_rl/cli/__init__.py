@@ -50,7 +50,10 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def echo(message: str = "", *, err: bool = False) -> None:
-    print(message, file=sys.stderr if err else sys.stdout, flush=err)
+    """Prints a line; a file name that is not UTF-8 in it is shown with \\xNN escapes."""
+    from olmocr_rl.paths import shown
+
+    print(shown(message), file=sys.stderr if err else sys.stdout, flush=err)
 
 
 def debug_enabled() -> bool:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from olmocr_rl.cli import GuardChoice, app, fail
+from olmocr_rl.cli import GuardChoice, app, echo, fail
 
 DESCRIPTION = """Run olmOCR-bench on every candidate folder: majority over repeats, per-JSONL pass
 rates, their mean as the score, a bootstrap CI; a candidate with any error is FAILED as upstream."""
@@ -70,8 +70,24 @@ def bench_command(
             help="Write the tests no candidate passed as JSONL (a path as given; the reference puts a relative one in the bench folder, where the next run would read it as tests).",
         ),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option("--strict", help="Exit with status 1 when a candidate is FAILED (has errors), for CI; the summary is printed first."),
+    ] = False,
 ) -> int:
+    from olmocr_rl.atomic import check_output
     from olmocr_rl.bench import BenchError, print_summary, run_bench, summary_dict
+
+    # Every output path is checked before any work, and none may be a file the run reads.
+    outputs = {"--details": details, "--report": report, "--output-failed": output_failed}
+    for option, target in outputs.items():
+        if target is not None:
+            check_output(target, option, make_folders=option == "--report")  # the report makes its folder, as it always has
+    if report is not None:
+        files_dir = report.with_name(report.stem + "_files")
+        if files_dir.exists() and not files_dir.is_dir():
+            fail(f"--report {report}: {files_dir} (where the report keeps its images) is a file; remove it or choose another name")
+        outputs["--report's folder"] = files_dir
 
     bar = None
     # rich (a noticeable part of start-up) only when it has something to show: a progress bar
@@ -108,6 +124,7 @@ def bench_command(
             sample=sample,
             keep_details=report is not None,
             guard=guard.value,
+            outputs={k: v for k, v in outputs.items() if k != "--details"},
         )
     except (BenchError, OSError) as e:  # OSError: e.g. the details file cannot be written
         fail(str(e))
@@ -121,28 +138,13 @@ def bench_command(
         if len(summary.candidates) < 2:
             fail("--compare needs two or more candidates")
         comparisons = compare_summary(summary, candidate[0] if candidate else None)
-    notes = []
-    if report is not None:
-        from olmocr_rl.report import bench_report
-
-        try:
-            notes.append(f"report: {bench_report(summary, report, max_reports=max_reports, workers=workers)}")
-        except OSError as e:
-            fail(f"cannot write the report {report}: {e}")
-    if output_failed is not None:
-        from olmocr_rl.bench import failed_everywhere, test_records
-
-        target = output_failed
-        failed = failed_everywhere(summary)
-        if failed:
-            target.write_text("".join(line + "\n" for line in test_records(failed)), encoding="utf-8")
-            notes.append(f"{len(failed)} test(s) that no candidate passed: {target}")
-        else:
-            notes.append("no test failed for every candidate: no file written")
+    # The summary first: a failing optional output below loses no score.
     if as_json:
         import orjson
 
         sys.stdout.write(orjson.dumps(summary_dict(summary, comparisons), option=orjson.OPT_INDENT_2).decode() + "\n")
+        for line in [f"warning: {w}" for w in summary.bench.warnings] + [f"note: {n}" for n in summary.bench.notes]:
+            echo(line, err=True)  # also in the JSON; said here for whoever reads the terminal
     else:
         from rich.console import Console
 
@@ -151,6 +153,32 @@ def bench_command(
             from olmocr_rl.bench.compare import print_comparisons
 
             print_comparisons(comparisons, Console())
-    for note in notes:
-        print(note, file=sys.stderr if as_json else sys.stdout)
+    sys.stdout.flush()
+
+    def note(message: str) -> None:  # beside --json's output, on stderr
+        echo(message, err=as_json)
+
+    if report is not None:
+        from olmocr_rl.report import bench_report
+
+        try:
+            note(f"report: {bench_report(summary, report, max_reports=max_reports, workers=workers)}")
+        except OSError as e:
+            fail(f"cannot write the report {report}: {e}")
+    if output_failed is not None:
+        from olmocr_rl.atomic import write_text
+        from olmocr_rl.bench import failed_everywhere, test_records
+
+        failed = failed_everywhere(summary)
+        if failed:
+            try:
+                write_text(output_failed, "".join(line + "\n" for line in test_records(failed)))
+            except OSError as e:
+                fail(f"cannot write --output-failed {output_failed}: {e}")
+            note(f"{len(failed)} test(s) that no candidate passed: {output_failed}")
+        else:
+            note("no test failed for every candidate: no file written")
+    bad = [c.name for c in summary.candidates if c.failed]
+    if strict and bad:
+        fail(f"--strict: {len(bad)} candidate(s) FAILED (errors): {', '.join(bad)}")
     return 0

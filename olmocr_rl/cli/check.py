@@ -41,6 +41,9 @@ def check_command(
         GuardChoice,
         typer.Option("--guard", help="none: the published checks; short-output: with allenai/olmocr PR #462's short-output guard."),
     ] = GuardChoice.none,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit with status 1 when a test fails, for CI; the verdicts are printed first.")
+    ] = False,
 ) -> int:
     suite = _load(tests, strict=True)
     ids = list(test_id or [])
@@ -64,6 +67,8 @@ def check_command(
             echo(f"{'PASS' if r.passed else 'FAIL'}  {i}" + (f"  {r.explanation}" if r.explanation else ""))
     if not as_json:
         echo(f"{passed}/{len(ids)} passed")
+    if strict and passed < len(ids):
+        fail(f"--strict: {len(ids) - passed} of {len(ids)} test(s) failed")
     return 0
 
 

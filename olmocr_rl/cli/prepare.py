@@ -110,18 +110,21 @@ def print_report(result: "PrepareResult", console: Any = None) -> None:
         ("PDFs without tests", len(r.pdfs_without_tests)),
         ("problems", r.problems),
     ]:
-        summary.add_row(label, str(value))
+        plain_row(summary, label, str(value))
     if s["tests_excluded_by_type"]:
         excluded = ", ".join(f"{k} {v}" for k, v in s["tests_excluded_by_type"].items())
-        summary.add_row("excluded by --type-filter", f"tests: {excluded}; pages left without tests: {s['pages_excluded_by_type']}")
+        plain_row(summary, "excluded by --type-filter", f"tests: {excluded}; pages left without tests: {s['pages_excluded_by_type']}")
     if s["jsonl_files_excluded"]:
-        summary.add_row("excluded by --jsonl-filter", ", ".join(s["jsonl_files_excluded"]))
+        plain_row(summary, "excluded by --jsonl-filter", ", ".join(s["jsonl_files_excluded"]))
     console.print(summary)
     if not r.problems:
         return
     table = Table(title="problems (skipped)")
     for col in ("kind", "where", "detail"):
         table.add_column(col, overflow="fold")
+
+    def add(*cells: str) -> None:
+        plain_row(table, *cells)
 
     def short(path: str) -> str:  # a JSONL path relative to its bench folder
         for base, tag in ((r.bench_dir, ""), (r.eval_bench_dir, "eval: ")):
@@ -130,22 +133,29 @@ def print_report(result: "PrepareResult", console: Any = None) -> None:
         return path
 
     for e in r.rejected_tests:
-        table.add_row("invalid test", f"{short(e['file'])}:{e['line']}", (f"{e['id']}: " if e["id"] else "") + e["reason"])
+        add("invalid test", f"{short(e['file'])}:{e['line']}", (f"{e['id']}: " if e["id"] else "") + e["reason"])
     for e in r.duplicate_ids:
-        table.add_row("duplicate id", f"{short(e['file'])}:{e['line']}", f"{e['id']}: {e['reason']}")
+        add("duplicate id", f"{short(e['file'])}:{e['line']}", f"{e['id']}: {e['reason']}")
     for e in r.missing_pdfs:
-        table.add_row("missing PDF", e["pdf"], f"{e['reason']}; {_tests(e['tests'])}")
+        add("missing PDF", e["pdf"], f"{e['reason']}; {_tests(e['tests'])}")
     for e in r.unreadable_pdfs:
-        table.add_row("unreadable PDF", e["pdf"], f"{e['error']}; {_tests(e['tests'])}")
+        add("unreadable PDF", e["pdf"], f"{e['error']}; {_tests(e['tests'])}")
     for e in r.pages_out_of_range:
-        table.add_row("bad page", f"{e['pdf']} page {e['page']}", f"{e['reason']}; {_tests(e['tests'])}")
+        add("bad page", f"{e['pdf']} page {e['page']}", f"{e['reason']}; {_tests(e['tests'])}")
     for e in r.render_failures:
-        table.add_row("render failed", f"{e['pdf']} page {e['page']}", f"{e['error']}; {_tests(e['tests'])}")
+        add("render failed", f"{e['pdf']} page {e['page']}", f"{e['error']}; {_tests(e['tests'])}")
     for e in r.pages_without_tests:
-        table.add_row("no tests", e["pdf"], "page(s) " + ", ".join(map(str, e["pages"])))
+        add("no tests", e["pdf"], "page(s) " + ", ".join(map(str, e["pages"])))
     for e in r.environment:
-        table.add_row("environment", "math tests", e["reason"])
+        add("environment", "math tests", e["reason"])
     console.print(table)
+
+
+def plain_row(table: Any, *cells: object) -> None:
+    """A table row of plain text: file names, ids and messages are not rich markup."""
+    from olmocr_rl.paths import for_rich
+
+    table.add_row(*(for_rich(c) for c in cells))
 
 
 def _tests(ids: Sequence[str]) -> str:

@@ -36,12 +36,17 @@ def probe_command(
 ) -> int:
     import json
 
+    from olmocr_rl.atomic import atomic_write, check_output, refuse_inputs
     from olmocr_rl.probe import details_rows, print_result, probe, result_dict, tests_path
-    from olmocr_rl.suite import BenchSuite, EnvironmentProblem, SuiteError
+    from olmocr_rl.suite import BenchSuite, EnvironmentProblem, SuiteError, _jsonl_files
 
+    if details is not None:
+        check_output(details, "--details")
     path = tests_path(tests)
     try:
         suite = BenchSuite.load(path)
+        if details is not None:
+            refuse_inputs({"--details": details}, _jsonl_files(path))
         suite.require_environment()  # math tests without KaTeX would all be error verdicts
     except (SuiteError, FileNotFoundError, EnvironmentProblem) as e:
         fail(str(e))
@@ -51,7 +56,7 @@ def probe_command(
     if details is not None:
         rows = details_rows(result)
         try:
-            with open(details, "w", encoding="utf-8") as f:
+            with atomic_write(details) as f:
                 f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
         except OSError as e:
             fail(f"cannot write {details}: {e}")

@@ -19,7 +19,7 @@ def report_command(
     from olmocr_rl.report import run_report
 
     try:
-        path = run_report(run_dir, output, max_completions=max_completions)
+        path = run_report(run_dir, output, max_completions=max_completions, warn=lambda m: echo(f"warning: {m}", err=True))
     except (OSError, ValueError) as e:
         fail(str(e))
     echo(f"report: {path}")

@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.report.common import asset, document, esc, render_page, script_json, staged_folder, write_text
+from olmocr_rl.atomic import staged_folder, write_text
+from olmocr_rl.report.common import asset, document, esc, render_page, script_json
 
 # Fields whose default decides the verdict (docs/checks.md §1.3), shown when a record leaves them
 # out; a field whose default means "not checked" (first_n, up, max_length, ...) is not.
@@ -340,6 +341,7 @@ def bench_report(
         why.append(w)
         md.append(m)
 
+    known = set(bench.pdf_keys)
     with staged_folder(files_dir) as stage:
         (stage / "img").mkdir()
         (stage / "text").mkdir()
@@ -347,7 +349,8 @@ def bench_report(
         for i, pg in enumerate(pages):
             pdf, page = pg[0], pg[1]
             number = int(page) if isinstance(page, str) and page.isdigit() else page
-            if isinstance(number, int) and number >= 1:
+            # Only the PDFs found in pdfs/: a test's "pdf" is data, never a way out of the folder.
+            if isinstance(number, int) and number >= 1 and pdf in known:
                 jobs.append(
                     (i, (str(Path(bench.root) / "pdfs" / pdf), number, str(stage / "img" / f"{i}.webp"), image_side, image_quality))
                 )

@@ -35,9 +35,21 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
+def _runs(points: Sequence[tuple[float, float | None]]) -> list[list[tuple[float, float]]]:
+    """The points sorted by step, split at each missing value (None): the pieces of the line."""
+    out: list[list[tuple[float, float]]] = [[]]
+    for a, b in sorted(points, key=lambda p: p[0]):
+        if b is None:
+            if out[-1]:
+                out.append([])
+        else:
+            out[-1].append((a, b))
+    return [r for r in out if r]
+
+
 def chart(
     title: str,
-    series: dict[str, Sequence[tuple[float, float]]],
+    series: dict[str, Sequence[tuple[float, float | None]]],
     *,
     x_range: tuple[float, float],
     y_range: tuple[float, float] | None = None,
@@ -46,8 +58,11 @@ def chart(
     height: int = 190,
     caption: str = "",
 ) -> str:
-    """A panel: `series` maps "train"/"eval" (or any name) to (step, value) points. `y_range`:
-    fixed (e.g. 0..1 for rates), else the data's range, padded."""
+    """A panel: `series` maps "train"/"eval" (or any name) to (step, value) points; a value of
+    None (not a number in the log) is a gap in the line. `y_range`: fixed (e.g. 0..1 for rates),
+    else the data's range, padded."""
+    runs = {name: _runs(s) for name, s in series.items()}
+    series = {name: [p for r in rs for p in r] for name, rs in runs.items() if rs}
     pts = [p for s in series.values() for p in s]
     if not pts:
         return ""
@@ -90,11 +105,11 @@ def chart(
     out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#8c959f"/>')
     for i, (name, s) in enumerate(series.items()):
         color = COLORS.get(name, ["#8250df", "#1a7f37", "#bf8700"][i % 3])
-        s = sorted(s)
         dash = ' stroke-dasharray="4 3"' if name == "eval" else ""
-        if len(s) > 1:
-            coords = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in s)
-            out.append(f'<polyline data-series="{esc(name)}" fill="none" stroke="{color}" stroke-width="1.6"{dash} points="{coords}"/>')
+        for run in runs[name]:
+            if len(run) > 1:
+                coords = " ".join(f"{x(a):.1f},{y(b):.1f}" for a, b in run)
+                out.append(f'<polyline data-series="{esc(name)}" fill="none" stroke="{color}" stroke-width="1.6"{dash} points="{coords}"/>')
         r = 2.6 if name == "eval" or len(s) <= 40 else 1.4
         for a, b in s:
             out.append(f'<circle data-series="{esc(name)}" data-step="{a:g}" data-value="{b!r}" cx="{x(a):.1f}" cy="{y(b):.1f}" r="{r}" '

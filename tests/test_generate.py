@@ -11,8 +11,9 @@ import types
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("transformers")
+need("transformers")
 
 from clirun import invoke
 

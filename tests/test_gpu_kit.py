@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import need
 from packaging.utils import parse_wheel_filename
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,8 +154,8 @@ def unexplained_nulls(obj, path=""):
 
 @pytest.mark.distributed
 def test_gpu_check_tiny_writes_the_json_with_every_field_filled(tmp_path):
-    pytest.importorskip("trl")
-    pytest.importorskip("deepspeed")
+    need("trl")
+    need("deepspeed")
     out = tmp_path / "json-out"
     env = {k: v for k, v in os.environ.items() if k != "OUT"}
     env["OUT"] = str(out)  # as on the device machine: the JSON goes to $OUT/gpu_check.json

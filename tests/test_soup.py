@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
+torch = need("torch")
+need("transformers")
 from clirun import invoke
 from safetensors.torch import load_file, save_file
 

@@ -199,6 +199,11 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
         callbacks.append(schedule)
     if cfg.progress:
         callbacks.append(RichProgressCallback())
+    # A LoRA adapter is initialised randomly when the trainer wraps the model: seed first, or two runs
+    # with one seed start from different adapters (trl seeds there itself only from 1.15 on).
+    from accelerate.utils import set_seed
+
+    set_seed(cfg.seed)
     try:
         with engine_settings(cfg):
             trainer = GRPOTrainer(
@@ -214,8 +219,6 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     except (ValueError, TypeError, NotImplementedError) as e:
         raise refused(cfg, e) from e
     # After trl's own set_seed(seed + rank); a resumed run restores each rank's RNG instead.
-    from accelerate.utils import set_seed
-
     set_seed(rank_seed(cfg.seed, trainer.accelerator.process_index))
     if full_ckpt is not None:
         # Weights are loaded above; the Trainer's own raw load would only warn about every key.

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from conftest import need
 need("trl")
 torch = need("torch")
 
+from packaging.version import Version
 from safetensors.torch import load_file
 from training import CLI, FIXTURES, RECIPE
 
@@ -148,9 +150,16 @@ CASES = {
     "two-ranks": (2, []),
     "lora": (1, LORA),
 }
+# transformers < 5.18 loads a multi-rank run's optimizer state onto "cpu:0" on CPU, which torch cannot
+# restore: resuming several CPU ranks fails there (GPU ranks load onto cuda:N and are unaffected).
+CPU_RANKS_RESUME = Version(version("transformers")) >= Version("5.18")
+TWO_RANKS = [
+    pytest.mark.distributed,
+    pytest.mark.xfail(not CPU_RANKS_RESUME, strict=True, reason="transformers < 5.18 cannot resume several CPU ranks (map_location cpu:0)"),
+]
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.distributed) if CASES[c][0] > 1 else c for c in CASES], ids=list(CASES))
+@pytest.mark.parametrize("case", [pytest.param(c, marks=TWO_RANKS) if CASES[c][0] > 1 else c for c in CASES], ids=list(CASES))
 def test_killed_then_resumed_equals_uninterrupted(case, pages, tiny_model, tmp_path):
     world, extra = CASES[case]
     lora = "lora=true" in extra

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("trl")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+need("trl")
 from clirun import invoke
-from test_train import prepared, tiny_model  # noqa: F401  (session fixtures)
 
 from olmocr_rl.train.budget import checkpoint_bytes, estimate, parameter_count
 from olmocr_rl.train.config import TrainConfig, load_config

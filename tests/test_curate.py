@@ -27,13 +27,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("torch")
-pytest.importorskip("trl")
+need("torch")
+need("trl")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clirun import invoke
-from test_train import FIXTURES, RECIPE, prepared, tiny_model  # noqa: F401  (session fixtures shared with test_train)
+from training import FIXTURES, RECIPE
 
 from olmocr_rl.curate import (
     CurateError,
@@ -124,7 +124,7 @@ def run(prepared: Path, engine: StandIn, settings: Settings = SETTINGS, **kw):
 
 
 def test_statistics_use_trls_group_std():
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     rewards = [0.0, 0.25, 1.0, 1.0, 0.5]
     s = statistics(rewards)
     assert s["std"] == pytest.approx(torch.tensor(rewards).std().item(), rel=1e-6)  # Bessel, as trl's nanstd

@@ -70,7 +70,7 @@ BREAKAGES = [
         "bench-max-reports",
         "`bench --report` ignores --max-reports",
         "cli/bench.py",
-        [("bench_report(summary, args.report, max_reports=args.max_reports,", "bench_report(summary, args.report, max_reports=None,")],
+        [("bench_report(summary, report, max_reports=max_reports,", "bench_report(summary, report, max_reports=None,")],
         ["tests/test_reports.py::test_bench_report_views",
          "tests/test_reports.py::test_bench_report_states_sample_and_max_reports"],
     ),
@@ -78,7 +78,7 @@ BREAKAGES = [
         "bootstrap-confidence-level",
         "the bootstrap ignores --confidence-level",
         "cli/bench.py",
-        [("confidence_level=args.confidence_level,", "confidence_level=0.95,")],
+        [("confidence_level=confidence_level,", "confidence_level=0.95,")],
         ["tests/test_bench.py::test_bootstrap_is_seeded_and_sensible",  # the old test: only 0.95, through the API
          "tests/test_options.py::test_bench_interval_options"],
     ),

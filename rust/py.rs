@@ -97,8 +97,8 @@ fn pdf_page_counts(
     })
 }
 
-/// Where math checks read KaTeX 0.16.21's `katex.min.js` (None: the `OLMOCR_RL_KATEX_JS`
-/// environment variable).
+/// Where math checks read KaTeX 0.16.21's `katex.min.js` (None: nowhere; math checks then give
+/// error verdicts naming the fix). Set by `olmocr_rl._katex.configure`.
 #[pyfunction]
 #[pyo3(signature = (path))]
 fn set_katex_path(path: Option<std::path::PathBuf>) {

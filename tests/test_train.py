@@ -46,7 +46,9 @@ def test_config_file_then_overrides_then_explicit(tmp_path):
         f, ["temperature=0.9", "rewards.eos=0.25", "trl.top_k=7", "lora=true"], prepared_dir="p", model="m", output_dir="o", resume=None
     )
     assert cfg.num_generations == 8 and cfg.temperature == 0.9 and cfg.lora is True
-    assert cfg.rewards == {"bench-macro": 1.0, "eos": 0.25} and cfg.trl == {"top_k": 7} and cfg.report_to == ["wandb"]
+    assert cfg.rewards == {"bench-macro": 1.0, "eos": 0.25} and cfg.top_k == 7 and cfg.report_to == ["wandb"]
+    # The resolved config states the options our code reads at top level, any other trl option under trl:.
+    assert cfg.to_dict()["trl"] == {"top_k": 7} and cfg.to_dict()["num_generations"] == 8
     # Defaults follow olmOCR 2's recipe.
     d = TrainConfig()
     assert (d.num_generations, d.beta, d.temperature, d.loss_type, d.max_completion_length) == (28, 0.0, 0.8, "bnpo", 8000)

@@ -17,6 +17,7 @@ ABOUT = "Train a VLM with GRPO, the olmOCR-bench pass rate as the reward (olmOCR
 def _options(value: bool) -> None:
     if value:
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
 
         from olmocr_rl.train.config import options_table
@@ -26,7 +27,7 @@ def _options(value: bool) -> None:
         for col in ("type", "default", "meaning"):
             table.add_column(col, overflow="fold")
         for row in options_table():
-            table.add_row(*row)
+            table.add_row(*(escape(c) for c in row))  # help texts hold [brackets], not markup
         Console().print(table)
         raise typer.Exit(0)
 

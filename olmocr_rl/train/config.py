@@ -13,6 +13,7 @@ import dataclasses
 import difflib
 import json
 import os
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints
@@ -36,21 +37,30 @@ def is_user_reward(name: str) -> bool:
 REPORT_TO = ("tensorboard", "wandb", "none")
 
 
+def _type_name(typ: Any) -> str:
+    if get_origin(typ) is Literal:
+        return " | ".join(map(str, get_args(typ)))
+    if get_origin(typ) in (Union, types.UnionType):
+        args = [a for a in get_args(typ) if a is not type(None)]
+        named = " or ".join(getattr(a, "__name__", str(a)) for a in args)
+        return f"{named} or none" if len(args) < len(get_args(typ)) else named
+    return getattr(typ, "__name__", str(typ))
+
+
 def options_table() -> list[tuple[str, str, str, str]]:
-    """(key, type, default, help) of every TrainConfig field, for `olmocr-rl train --options`."""
+    """(key, type, default, help) of every option, for `olmocr-rl train --options`: ours (TrainConfig)
+    and trl's GRPOConfig options with their defaults here (olmOCR 2's overrides marked)."""
     hints = get_type_hints(TrainConfig)
     rows = []
     for f in dataclasses.fields(TrainConfig):
-        typ = hints[f.name]
-        if get_origin(typ) is Literal:
-            shown = " | ".join(map(str, get_args(typ)))
-        elif get_origin(typ) is Union:
-            inner = [a for a in get_args(typ) if a is not type(None)][0]
-            shown = f"{getattr(inner, '__name__', inner)} or none"
-        else:
-            shown = getattr(typ, "__name__", str(typ))
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default  # type: ignore[misc]
-        rows.append((f.name, shown, json.dumps(default), f.metadata.get("help", "")))
+        rows.append((f.name, _type_name(hints[f.name]), json.dumps(default), f.metadata.get("help", "")))
+    for name, (typ, default, help_) in sorted(trl_fields().items()):
+        if name in _OWN:
+            continue
+        mark = "(olmOCR 2; trl: %s) " % json.dumps(default, default=str) if name in GRPO_OVERRIDES else ""
+        shown = GRPO_OVERRIDES.get(name, default)
+        rows.append((name, _type_name(typ), json.dumps(shown, default=str), mark + "trl: " + " ".join(help_.split())[:200]))
     return rows
 
 
@@ -58,26 +68,99 @@ class ConfigError(UserError, ValueError):
     """A configuration problem the user fixes by editing the config or the command line."""
 
 
-def opt(default: Any = None, help: str = "", *, trl: str | None = None, factory: Any = None) -> Any:
-    """A TrainConfig field with its help text (read by `olmocr-rl train --options` and the docs);
-    `trl`: "direct" when trl.GRPOConfig takes the value under the same name, "vllm" when it does
-    so only with use_vllm."""
-    meta = {"help": help, "trl": trl}
+def opt(default: Any = None, help: str = "", *, factory: Any = None) -> Any:
+    """A TrainConfig field with its help text (read by `olmocr-rl train --options` and the docs)."""
+    meta = {"help": help}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
 
 
-LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo"]
-ImportanceSamplingMode = Literal["token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
+# --- trl's options: GRPOConfig's own fields are the valid keys, with trl's defaults but for ------
+# olmOCR 2's recipe, which overrides these (olmocr_rl/recipes/olmocr2.yaml cites each source).
+GRPO_OVERRIDES: dict[str, Any] = {
+    "num_generations": 28,  # completions per page
+    "num_generations_eval": 4,
+    "per_device_train_batch_size": 1,  # completions (not pages) per rank per micro-step
+    # olmOCR ran 8 with 7 GPUs (7 * 1 * 8 = 56 = 2 pages x 28); 28 divides at any world size.
+    "gradient_accumulation_steps": 28,
+    "per_device_eval_batch_size": 4,
+    "num_train_epochs": 1.0,
+    "learning_rate": 2e-6,
+    "warmup_steps": 100,
+    "max_completion_length": 8000,
+    "temperature": 0.8,
+    "loss_type": "bnpo",
+    "vllm_server_timeout": 900.0,  # a 7B model's server takes minutes to start
+    "save_steps": 25,
+    "logging_steps": 5,
+    "log_completions": True,
+    "num_completions_to_print": 2,
+    "dataloader_num_workers": 2,
+}
+# trl options given to GRPOConfig only with use_vllm (trl validates some of them otherwise).
+VLLM_ONLY = (
+    "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_server_base_url", "vllm_server_host",
+    "vllm_server_port", "vllm_enable_sleep_mode", "vllm_server_timeout", "vllm_importance_sampling_correction",
+    "vllm_importance_sampling_mode",
+)  # fmt: skip
+# Every key of the resolved config (ours and the trl options it states), in the order it lists them.
+LAYOUT = [
+    "prepared_dir", "model", "output_dir", "train_split", "eval_split", "max_train_pages", "prompt", "max_eval_pages",
+    "rewards", "reward_threads", "bench_guard", "num_generations", "num_generations_eval",
+    "per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation", "per_device_eval_batch_size",
+    "num_train_epochs", "max_steps", "learning_rate", "lr_scheduler_type", "warmup_steps", "weight_decay",
+    "max_grad_norm", "max_completion_length", "max_prompt_tokens", "temperature", "top_p", "beta", "loss_type",
+    "scale_rewards", "importance_sampling_level", "num_iterations", "epsilon", "mask_truncated_completions", "seed",
+    "dtype", "bf16", "attn_implementation", "trust_remote_code", "gradient_checkpointing", "max_pixels", "lora",
+    "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "use_vllm", "vllm_mode",
+    "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_server_base_url", "vllm_server_host",
+    "vllm_server_port", "vllm_enable_sleep_mode", "vllm_max_model_length", "vllm_enforce_eager",
+    "vllm_data_parallel_size", "vllm_server_gpu_memory_utilization", "vllm_server_timeout", "vllm_server_args",
+    "vllm_server_command", "vllm_importance_sampling_correction", "vllm_importance_sampling_mode",
+    "vllm_importance_sampling_cap", "save_steps", "save_total_limit", "resume", "eval_steps", "eval_on_start",
+    "logging_steps", "report_to", "run_name", "log_completions", "num_completions_to_print",
+    "write_failing_completions", "progress", "dataloader_num_workers", "final_outputs", "final_output_repeats",
+    "final_temperature", "final_batch_size", "trl",
+]  # fmt: skip
+_TRL_FIELDS: dict[str, tuple[Any, Any, str]] | None = None
 
 
-@dataclass
+def trl_fields() -> dict[str, tuple[Any, Any, str]]:
+    """GRPOConfig's options for the installed trl: name -> (type, default, help)."""
+    global _TRL_FIELDS
+    if _TRL_FIELDS is None:
+        from trl import GRPOConfig
+
+        hints = get_type_hints(GRPOConfig)
+        out = {}
+        for f in dataclasses.fields(GRPOConfig):
+            if not f.init:
+                continue
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default  # type: ignore[misc]
+            out[f.name] = (hints.get(f.name, Any), None if default is dataclasses.MISSING else default, str(f.metadata.get("help", "")))
+        _TRL_FIELDS = out
+    return _TRL_FIELDS
+
+
+def trl_default(name: str) -> Any:
+    """The value of a trl option no one set: the olmOCR 2 override, else trl's default."""
+    if name in GRPO_OVERRIDES:
+        return GRPO_OVERRIDES[name]
+    return trl_fields()[name][1]
+
+
+@dataclass(init=False)
 class TrainConfig:
+    """Ours: what to train on and with, rewards, the model, LoRA, vLLM orchestration, checkpoints,
+    final outputs; and `trl`, the GRPOConfig options (trl's own fields and defaults, olmOCR 2's
+    overrides in GRPO_OVERRIDES). A trl option reads and writes as an attribute too
+    (`cfg.num_generations`), and a config file or KEY=VALUE may name one flat or under `trl:`."""
+
     # --- what to train on, what to train, where to write ---------------------------------
     prepared_dir: str = opt("", "the output of `olmocr-rl prepare`")
     model: str = opt("", "a local path or a hub id of an image-text-to-text model")
-    output_dir: str = opt("", "checkpoints, logs, outputs", trl="direct")
+    output_dir: str = opt("", "checkpoints, logs, outputs")
     train_split: str = opt("train", "the prepared split to train on")
     eval_split: str = opt("eval", 'the prepared split to evaluate on ("" or "none": no evaluation)')
     max_train_pages: Optional[int] = opt(None, "keep only the first N pages of the train split")
@@ -92,32 +175,7 @@ class TrainConfig:
     bench_guard: Literal["short-output", "none"] = opt("short-output", "bench rewards: olmocr PR #462's short-output guard, or none")
 
     # --- the GRPO recipe (olmOCR 2) --------------------------------------------------------
-    num_generations: int = opt(28, "completions sampled per page", trl="direct")
-    num_generations_eval: Optional[int] = opt(4, "completions per page when evaluating", trl="direct")
-    per_device_train_batch_size: int = opt(1, "completions (not pages) per rank per micro-step", trl="direct")
-    # olmOCR ran 8 with 7 GPUs (7 * 1 * 8 = 56 = 2 pages x 28); 28 divides at any world size.
-    gradient_accumulation_steps: int = opt(28, "micro-steps per optimizer step", trl="direct")
-    steps_per_generation: Optional[int] = opt(None, "micro-steps fed by one generation round (default: accumulation)", trl="direct")
-    per_device_eval_batch_size: int = opt(4, "completions per rank per eval step", trl="direct")
-    num_train_epochs: float = opt(1.0, "passes over the train split", trl="direct")
-    max_steps: int = opt(-1, "optimizer steps (-1: from num_train_epochs)", trl="direct")
-    learning_rate: float = opt(2e-6, "peak learning rate", trl="direct")
-    lr_scheduler_type: str = opt("linear", "transformers' scheduler name (linear, constant, cosine, ...)", trl="direct")
-    warmup_steps: int = opt(100, "steps of linear warm-up", trl="direct")
-    weight_decay: float = opt(0.0, "AdamW weight decay", trl="direct")
-    max_grad_norm: float = opt(1.0, "gradient clipping norm", trl="direct")
-    max_completion_length: int = opt(8000, "tokens per completion at most", trl="direct")
     max_prompt_tokens: int = opt(3000, "prompt text + image tokens at most (checked against the prepared rows)")
-    temperature: float = opt(0.8, "sampling temperature", trl="direct")
-    top_p: float = opt(1.0, "nucleus sampling", trl="direct")
-    beta: float = opt(0.0, "KL coefficient (0: no reference model)", trl="direct")
-    loss_type: LossType = opt("bnpo", "trl's loss aggregation", trl="direct")
-    scale_rewards: Literal["group", "batch", "none"] = opt("group", "advantage scaling by the reward std", trl="direct")
-    importance_sampling_level: Literal["token", "sequence"] = opt("token", "token (GRPO) or sequence (GSPO) ratios", trl="direct")
-    num_iterations: int = opt(1, "optimization passes per generation round", trl="direct")
-    epsilon: float = opt(0.2, "ratio clipping", trl="direct")
-    mask_truncated_completions: bool = opt(False, "leave completions cut by max_completion_length out of the loss", trl="direct")
-    seed: int = opt(42, "seed of sampling and shuffling (each rank derives its own)", trl="direct")
 
     # --- model -----------------------------------------------------------------------------
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = opt(
@@ -126,7 +184,6 @@ class TrainConfig:
     bf16: Optional[bool] = opt(None, "bf16 autocast over float32 weights (None: with CUDA; true on CPU: CPU autocast)")
     attn_implementation: Optional[str] = opt(None, "transformers' attention implementation (sdpa, flash_attention_2, ...)")
     trust_remote_code: bool = opt(False, "allow the model's own code from the hub")
-    gradient_checkpointing: bool = opt(True, "recompute activations in the backward pass", trl="direct")
     max_pixels: Optional[int] = opt(None, "override the processor's image budget (pixels)")
 
     # --- LoRA (peft) -----------------------------------------------------------------------
@@ -137,40 +194,21 @@ class TrainConfig:
     lora_target_modules: list = opt(help="modules that get adapters", factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
 
     # --- vLLM generation (optional) --------------------------------------------------------
-    use_vllm: bool = opt(False, "generate with vLLM (colocated, or a server)", trl="direct")
-    vllm_mode: Literal["colocate", "server"] = opt("colocate", "vLLM inside each rank, or a server (--vllm-gpus starts one)", trl="vllm")
-    vllm_gpu_memory_utilization: float = opt(0.3, "colocated vLLM's share of each GPU", trl="vllm")
-    vllm_tensor_parallel_size: int = opt(1, "colocated vLLM's tensor parallel size (divides the world size)", trl="vllm")
-    vllm_server_base_url: Optional[str] = opt(None, "a running server's URL (instead of host and port)", trl="vllm")
-    vllm_server_host: str = opt("0.0.0.0", "the server's host", trl="vllm")
-    vllm_server_port: int = opt(8000, "the server's port", trl="vllm")
-    vllm_enable_sleep_mode: bool = opt(False, "colocated vLLM frees its memory during the optimizer step", trl="vllm")
     vllm_max_model_length: Optional[int] = opt(None, "vLLM's context (None: max_prompt_tokens + max_completion_length)")
     vllm_enforce_eager: bool = opt(False, "vLLM without CUDA graphs or torch.compile (starts faster; on CPU, compiling takes minutes)")
     # The server `olmocr-rl train --vllm-gpus K` starts on the last K GPUs (trl's `vllm serve` command):
     vllm_data_parallel_size: int = opt(1, "--vllm-gpus server: data parallel replicas (tensor parallel = K / this)")
     vllm_server_gpu_memory_utilization: float = opt(0.9, "--vllm-gpus server: its share of its GPUs")
-    vllm_server_timeout: float = opt(900.0, "seconds to wait for the server's health endpoint", trl="vllm")
     vllm_server_args: list = opt(help="--vllm-gpus server: extra `vllm serve` arguments, as is", factory=list)
     vllm_server_command: Optional[str] = opt(None, "--vllm-gpus server: replaces `vllm serve` (e.g. a container wrapper)")
-    vllm_importance_sampling_correction: bool = opt(True, "correct for vLLM's sampling probabilities", trl="vllm")
-    vllm_importance_sampling_mode: ImportanceSamplingMode = opt("sequence_mask", "how the correction treats large ratios", trl="vllm")
     vllm_importance_sampling_cap: float = opt(3.0, "the ratio bound (trl >= 1.6: vllm_importance_sampling_clip_max)")
 
     # --- checkpoints, eval, logging --------------------------------------------------------
-    save_steps: int = opt(25, "checkpoint every N steps (0: none)", trl="direct")
-    save_total_limit: Optional[int] = opt(None, "keep at most N checkpoints", trl="direct")
     resume: Optional[str] = opt(None, '"auto" (latest checkpoint in output_dir) or a checkpoint folder')
     eval_steps: int = opt(50, "evaluate every N steps (0: only at the end)")
-    eval_on_start: bool = opt(False, "evaluate before the first step", trl="direct")
-    logging_steps: int = opt(5, "log every N steps", trl="direct")
     report_to: list = opt(help="tensorboard, wandb or none", factory=lambda: ["tensorboard"])
-    run_name: Optional[str] = opt(None, "the run's name in the trackers", trl="direct")
-    log_completions: bool = opt(True, "trl's completions table and completions/*.parquet", trl="direct")
-    num_completions_to_print: int = opt(2, "completions in that table", trl="direct")
     write_failing_completions: bool = opt(True, "completions/failing_<split>.jsonl with the failed tests")
     progress: bool = opt(True, "rich progress display on rank 0")
-    dataloader_num_workers: int = opt(2, "data loading processes per rank", trl="direct")
 
     # --- after training: bench-style candidate files ---------------------------------------
     final_outputs: Literal["eval", "train", "all", "none"] = opt("eval", "pages transcribed into output_dir/outputs/")
@@ -178,12 +216,41 @@ class TrainConfig:
     final_temperature: float = opt(0.0, "0 = greedy")
     final_batch_size: int = opt(8, "pages per generate call")
 
-    # --- anything else: passed to trl.GRPOConfig verbatim (checked against its fields) ------
-    trl: dict = opt(help="any other trl.GRPOConfig option, e.g. trl.top_k=50", factory=dict)
+    # --- trl.GRPOConfig options set explicitly (checked against its fields) ------------------
+    trl: dict = opt(help="trl.GRPOConfig options set for this run, e.g. trl.top_k=50 (or top_k=50)", factory=dict)
 
     # ------------------------------------------------------------------------------------------
+    def __init__(self, **values: Any) -> None:
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)  # type: ignore[misc]
+        for k, v in values.items():
+            setattr(self, k, v)
+
+    def __getattr__(self, name: str) -> Any:  # only for names that are not our fields
+        if name.startswith("_"):
+            raise AttributeError(name)
+        explicit = self.__dict__.get("trl", {})
+        if name in explicit:
+            return explicit[name]
+        if name in GRPO_OVERRIDES or name in GRPO_SHOWN or name in trl_fields():
+            return trl_default(name)
+        raise AttributeError(f"TrainConfig has no option {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _OWN or name.startswith("_"):
+            object.__setattr__(self, name, value)
+        elif name in GRPO_OVERRIDES or name in GRPO_SHOWN or name in trl_fields():
+            self.trl[name] = value
+        else:
+            raise unknown_key_error(name, "TrainConfig")
+
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The resolved config: every key of LAYOUT (ours and the trl options it states), then
+        under `trl` the other GRPOConfig options set for this run."""
+        own = dataclasses.asdict(self)
+        out = {k: own[k] if k in _OWN else getattr(self, k) for k in LAYOUT}
+        out["trl"] = {k: v for k, v in self.trl.items() if k not in LAYOUT}
+        return out
 
     def to_json(self, path: str | os.PathLike[str]) -> Path:
         p = Path(path)
@@ -202,6 +269,12 @@ class TrainConfig:
         return bool(self.eval_split) and self.eval_split.lower() != "none"
 
 
+_OWN = frozenset(f.name for f in dataclasses.fields(TrainConfig))
+# The trl options the resolved config always states (our code reads them); any other GRPOConfig
+# option set for a run is listed under `trl:`.
+GRPO_SHOWN = tuple(k for k in LAYOUT if k not in _OWN)
+
+
 def _field_types() -> dict[str, Any]:
     hints = get_type_hints(TrainConfig)
     return {f.name: hints[f.name] for f in dataclasses.fields(TrainConfig)}
@@ -212,18 +285,30 @@ def _suggest(key: str, known: list[str]) -> str:
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
 
 
+def known_keys() -> list[str]:
+    """Every valid key: ours and the installed trl's GRPOConfig options."""
+    return sorted(_OWN | set(GRPO_OVERRIDES) | set(trl_fields()))
+
+
 def unknown_key_error(key: str, source: str) -> ConfigError:
-    known = sorted(f.name for f in dataclasses.fields(TrainConfig))
-    return ConfigError(f"{source}: unknown key {key!r}{_suggest(key, known)}; pass trl.GRPOConfig options under 'trl:' (e.g. trl.top_k=50)")
+    return ConfigError(f"{source}: unknown key {key!r}{_suggest(key, known_keys())}: neither an olmocr-rl option nor a trl.GRPOConfig one")
 
 
 def _coerce(name: str, typ: Any, value: Any, source: str) -> Any:
-    """Checks (and mildly converts) one value against the field's annotation."""
+    """Checks (and mildly converts) one value against the field's annotation (ours, or trl's)."""
     origin = get_origin(typ)
-    if origin is Union:
+    if origin is Union or origin is types.UnionType:
         args = [a for a in get_args(typ) if a is not type(None)]
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null") and args[0] is not str):
-            return None
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null") and str not in args):
+            if len(args) < len(get_args(typ)) or value is None:
+                return None
+        if len(args) > 1:  # the first member that takes the value
+            for a in args:
+                try:
+                    return _coerce(name, a, value, source)
+                except ConfigError:
+                    continue
+            raise ConfigError(f"{source}: {name} must be {' or '.join(getattr(a, '__name__', str(a)) for a in args)}, got {value!r}")
         typ = args[0]
         origin = get_origin(typ)
     if origin is Literal:
@@ -262,24 +347,59 @@ def _coerce(name: str, typ: Any, value: Any, source: str) -> Any:
     elif typ is dict or origin is dict:
         if isinstance(value, dict):
             return dict(value)
-    else:  # pragma: no cover - every field type is handled above
+    else:  # a type of trl's this reader does not know: as given (trl checks it)
         return value
     tname = getattr(typ, "__name__", str(typ))
     raise ConfigError(f"{source}: {name} must be {tname}, got {value!r}")
 
 
+def _trl_type(name: str) -> Any:
+    return trl_fields()[name][0] if name in trl_fields() else type(GRPO_OVERRIDES[name])
+
+
+def _trl_value(name: str, value: Any, source: str) -> Any:
+    """A trl option's value checked against trl's annotation; a whole number stays an int where
+    trl annotates float (transformers 5's steps may also be ratios)."""
+    if isinstance(GRPO_OVERRIDES.get(name), float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)  # as the override's own type
+    if _trl_type(name) is float and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return _coerce(name, _trl_type(name), value, source)
+
+
+def set_option(cfg: TrainConfig, key: str, value: Any, source: str) -> None:
+    """One key of ours (checked against its annotation) or of trl's GRPOConfig (against trl's)."""
+    name = key.replace("-", "_")
+    if name in _OWN and name != "trl":
+        if name == "rewards" and isinstance(value, dict):
+            value = {str(k): v for k, v in value.items()}
+        setattr(cfg, name, _coerce(name, _field_types()[name], value, source))
+    elif name == "trl":
+        if not isinstance(value, dict):
+            raise ConfigError(f"{source}: trl must be a mapping of trl.GRPOConfig options, got {value!r}")
+        for k, v in value.items():
+            k = str(k)
+            if k not in trl_fields() and k not in GRPO_OVERRIDES:
+                raise ConfigError(f"{source}: trl.{k}: not a GRPOConfig option in trl {_trl_version()}{_suggest(k, sorted(trl_fields()))}")
+            cfg.trl[k] = _trl_value(k, v, source)
+    elif name in GRPO_OVERRIDES or name in trl_fields():
+        cfg.trl[name] = _trl_value(name, value, source)
+    else:
+        raise unknown_key_error(key, source)
+
+
+def _trl_version() -> str:
+    import trl
+
+    return str(trl.__version__)
+
+
 def apply_mapping(cfg: TrainConfig, data: dict, *, source: str) -> None:
-    """Sets fields from a (possibly nested: `rewards:`, `trl:`) mapping; unknown keys raise."""
+    """Sets options from a (possibly nested: `rewards:`, `trl:`) mapping; unknown keys raise."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of option names to values, got {type(data).__name__}")
-    types = _field_types()
     for key, value in data.items():
-        name = str(key).replace("-", "_")
-        if name not in types:
-            raise unknown_key_error(str(key), source)
-        if name in ("rewards", "trl") and isinstance(value, dict):
-            value = {str(k): v for k, v in value.items()}
-        setattr(cfg, name, _coerce(name, types[name], value, source))
+        set_option(cfg, str(key), value, source)
 
 
 def recipe_path(name: str) -> Path | None:
@@ -356,9 +476,12 @@ def apply_overrides(cfg: TrainConfig, overrides: list[str]) -> None:
         if "." in key:
             head, sub = key.split(".", 1)
             head = head.replace("-", "_")
-            if head not in ("rewards", "trl"):
+            if head == "rewards":
+                cfg.rewards[sub] = value
+            elif head == "trl":
+                set_option(cfg, "trl", {sub: value}, src)
+            else:
                 raise unknown_key_error(key, src)
-            getattr(cfg, head)[sub] = value
         else:
             apply_mapping(cfg, {key: value}, source=src)
 
@@ -414,8 +537,9 @@ def validate(cfg: TrainConfig) -> None:
 # ---------------------------------------------------------------------------------------------
 
 # Our fields that trl.GRPOConfig takes under the same name (always, or only with use_vllm).
-_DIRECT = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.metadata.get("trl") == "direct")
-_VLLM = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.metadata.get("trl") == "vllm")
+# What GRPOConfig always gets under the same name, and what only with use_vllm.
+_DIRECT = ("output_dir", *(k for k in GRPO_SHOWN if k not in VLLM_ONLY))
+_VLLM = tuple(k for k in GRPO_SHOWN if k in VLLM_ONLY)
 # Renames across trl versions: ours -> candidates, newest first.
 _RENAMES = {
     "vllm_importance_sampling_cap": ("vllm_importance_sampling_clip_max", "vllm_importance_sampling_cap"),
@@ -506,6 +630,8 @@ def grpo_kwargs(
         kw["eval_strategy"] = "no"
         kw.pop("eval_on_start", None)
     for key, value in cfg.trl.items():
+        if key in GRPO_SHOWN:
+            continue  # given above
         if key not in names:
             raise ConfigError(f"trl.{key}: not a GRPOConfig option in trl {trl.__version__}{_suggest(key, sorted(names))}")
         kw[key] = value

@@ -1,9 +1,10 @@
 //! KaTeX 0.16.21 in QuickJS-NG (rquickjs), one runtime per thread.
 //!
 //! `katex.min.js` is not part of this repository: it is read at run time from the path given to
-//! [`set_katex_path`] (the Python package passes the file of the installed `olmocr` PyPI
-//! package, which ships KaTeX 0.16.21, the version the reference runs) or from the
-//! `OLMOCR_RL_KATEX_JS` environment variable. Loading checks `katex.version == "0.16.21"`.
+//! [`set_katex_path`], which the Python package calls with the file it resolved once
+//! (`olmocr_rl/_katex.py`: `OLMOCR_RL_KATEX_JS`, the user cache `install-katex` fills, or an
+//! installed `olmocr` package; KaTeX 0.16.21, the version the reference runs). The core reads no
+//! environment for it. Loading checks `katex.version == "0.16.21"`.
 //!
 //! Bounds, so that model output cannot hang or exhaust a worker: every render runs under a
 //! deterministic operation budget (QuickJS calls the interrupt handler about every 10,000
@@ -73,7 +74,8 @@ static KATEX_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
 type Source = (PathBuf, Result<Arc<String>, String>);
 static SOURCE: Mutex<Option<Source>> = Mutex::new(None);
 
-/// Where to read `katex.min.js` from (overrides `OLMOCR_RL_KATEX_JS`).
+/// Where to read `katex.min.js` from. The core reads no environment: Python resolves the file once
+/// (`olmocr_rl._katex.configure`, run when `olmocr_rl` is imported) and passes it here.
 pub fn set_katex_path(path: Option<PathBuf>) {
     *KATEX_PATH.lock().unwrap_or_else(|e| e.into_inner()) = path;
 }
@@ -82,11 +84,7 @@ const FIX: &str = "math checks need KaTeX 0.16.21's katex.min.js: run `olmocr-rl
 (or set OLMOCR_RL_KATEX_JS to the file)";
 
 fn configured_path() -> Option<PathBuf> {
-    KATEX_PATH
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
-        .or_else(|| std::env::var_os("OLMOCR_RL_KATEX_JS").filter(|v| !v.is_empty()).map(PathBuf::from))
+    KATEX_PATH.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// The KaTeX source for the configured path, read once per path.
@@ -271,8 +269,12 @@ pub(crate) mod tests {
     /// Whether KaTeX is configured; tests that need it skip (with a message) when it is not,
     /// except where they were asked to run: `make test` sets `OLMOCR_RL_REQUIRE_KATEX`, CI sets
     /// `CI`, and a set `OLMOCR_RL_KATEX_JS` names the file to use. There a missing or broken
-    /// KaTeX fails them.
+    /// KaTeX fails them. Rust's own tests have no Python to resolve the file: when none is
+    /// configured they take `OLMOCR_RL_KATEX_JS`.
     pub fn katex_or_skip() -> bool {
+        if configured_path().is_none() {
+            set_katex_path(std::env::var_os("OLMOCR_RL_KATEX_JS").filter(|v| !v.is_empty()).map(PathBuf::from));
+        }
         let asked = ["OLMOCR_RL_REQUIRE_KATEX", "CI", "OLMOCR_RL_KATEX_JS"]
             .iter()
             .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty() && x != "0"));

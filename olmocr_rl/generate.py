@@ -87,7 +87,8 @@ def transcribe(
     for start in range(0, len(todo), batch_size):
         chunk = list(todo[start : start + batch_size])
         try:
-            results = [(r, [texts[i] for texts in run(chunk)]) for i, r in enumerate(chunk)]
+            outputs = run(chunk)  # once per chunk: [run][page]
+            results = [(r, [texts[i] for texts in outputs]) for i, r in enumerate(chunk)]
         except Exception:  # noqa: BLE001 - find the page at fault: one at a time
             results = []
             for r in chunk:

@@ -360,7 +360,8 @@ def coverage_report(rows: list[Row]) -> dict:
     }
 
 
-def print_coverage(rows: list[Row], out=sys.stdout) -> None:
+def print_coverage(rows: list[Row], out=None) -> None:
+    out = out or sys.stdout  # looked up when called (a default bound at import would keep a replaced stream)
     rep = coverage_report(rows)
     print(f"requirements coverage ({len(rows)} requirements, walked from {', '.join(ROOTS)}):", file=out)
     for r in rows:

@@ -1,3 +1,4 @@
+import importlib
 import importlib.util
 import json
 import os
@@ -67,6 +68,39 @@ def golden_failures(cases: list[dict], guard: str = "none") -> list[str]:
     return [f"{c['case']}: {why}" for c in cases if (why := golden_disagreement(c, guard))]
 
 
+# `make test` (and so CI) sets OLMOCR_RL_STRICT=1: everything the suite tests must be installed there
+# (the training stack, KaTeX, chromium), so a test that would skip fails instead, saying why it would
+# have skipped. Outside it (a plain `pytest` on a partial install) tests skip as usual.
+STRICT = os.environ.get("OLMOCR_RL_STRICT", "") not in ("", "0")
+
+
+def need(module: str):
+    """Imports a module the tests need: skips them without it, except under OLMOCR_RL_STRICT
+    (make test), where the ImportError fails them."""
+    if STRICT:
+        return importlib.import_module(module)
+    return pytest.importorskip(module)
+
+
+def _strict_skip(report) -> None:
+    if STRICT and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"would have been skipped, which OLMOCR_RL_STRICT (make test) does not allow: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _strict_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _strict_skip(outcome.get_result())
+
+
 def pytest_runtest_setup(item):
     """`vllm` tests need the real vLLM (`make test-vllm` builds its environment). Where it is not
     installed they are skipped with that reason, except under `make test-vllm`, where a missing
@@ -76,3 +110,36 @@ def pytest_runtest_setup(item):
     if os.environ.get("OLMOCR_RL_REQUIRE_VLLM"):
         pytest.fail("vLLM is not importable in the vLLM test environment (scripts/vllm_env.py)")
     pytest.skip("needs the real vLLM: `make test-vllm` builds its environment and runs these tests")
+
+
+# ---------------------------------------------------------------------------------------------
+# The training tests' shared, read-only inputs (tests/training.py): built once per session. A test
+# that writes into one fails the session at teardown: copy it first (shutil.copytree).
+# ---------------------------------------------------------------------------------------------
+
+
+def _unchanged(folder: Path, digest: str) -> None:
+    from training import tree_digest
+
+    assert tree_digest(folder) == digest, f"a test changed the shared fixture folder {folder}; tests must copy it before writing"
+
+
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory):
+    from training import make_prepared, tree_digest
+
+    folder = make_prepared(tmp_path_factory.mktemp("prepared") / "prep")
+    digest = tree_digest(folder)
+    yield folder
+    _unchanged(folder, digest)
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    need("transformers")
+    from training import build_model, tree_digest
+
+    folder = build_model(tmp_path_factory.mktemp("tiny") / "qwen2_5_vl")
+    digest = tree_digest(folder)
+    yield folder
+    _unchanged(folder, digest)

@@ -48,7 +48,8 @@ class ParamSums(TrainerCallback):
         self.path.write_text(json.dumps(self.sums))
 
 
-def _fixed_generation(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+def _fixed_generation(self, prompt_ids, images, multimodal_fields, num_generations=None, has_tool_images=False):
+    # trl 1.11 passes no num_generations (added in a later 1.x); this stand-in does not need it.
     tok = self.processing_class.tokenizer
     n = len(prompt_ids)
     first = self.accelerator.process_index * n

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import typer
 from clirun import invoke
-from conftest import GOLDEN, golden_disagreement, read_jsonl
+from conftest import GOLDEN, golden_disagreement, need, read_jsonl
 
 from olmocr_rl import _core, _katex
 from olmocr_rl.cli import app
@@ -192,9 +192,8 @@ def test_install_katex_into_a_folder(katex_bytes, tmp_path):
 
 
 def test_a_refused_trl_option_is_one_error_line(tmp_path):
-    pytest.importorskip("trl")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from test_train import FIXTURES, make_prepared
+    need("trl")
+    from training import FIXTURES, make_prepared
 
     prepared = make_prepared(tmp_path / "prep")
     model = tmp_path / "tiny"

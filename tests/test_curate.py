@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import statistics as pystats
 import subprocess
@@ -27,13 +28,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("torch")
-pytest.importorskip("trl")
+need("torch")
+need("trl")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clirun import invoke
-from test_train import FIXTURES, RECIPE, prepared, tiny_model  # noqa: F401  (session fixtures shared with test_train)
+from training import FIXTURES, RECIPE
 
 from olmocr_rl.curate import (
     CurateError,
@@ -124,7 +125,7 @@ def run(prepared: Path, engine: StandIn, settings: Settings = SETTINGS, **kw):
 
 
 def test_statistics_use_trls_group_std():
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     rewards = [0.0, 0.25, 1.0, 1.0, 0.5]
     s = statistics(rewards)
     assert s["std"] == pytest.approx(torch.tensor(rewards).std().item(), rel=1e-6)  # Bessel, as trl's nanstd
@@ -308,6 +309,93 @@ def test_command_errors_are_one_line(case, tmp_path):
     assert res.exit_code == 1 and "no prepared.json" in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
+def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
+    """The command's options the tests below do not check, each for its effect, with a stand-in
+    engine (olmocr_rl.curate.load_engine replaced): --engine and --no-eager reach the engine,
+    --batch-size is the completions per generate call, --set overrides the config (the temperature
+    sampled at), --output names the difficulty file, --min-mean / --max-mean bound the kept pages'
+    mean reward, --eval scores the eval pages (never kept), --quiet starts no progress bar."""
+    import rich.progress
+
+    import olmocr_rl.curate
+
+    bars: list[dict] = []
+
+    class Recording(rich.progress.Progress):
+        def start(self):
+            bars.append({"updates": []})
+
+        def update(self, task_id, **kwargs):
+            bars[-1]["updates"].append(kwargs.get("completed"))
+
+        def stop(self):
+            bars[-1]["stopped"] = True
+
+    loads: list[dict] = []
+    calls: list[tuple[int, float]] = []  # (completions asked for, temperature) per generate call
+
+    def stand_in(folder: Path, schedule: dict[str, list[str]]):
+        def load_engine(engine, model, rows, **kw):
+            loads.append({"engine": engine, "eager": kw.get("eager"), "pages": len(rows)})
+            engine_ = StandIn(folder, schedule)
+
+            def generate(images, prompts, temperature):
+                calls.append((len(images), temperature))
+                return engine_.generate(images, prompts, temperature)
+
+            return generate, words
+
+        return load_engine
+
+    monkeypatch.setattr(rich.progress, "Progress", Recording)
+    # Means 0.75, 0.25 and 0.5, each page's samples disagreeing.
+    schedule = {
+        ALWAYS: ["a page of text", "a page of text", "a page of text", "Quetzalcoatl zymurgy anteater"],
+        NEVER: ["the quarterly revenue of the northern division rose by twelve percent", "no", "no", "no"],
+        SOMETIMES: [CHARS, "zzz"],
+    }
+    monkeypatch.setattr(olmocr_rl.curate, "load_engine", stand_in(case, schedule))
+    difficulty = tmp_path / "elsewhere" / "d.jsonl"
+    args = ["curate", case, "--model", "stand-in", "--samples", "4", "--output", difficulty, "--set", "temperature=1.25"]
+    res = invoke([*args, "--engine", "vllm", "--no-eager", "--batch-size", "3", "--min-mean", "0.6", "-q"])
+    assert res.exit_code == 0, res.output
+    assert loads == [{"engine": "vllm", "eager": False, "pages": 3}]
+    assert calls == [(3, 1.25), (1, 1.25)] * 3  # one page (4 completions) per group, at most 3 per call
+    assert bars == []  # --quiet
+    assert difficulty.is_file() and not (case / "difficulty.jsonl").exists()
+    records = {r["pdf"]: r for _, r in read_records(difficulty)[0]}
+    assert {pdf: r["mean"] for pdf, r in records.items()} == {ALWAYS: 0.75, NEVER: 0.25, SOMETIMES: 0.5}
+    assert all(r["engine"] == "vllm" and r["settings"]["temperature"] == 1.25 for r in records.values())
+    assert "kept 1 of 3 train pages (reward std > 0, mean > 0.6)" in res.output
+    assert [r["pdf"] for r in read_split(case, "curated")] == [ALWAYS]
+    # The other bound, from the same file (nothing sampled), into another split.
+    res = invoke([*args, "--max-mean", "0.3", "--name", "low", "-q"])
+    assert res.exit_code == 0, res.output
+    assert len(loads) == 1 and "kept 1 of 3 train pages (reward std > 0, mean < 0.3)" in res.output
+    assert [r["pdf"] for r in read_split(case, "low")] == [NEVER]
+
+    # --eval, the defaults otherwise (the transformers engine, 16 completions per call, a progress bar):
+    # every page's samples alternate between its present-tests' texts and nothing, so all disagree.
+    folder = tmp_path / "prepared"
+    shutil.copytree(prepared, folder)
+    texts: dict[str, list[str]] = {}
+    for tests in FIXTURES.glob("*_tests.jsonl"):
+        for t in map(json.loads, tests.read_text().splitlines()):
+            texts.setdefault(t["pdf"], []).extend([t["text"]] if t["type"] == "present" else [])
+    loads.clear(), calls.clear()
+    monkeypatch.setattr(olmocr_rl.curate, "load_engine", stand_in(folder, {pdf: ["\n".join(t), ""] for pdf, t in texts.items()}))
+    res = invoke(["curate", folder, "--model", "stand-in", "--eval"])
+    assert res.exit_code == 0, res.output
+    records = [r for _, r in read_records(folder / "difficulty.jsonl")[0]]
+    assert sorted(r["split"] for r in records) == ["eval", "train", "train", "train"] and all(r["std"] > 0 for r in records)
+    assert loads == [{"engine": "transformers", "eager": None, "pages": 4}]
+    assert [n for n, _ in calls] == [16, 16] and {t for _, t in calls} == {0.8}  # 4 pages x 8 samples; the recipe's temperature
+    assert len(bars) == 1 and bars[0]["stopped"] and bars[0]["updates"][-1] == 4
+    assert "kept 3 of 3 train pages" in res.output
+    eval_pages = {(r["pdf"], r["page"]) for r in read_split(folder, "eval")}
+    assert len(eval_pages) == 1 and not eval_pages & {(r["pdf"], r["page"]) for r in read_split(folder, "curated")}
+
+
 # ---------------------------------------------------------------------------------------------
 # the command, with the tiny model
 # ---------------------------------------------------------------------------------------------
@@ -316,7 +404,7 @@ CURATE = ["--samples", "8", "--config", str(RECIPE), "-q"]  # the tiny recipe: 1
 
 
 def test_curate_with_the_tiny_model_then_train_reads_only_the_kept_pages(case, tiny_model, tmp_path):
-    res = invoke(["curate", case, "--model", tiny_model, *CURATE])
+    res = invoke(["curate", case, "--model", tiny_model, "--samples", "8", "--config", str(RECIPE), "-q"])  # CURATE
     assert res.exit_code == 0, res.output
     records = {r["pdf"]: r for _, r in read_records(case / "difficulty.jsonl")[0]}
     assert records[ALWAYS]["rewards"] == [1.0] * 8

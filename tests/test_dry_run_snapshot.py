@@ -11,12 +11,10 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
+from conftest import need
 
-pytest.importorskip("trl")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+need("trl")
 from clirun import invoke
-from test_train import prepared, tiny_model  # noqa: F401  (session fixtures)
 
 SNAPSHOT = Path(__file__).parent / "fixtures" / "dry_run_snapshot.txt"
 EXAMPLES = [

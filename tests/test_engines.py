@@ -8,10 +8,9 @@ import types
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("transformers")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_train import tiny_model  # noqa: F401  (session fixture)
+need("transformers")
 
 from olmocr_rl.engines import colocated_engine, placeholder_token_ids, rank_seed, transformers_suppression, vllm_suppression
 from olmocr_rl.train.config import ConfigError
@@ -32,7 +31,7 @@ def test_placeholders_of_every_qwen_vl_family(tmp_path):
 
 
 def test_the_colocated_engine_gets_the_runs_seed_bounds_and_eager_mode(monkeypatch):
-    pytest.importorskip("trl")
+    need("trl")
     from trl.generation import vllm_generation
 
     made = []

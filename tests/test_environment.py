@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from clirun import invoke
+from conftest import need
 
 from olmocr_rl import BenchReward, BenchSuite, EnvironmentProblem, _core, _katex
 
@@ -91,7 +92,7 @@ def test_prepare_lists_it_as_a_problem(no_katex, tmp_path):
 
 
 def test_train_preflight_fails_before_launching(no_katex, tmp_path):
-    pytest.importorskip("trl")
+    need("trl")
     root = bench_folder(tmp_path / "bench", [MATH, TEXT])
     assert invoke(["prepare", root, tmp_path / "prep", "--longest-side", "112", "--eval-fraction", "0"]).exit_code == 0
     out = tmp_path / "run"

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("trl")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+need("trl")
 from clirun import invoke
-from test_train import prepared, tiny_model  # noqa: F401  (session fixtures)
 
 from olmocr_rl.train.budget import checkpoint_bytes, estimate, parameter_count
 from olmocr_rl.train.config import TrainConfig, load_config
@@ -103,7 +101,7 @@ def test_a_run_logs_where_its_step_time_goes_and_whether_the_weights_moved(prepa
     """What the GPU check reads off a real `olmocr-rl train` run (and a user off any run): the step
     time split into generation, reward, forward/backward and the rest, peak memory, and whether the
     optimizer's weights moved (a run whose weights do not move is warned about)."""
-    from test_train import RECIPE
+    from training import RECIPE
 
     def run(out: Path, *extra: str):
         return invoke(["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE), "progress=false",

@@ -11,8 +11,9 @@ import types
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("transformers")
+need("transformers")
 
 from clirun import invoke
 
@@ -149,3 +150,168 @@ def test_vllm_engine_at_its_boundary(tiny, tmp_path, monkeypatch):
         assert req["multi_modal_data"]["image"].tobytes() in rendered.values()
     assert all(p.read_text() == "from vllm" for p in (bench / "v").glob("*.md"))
     assert set(written(bench / "v")) == expected_files(bench, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# each option for its effect (tests/test_options.py lists which test covers which option)
+# ---------------------------------------------------------------------------------------------
+
+SMALL = ["--max-new-tokens", "8", "--longest-side", "112", "--quiet"]
+
+
+def texts(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): p.read_text() for p in folder.rglob("*.md") if ".render" not in p.parts}
+
+
+def by_page(files: dict[str, str]) -> dict[str, list[str]]:
+    pages: dict[str, list[str]] = {}
+    for name in sorted(files):
+        pages.setdefault(name.rsplit("_repeat", 1)[0], []).append(files[name])
+    return pages
+
+
+def test_temperature_samples_each_repeat_and_seed_fixes_them(tiny, tmp_path):
+    """--temperature > 0: each repeat is its own sample (the pages' repeats differ), the same
+    --seed gives the same files, another seed others; greedy (0) repeats are one text copied."""
+    bench = bench_copy(tmp_path / "bench")
+    run = ["generate", str(tiny), str(bench), *SMALL, "--repeats", "3"]
+    assert invoke([*run, "--candidate", "greedy"]).exit_code == 0
+    assert all(len(set(r)) == 1 for r in by_page(texts(bench / "greedy")).values())
+    for name, seed in (("s1", "1"), ("s1again", "1"), ("s2", "2")):
+        res = invoke([*run, "--candidate", name, "--temperature", "1.0", "--seed", seed])
+        assert res.exit_code == 0, res.output
+    sampled = by_page(texts(bench / "s1"))
+    assert len(sampled) == 4 and all(len(set(r)) > 1 for r in sampled.values()), sampled
+    assert texts(bench / "s1") == texts(bench / "s1again")
+    assert texts(bench / "s1") != texts(bench / "s2")
+
+
+def test_a_page_missing_one_repeat_is_generated_again_and_only_it(tiny, tmp_path):
+    """Partial resume of a sampled run: the page whose second repeat is gone is transcribed again
+    (all its repeats), the other pages are left as they were."""
+    bench = bench_copy(tmp_path / "bench")
+    run = ["generate", str(tiny), str(bench), *SMALL, "--repeats", "3", "--temperature", "1.0", "--candidate", "c"]
+    assert invoke(run).exit_code == 0
+    before = written(bench / "c")
+    gone = sorted(before)[1]
+    assert gone.endswith("_repeat2.md")
+    (bench / "c" / gone).unlink()
+    res = invoke(run)
+    assert res.exit_code == 0, res.output
+    after = written(bench / "c")
+    assert set(after) == set(before)
+    page = gone.rsplit("_repeat", 1)[0]
+    assert {k for k in after if after[k] != before[k]} <= {f"{page}_repeat{m}.md" for m in (1, 2, 3)}
+    assert {k: v for k, v in after.items() if not k.startswith(page)} == {k: v for k, v in before.items() if not k.startswith(page)}
+    summary = json.loads((bench / "c" / "_generate.json").read_text())
+    assert (summary["skipped"], summary["written"]) == (3, 3)
+
+
+def test_batch_size_is_the_pages_per_generate_call(tiny, tmp_path, monkeypatch):
+    import olmocr_rl.generate as generate
+
+    calls: list[int] = []
+    real = generate.transformers_generate
+
+    def recording(*args, **kwargs):
+        inner = real(*args, **kwargs)
+
+        def generate_fn(images, prompts, temperature):
+            calls.append(len(images))
+            return inner(images, prompts, temperature)
+
+        return generate_fn
+
+    monkeypatch.setattr(generate, "transformers_generate", recording)
+    bench = bench_copy(tmp_path / "bench")
+    for size, expected in (("3", [3, 1]), ("1", [1, 1, 1, 1]), ("8", [4])):
+        calls.clear()
+        res = invoke(["generate", str(tiny), str(bench), *SMALL, "--batch-size", size, "--candidate", f"b{size}"])
+        assert res.exit_code == 0, res.output
+        assert calls == expected, (size, calls)
+
+
+def test_max_new_tokens_and_longest_side(tiny, tmp_path):
+    """Each of the tiny model's tokens is one byte: K tokens are at most K characters. The pages
+    are rendered with the longest side asked for."""
+    from PIL import Image
+
+    bench = bench_copy(tmp_path / "bench")
+    for k, side in ((2, 84), (12, 140)):
+        res = invoke(["generate", str(tiny), str(bench), "--max-new-tokens", str(k), "--longest-side", str(side), "-q", "-c", f"k{k}"])
+        assert res.exit_code == 0, res.output
+        assert all(len(t) <= k for t in texts(bench / f"k{k}").values())
+        sizes = [Image.open(p).size for p in (bench / f"k{k}" / ".render" / "images").rglob("*.png")]
+        assert sizes and all(max(s) == side for s in sizes), sizes
+    assert max(len(t) for t in texts(bench / "k12").values()) > 2
+
+
+FRONT_MATTER = "---\nprimary_language: en\nis_rotation_valid: true\nrotation_correction: 0\nis_table: false\nis_diagram: false\n---\n"
+
+
+def test_what_reaches_the_vllm_engine(tiny, tmp_path, monkeypatch):
+    """With a recording `vllm` module: --raw keeps the front matter the default parses off,
+    --prompt-file and --prompt choose the instruction, --temperature, --seed and --no-eager
+    reach the engine as asked."""
+    calls: list[dict] = []
+
+    class LLM:
+        def __init__(self, **kwargs):
+            calls.append({"init": kwargs, "requests": [], "params": None})
+
+        def generate(self, requests, params, use_tqdm=True):
+            calls[-1]["requests"] += requests
+            calls[-1]["params"] = params
+            return [types.SimpleNamespace(outputs=[types.SimpleNamespace(text=FRONT_MATTER + "Page text")]) for _ in requests]
+
+    fake = types.ModuleType("vllm")
+    fake.LLM = LLM
+    fake.SamplingParams = lambda **kw: kw
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    bench = bench_copy(tmp_path / "bench")
+    base = ["generate", str(tiny), str(bench), "--engine", "vllm", "--max-new-tokens", "8", "--longest-side", "112", "-q"]
+    assert invoke([*base, "-c", "parsed"]).exit_code == 0
+    assert set(texts(bench / "parsed").values()) == {"Page text"}
+    assert invoke([*base, "-c", "raw", "--raw"]).exit_code == 0
+    assert set(texts(bench / "raw").values()) == {FRONT_MATTER + "Page text"}
+    assert (calls[0]["init"]["seed"], calls[0]["init"]["enforce_eager"], calls[0]["params"]["temperature"]) == (0, True, 0.0)
+
+    instruction = tmp_path / "prompt.txt"
+    instruction.write_text("Say what the page says, nothing else.")
+    res = invoke([*base, "-c", "custom", "--prompt-file", str(instruction), "--temperature", "0.7", "--seed", "5", "--no-eager"])
+    assert res.exit_code == 0, res.output
+    assert calls[-1]["requests"] and all("Say what the page says, nothing else." in r["prompt"] for r in calls[-1]["requests"])
+    assert (calls[-1]["init"]["seed"], calls[-1]["init"]["enforce_eager"], calls[-1]["params"]["temperature"]) == (5, False, 0.7)
+
+    from olmocr_rl.prompts import resolve_prompt
+
+    res = invoke([*base, "-c", "v4", "--prompt", "olmocr-v4"])
+    assert res.exit_code == 0, res.output
+    v4 = resolve_prompt("olmocr-v4").text
+    assert all(v4 in r["prompt"] and "Say what the page" not in r["prompt"] for r in calls[-1]["requests"])
+    assert all(v4 not in r["prompt"] for r in calls[0]["requests"])  # the default is ours
+
+
+def test_quiet_hides_the_progress_bar(tiny, tmp_path, monkeypatch):
+    """A progress bar (rich's) is started and advanced to every page, except with --quiet."""
+    import rich.progress
+
+    bars: list[dict] = []
+
+    class Recording(rich.progress.Progress):
+        def start(self):
+            bars.append({"updates": []})
+
+        def update(self, task_id, **kwargs):
+            bars[-1]["updates"].append(kwargs.get("completed"))
+
+        def stop(self):
+            bars[-1]["stopped"] = True
+
+    monkeypatch.setattr(rich.progress, "Progress", Recording)
+    bench = bench_copy(tmp_path / "bench")
+    args = ["generate", str(tiny), str(bench), "--max-new-tokens", "2", "--longest-side", "84", "--batch-size", "2"]
+    assert invoke([*args, "-c", "a"]).exit_code == 0
+    assert bars == [{"updates": [2, 4], "stopped": True}]
+    assert invoke([*args, "-c", "b", "--quiet"]).exit_code == 0
+    assert len(bars) == 1

@@ -24,12 +24,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("trl")
-torch = pytest.importorskip("torch")
+need("trl")
+torch = need("torch")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_train import FIXTURES, tiny_model  # noqa: F401  (session fixture shared with test_train)
+from training import FIXTURES
 
 from olmocr_rl.engines import rank_seed
 from olmocr_rl.train.config import load_config
@@ -141,7 +141,7 @@ def one_process_fixed(two_pages, tiny_model, tmp_path_factory) -> Path:
 @pytest.mark.distributed
 @pytest.mark.parametrize("zero", [None, 2], ids=["ddp", "zero2"])
 def test_two_ranks_make_the_same_updates_as_one_process(zero, one_process_fixed, two_pages, tiny_model, tmp_path):
-    pytest.importorskip("deepspeed") if zero else None
+    need("deepspeed") if zero else None
     out = tmp_path / "world2"
     run_ranks(
         write_config(two_pages, tiny_model, out, [*FIXED, "per_device_train_batch_size=4"]), [str(HERE / "fixed_rollouts.py")], 2, zero
@@ -197,7 +197,7 @@ def test_one_process_learns(one_process_curve):
 @pytest.mark.distributed
 @pytest.mark.parametrize("zero", [None, 2], ids=["ddp", "zero2"])
 def test_two_processes_learn_as_well_as_one(zero, one_process_curve, letters_task, tiny_model, tmp_path):
-    pytest.importorskip("deepspeed") if zero else None
+    need("deepspeed") if zero else None
     first, last = learn(letters_task, tiny_model, tmp_path / "w2", 2, zero)
     assert_learns(first, last)
     assert last >= one_process_curve[1] - 0.2, f"two ranks end at {last:.2f}, one process at {one_process_curve[1]:.2f}"

@@ -85,25 +85,37 @@ def test_nbsp_in_mathml_drops_later_entities():
     assert passes("x<y", "$\\text{if } x<y$")
 
 
+# (equation, whether it is over the MAX_EQUATION_CHARS = 5,000 bound). Below it, KaTeX itself
+# rejects these macro bombs ("Too many expansions"), as in the reference's Chromium.
 HOSTILE = [
-    "\\def\\a{\\a}\\a",
-    "\\def\\a{\\a\\a}\\a",
-    "\\newcommand{\\x}[1]{\\x{#1#1}}\\x{a}",
-    "{" * 20000,
-    "{" * 3000 + "x" + "}" * 3000,
-    "\\sqrt{" * 3000 + "x" + "}" * 3000,
-    "x^" * 5000 + "x",
-    "a+" * 50000 + "b",
-    "\\begin{matrix}" + "a&" * 5000 + "\\end{matrix}",
+    ("\\def\\a{\\a}\\a", False),
+    ("\\def\\a{\\a\\a}\\a", False),
+    ("\\newcommand{\\x}[1]{\\x{#1#1}}\\x{a}", False),
+    ("{" * 20000, True),
+    ("{" * 3000 + "x" + "}" * 3000, True),
+    ("\\sqrt{" * 3000 + "x" + "}" * 3000, True),
+    ("x^" * 5000 + "x", True),
+    ("a+" * 50000 + "b", True),
+    ("\\begin{matrix}" + "a&" * 5000 + "\\end{matrix}", True),
 ]
 
 
-@pytest.mark.parametrize("eq", HOSTILE, ids=range(len(HOSTILE)))
-def test_hostile_equations_end_with_a_verdict(eq):
+@pytest.mark.parametrize("eq,too_long", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_equations_end_with_their_verdicts(eq, too_long):
+    """As a page's equation, a hostile one is never matched (KaTeX rejects it, or it is over the
+    length bound and not rendered, which the explanation counts). As the test's equation: one that
+    KaTeX rejects passes on any delimited equation (docs/checks.md §10 case 15, the reference's rule);
+    one over the bound is an error verdict that says so (rust/checks/math.rs, "Bounds")."""
     t = time.monotonic()
-    for math, content in [("x", f"$${eq}$$"), (eq, "$x$ and $y$")]:
-        got = math_suite(math).check("m", content)
-        assert isinstance(got.passed, bool)
+    page = math_suite("x").check("m", f"$${eq}$$")
+    assert (page.passed, page.error) == (False, False), page.explanation
+    assert page.explanation.startswith("No match found for x anywhere in content")
+    assert ("equation(s) of the page" in page.explanation) is too_long, page.explanation
+    test = math_suite(eq).check("m", "$x$ and $y$")
+    if too_long:
+        assert (test.passed, test.error) == (False, True) and "longer than 5000 characters" in test.explanation, test.explanation
+    else:
+        assert (test.passed, test.error, test.explanation) == (True, False, "")
     assert time.monotonic() - t < 120
 
 
@@ -182,7 +194,13 @@ def test_any_latex_gets_a_verdict(ref_tokens, hyp_tokens):
     if not ref.strip():
         return
     got = math_suite(ref).check("m", "$$" + "".join(hyp_tokens) + "$$ and $" + ref[::-1] + "$")
-    assert isinstance(got.passed, bool) and isinstance(got.explanation, str)
+    assert isinstance(got.passed, bool) and (got.explanation == "") is got.passed
+    assert not got.error or got.explanation.startswith("error: "), got.explanation
+    if not any(d in ref for d in ("$", "\\(", "\\)")):
+        # The page holding the test's own equation passes: the reference's exact shortcut, or the
+        # same rendering, or (KaTeX rejects it) any delimited equation passes (§10 case 15).
+        same = math_suite(ref).check("m", "$$" + ref + "$$")
+        assert (same.passed, same.explanation) == (True, ""), (ref, same.explanation)
 
 
 def test_math_in_the_bench_runner(tmp_path):

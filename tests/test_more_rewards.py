@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import need
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from olmocr_rl import EditDistanceReward, ElementCountReward, MedoidReward, RectTablesReward, _core
 
-rapidfuzz = pytest.importorskip("rapidfuzz")
+rapidfuzz = need("rapidfuzz")
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
@@ -143,7 +144,7 @@ def test_medoid_page_groups_split_across_two_ranks_equal_one_process(tmp_path):
     import json
     import subprocess
 
-    pytest.importorskip("torch")
+    need("torch")
     from olmocr_rl.train.launch import free_port
 
     a = ["the cat sat on the mat", "the cat sat on a mat", "a cat sat on the mat", "the dog sat on the mat"]
@@ -191,7 +192,7 @@ def test_prepare_copies_references_and_the_dataset_carries_them(tmp_path):
     assert (out / rows["letter.pdf"]["reference"]).read_text() == ref.read_text()
     assert "reference" not in rows["sample_paper.pdf"]
 
-    pytest.importorskip("datasets")
+    need("datasets")
     from olmocr_rl.train.data import build_dataset
 
     ds = build_dataset(out, result.train)
@@ -256,11 +257,10 @@ def test_user_reward_problems_in_preflight(monkeypatch, tmp_path):
 
 
 def test_training_logs_each_reward(tmp_path, monkeypatch):
-    pytest.importorskip("trl")
+    need("trl")
     import json
 
-    sys.path.insert(0, str(HERE))
-    from test_train import RECIPE, make_prepared
+    from training import RECIPE, make_prepared
 
     from olmocr_rl.train.config import load_config
     from olmocr_rl.train.worker import run

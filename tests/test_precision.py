@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("trl")
-torch = pytest.importorskip("torch")
+need("trl")
+torch = need("torch")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_learning import make_bench, prepare
-from test_train import FIXTURES, tiny_model  # noqa: F401  (session fixture)
 
 from olmocr_rl.modeling import training_dtype
 from olmocr_rl.train.config import TrainConfig, load_config
@@ -97,5 +97,5 @@ def test_lora_trains_float32_adapters_over_a_bf16_base(two_pages, tiny_model, tm
 @pytest.mark.parametrize("zero", [None, 2], ids=["ddp", "zero2"])
 def test_two_ranks_bf16_train_float32_weights(zero, two_pages, tiny_model, tmp_path):
     if zero:
-        pytest.importorskip("deepspeed")
+        need("deepspeed")
     assert_float32_update(probe(two_pages, tiny_model, tmp_path / "two", 2, zero))

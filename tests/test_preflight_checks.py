@@ -4,15 +4,10 @@ CLI's tests cover that path)."""
 
 from __future__ import annotations
 
-import sys
+import importlib
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import importlib
-
-from test_train import prepared  # noqa: F401  (session fixture)
 
 from olmocr_rl.train.config import TrainConfig
 

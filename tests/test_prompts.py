@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_train import FIXTURES, tiny_model  # noqa: F401  (session fixture)
+from training import FIXTURES
 
 from olmocr_rl.prompts import IMAGE_FIRST, TEXT_FIRST, PromptError, conversation, resolve_prompt
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from browser import Page, chromium
 from clirun import invoke
+from conftest import need
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench_fixtures"))
@@ -26,7 +27,7 @@ if chromium() is None:
     if os.environ.get("CI"):
         raise RuntimeError("chromium is missing: `make test` installs it (apt-get install chromium)")
     pytest.skip("no chromium here (make test installs it)", allow_module_level=True)
-pytest.importorskip("websocket")
+need("websocket")
 
 
 def bench_copy(dst: Path) -> Path:
@@ -415,9 +416,9 @@ def test_run_report_views(tmp_path):
 
 
 def test_run_report_of_a_real_run(tmp_path):
-    pytest.importorskip("trl")
-    from test_train import RECIPE, make_prepared
+    need("trl")
     from tiny_vlm import build_tiny_vlm
+    from training import RECIPE, make_prepared
 
     model = build_tiny_vlm(tmp_path / "model")
     prepared = make_prepared(tmp_path / "prep")

@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
+torch = need("torch")
+need("transformers")
 from clirun import invoke
 from safetensors.torch import load_file, save_file
 
@@ -119,6 +120,11 @@ def test_cli(two_ckpts, tmp_path):
     assert "averaged 2 checkpoints" in res.output
     res = invoke(["soup", str(a), str(b), "--output", str(tmp_path / "s")])
     assert res.exit_code == 1 and "exists and is not empty (use --overwrite" in res.output
+    # --overwrite replaces the soup: a with itself is a.
+    res = invoke(["soup", str(a), str(a), "--output", str(tmp_path / "s"), "--overwrite"])
+    assert res.exit_code == 0, res.output
+    mine, theirs = load_file(tmp_path / "s" / "model.safetensors"), load_file(a / "model.safetensors")
+    assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
     res = invoke(["soup", str(a), "--output", str(tmp_path / "t")])
     assert res.exit_code == 1 and "at least two checkpoints" in res.output
     res = invoke(["soup", str(a), str(tmp_path / "missing"), "--output", str(tmp_path / "t")])

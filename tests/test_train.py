@@ -6,55 +6,21 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("trl")
-pytest.importorskip("torch")
+need("trl")
+need("torch")
 
 from clirun import invoke
+from training import RECIPE, build_model, cfg_for, tree_digest
 
 from olmocr_rl.train.config import ConfigError, TrainConfig, build_grpo_config, grpo_kwargs, load_config
 from olmocr_rl.train.preflight import errors, preflight
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "bench_fixtures"
 PROMPT = "Transcribe this page as markdown."
-
-# Tiny GRPO: one page x 4 generations per step, 16-token completions; the demo's recipe
-# (docs/training.md).
-RECIPE = FIXTURES / "tiny_grpo.yaml"
-QUIET = ["progress=false"]
-
-
-def make_prepared(out: Path) -> Path:
-    """The bench fixtures prepared by `olmocr-rl prepare` (one PDF of three held out for eval)."""
-    from olmocr_rl.prepare import PrepareOptions, prepare
-
-    result = prepare(FIXTURES, out, PrepareOptions(longest_side=140, eval_fraction=0.34, workers=1, seed=0), progress=False)
-    assert len(result.train) == 3 and len(result.eval) == 1
-    return out
-
-
-@pytest.fixture(scope="session")
-def prepared(tmp_path_factory) -> Path:
-    return make_prepared(tmp_path_factory.mktemp("prepared") / "prep")
-
-
-@pytest.fixture(scope="session")
-def tiny_model(tmp_path_factory) -> Path:
-    sys.path.insert(0, str(FIXTURES))
-    try:
-        from tiny_vlm import build_tiny_vlm
-    finally:
-        sys.path.remove(str(FIXTURES))
-    return build_tiny_vlm(tmp_path_factory.mktemp("tiny") / "qwen2_5_vl")
-
-
-def cfg_for(prepared: Path, model: Path | str, out: Path, *extra: str) -> TrainConfig:
-    return load_config(RECIPE, [*QUIET, *extra], prepared_dir=str(prepared), model=str(model), output_dir=str(out))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,7 +168,19 @@ def trained(prepared, tiny_model, tmp_path_factory):
     assert "step 2/2: loss=" in res.output  # the progress display's plain-line mode (not a terminal)
     cfg = TrainConfig.from_dict(json.loads((out / "train_config.json").read_text()))  # the resolved config round-trips
     assert cfg.output_dir == str(out) and cfg.num_generations == 4 and cfg.bf16 is False
-    return cfg, out, json.loads((out / "train_summary.json").read_text())
+    digest = tree_digest(out)
+    yield cfg, out, json.loads((out / "train_summary.json").read_text())
+    assert tree_digest(out) == digest, "a test changed the shared training run; tests that write copy it (own_copy)"
+
+
+def own_copy(trained, tmp_path: Path):
+    """The shared run copied into tmp_path, its resolved config pointing there: for tests that write."""
+    from dataclasses import replace
+
+    cfg, out, summary = trained
+    mine = tmp_path / "run"
+    shutil.copytree(out, mine)
+    return replace(cfg, output_dir=str(mine)), mine, summary
 
 
 def _logs(out: Path) -> list[dict]:
@@ -242,12 +220,12 @@ def test_outputs_are_scored_by_bench(trained):
     assert cand["name"] == "outputs" and not cand.get("errors")
 
 
-def test_final_outputs_from_the_saved_model_batched_with_repeats(trained):
+def test_final_outputs_from_the_saved_model_batched_with_repeats(trained, tmp_path):
     from dataclasses import replace
 
     from olmocr_rl.train.worker import write_final_outputs
 
-    cfg, out, _ = trained
+    cfg, out, _ = own_copy(trained, tmp_path)
     before = {p.name: p.read_text() for p in (out / "outputs").rglob("*.md")}
     got = write_final_outputs(replace(cfg, final_output_repeats=2, final_batch_size=3))  # loads out/ (the saved model)
     assert got["files"] == 8 and got["tests"] == 28 and got["pdfs"] == 3
@@ -257,8 +235,10 @@ def test_final_outputs_from_the_saved_model_batched_with_repeats(trained):
         assert after[name] == text == after[name.replace("_repeat1", "_repeat2")]
 
 
-def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model, caplog):
-    cfg, out, _ = trained
+def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model, caplog, tmp_path):
+    """Through the CLI, in-process (tests/test_resume.py compares a resumed run's weights with an
+    uninterrupted run's)."""
+    cfg, out, _ = own_copy(trained, tmp_path)
     res = invoke(
         [
             "train",
@@ -316,12 +296,7 @@ def test_lora_run(prepared, tiny_model, tmp_path):
 def test_other_vlm_families_train(family, prepared, tmp_path):
     from olmocr_rl.train.worker import run
 
-    sys.path.insert(0, str(FIXTURES))
-    try:
-        from tiny_vlm import build_tiny_vlm
-    finally:
-        sys.path.remove(str(FIXTURES))
-    model = build_tiny_vlm(tmp_path / family, family)
+    model = build_model(tmp_path / family, family)
     out = tmp_path / "run"
     cfg = cfg_for(
         prepared, model, out, "max_steps=1", "save_steps=0", "eval_split=none", "final_outputs=train", "report_to=none", "max_train_pages=1"

@@ -15,13 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("trl")
-pytest.importorskip("deepspeed")
-torch = pytest.importorskip("torch")
+need("trl")
+need("deepspeed")
+torch = need("torch")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_train import RECIPE, prepared, tiny_model  # noqa: F401  (session fixtures shared with test_train)
+from training import RECIPE
 
 pytestmark = pytest.mark.distributed
 CLI = str(Path(sys.executable).parent / "olmocr-rl")

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import need
 
-pytest.importorskip("trl")
-torch = pytest.importorskip("torch")
+need("trl")
+torch = need("torch")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_train import cfg_for, prepared, tiny_model  # noqa: F401  (session fixtures)
+from training import cfg_for
 
 COMPLETION = "The quick brown fox"
 

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.vllm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clirun import invoke
-from test_train import make_prepared
+from training import make_prepared
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "bench_fixtures"

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import need
 
 from olmocr_rl.train.config import ConfigError, TrainConfig
 from olmocr_rl.train.launch import free_port
@@ -74,7 +75,7 @@ def test_split_serves_on_the_last_gpus():
 
 
 def test_server_command_is_the_one_trl_builds():
-    pytest.importorskip("trl")
+    need("trl")
     from trl.scripts.vllm_serve import ScriptArguments, build_command
 
     cfg = TrainConfig(model="org/model", max_prompt_tokens=3000, max_completion_length=8000, bf16=True,
@@ -307,10 +308,9 @@ def test_vllm_preflight_runs_in_train_preflight(monkeypatch, tmp_path):
 # through the command line
 # ---------------------------------------------------------------------------------------------
 
-pytest.importorskip("trl")
 sys.path.insert(0, str(HERE))
 from clirun import invoke
-from test_train import RECIPE, prepared, tiny_model  # noqa: F401  (session fixtures)
+from training import RECIPE
 
 
 def _cli(prepared: Path, model: Path, out: Path, port: int, *extra: str) -> list[str]:
@@ -320,6 +320,7 @@ def _cli(prepared: Path, model: Path, out: Path, port: int, *extra: str) -> list
 
 
 def test_dry_run_prints_the_split_and_both_commands(prepared, tiny_model, tmp_path):
+    need("trl")  # the server command is trl's
     res = invoke([*_cli(prepared, tiny_model, tmp_path / "run", 8123), "--dry-run"], env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"})
     assert "GPUs: training on 0,1,2 (3 ranks per node); vLLM server on 3 (tensor parallel 1 x data parallel 1)" in res.stdout
     server = next(line for line in res.stdout.splitlines() if line.startswith("server: "))
@@ -362,6 +363,7 @@ def test_dry_run_checks_both_ports(prepared, tiny_model, tmp_path, monkeypatch):
 def test_cli_runs_server_then_training_and_cleans_up(prepared, tiny_model, tmp_path, monkeypatch):
     """The command's own wiring: pre-flight (vLLM/CUDA checks stubbed: neither exists here), the
     port check, the server's log path, the launcher environment, the resolved config."""
+    need("trl")
     import importlib
 
     launch = importlib.import_module("olmocr_rl.train.launch")

@@ -97,6 +97,39 @@ def resolve_resume(cfg: TrainConfig) -> str | None:
     return cfg.resume
 
 
+def resume_schedule_check(checkpoint: str) -> Any:
+    """A callback for a resumed run: when the checkpoint was saved by a run planned for another number
+    of steps (e.g. `--resume auto max_steps=4` after a 2-step run), it says at the start what the
+    learning rate will do. The Trainer restores the checkpoint's optimizer and scheduler, so the first
+    step keeps the learning rate where the checkpoint's schedule left it (0 at the end of a linear
+    decay), and the new schedule takes over from the next step only."""
+    from transformers import TrainerCallback
+
+    class ResumeSchedule(TrainerCallback):
+        message: str | None = None
+
+        def on_train_begin(self, args, state, control, optimizer=None, lr_scheduler=None, **kwargs):
+            saved = json.loads((Path(checkpoint) / "trainer_state.json").read_text(encoding="utf-8")).get("max_steps")
+            if not saved or saved == state.max_steps or optimizer is None:
+                return
+            step, now = state.global_step + 1, optimizer.param_groups[0]["lr"]
+            text = (f"resuming {checkpoint}, saved by a run of {saved} steps, for {state.max_steps} steps: the learning rate at "
+                    f"step {step} is {now:g}, where the {saved}-step schedule left it")  # fmt: skip
+            lambdas, bases = getattr(lr_scheduler, "lr_lambdas", None), getattr(lr_scheduler, "base_lrs", None)
+            if lambdas and bases:
+
+                def at(k: int) -> float:  # the learning rate step k + 1 gets on the new schedule
+                    return lambdas[0](k) * bases[0]
+
+                text += f", then {at(step):g} at step {step + 1} on the {state.max_steps}-step schedule"
+                text += f" (a run planned for {state.max_steps} steps uses {at(step - 1):g} at step {step})"
+            self.message = text + f". For a fresh schedule, start a new run from the weights: --model {checkpoint}"
+            if state.is_world_process_zero:
+                print(f"warning: {self.message}", file=sys.stderr, flush=True)
+
+    return ResumeSchedule()
+
+
 def _rows(cfg: TrainConfig) -> tuple[list[dict], list[dict]]:
     from olmocr_rl.train.data import read_split
 
@@ -164,8 +197,16 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     # The timer first: it adds its figures to a log before the metrics file writes it.
     timer, moved = StepTimer(), WeightsMoved()
     callbacks: list[Any] = [timer, MetricsJsonlCallback(cfg.output_dir), moved]
+    schedule = resume_schedule_check(resume) if resume else None
+    if schedule is not None:
+        callbacks.append(schedule)
     if cfg.progress:
         callbacks.append(RichProgressCallback())
+    # A LoRA adapter is initialised randomly when the trainer wraps the model: seed first, or two runs
+    # with one seed start from different adapters (trl seeds there itself only from 1.15 on).
+    from accelerate.utils import set_seed
+
+    set_seed(cfg.seed)
     try:
         with engine_settings(cfg):
             trainer = GRPOTrainer(
@@ -181,8 +222,6 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     except (ValueError, TypeError, NotImplementedError) as e:
         raise refused(cfg, e) from e
     # After trl's own set_seed(seed + rank); a resumed run restores each rank's RNG instead.
-    from accelerate.utils import set_seed
-
     set_seed(rank_seed(cfg.seed, trainer.accelerator.process_index))
     if full_ckpt is not None:
         # Weights are loaded above; the Trainer's own raw load would only warn about every key.
@@ -220,6 +259,8 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
             print(f"warning: training barely moved the weights: {100 * moved.result['share']:.1f} % of a sample of them changed "
                   "(every reward in each group equal, so no advantage? half-precision weights? nothing trainable?)",
                   file=sys.stderr)  # fmt: skip
+    if schedule is not None and schedule.message:
+        summary["resume_warning"] = schedule.message
     if final_outputs is None:
         final_outputs = world == 1
     if final_outputs and cfg.final_outputs != "none":

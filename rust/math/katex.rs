@@ -267,19 +267,24 @@ pub(crate) mod tests {
     use super::*;
 
     /// Whether KaTeX is configured; tests that need it skip (with a message) when it is not,
-    /// except under CI (`CI` set), where a missing KaTeX fails them.
-    /// Rust's own tests have no Python to resolve the file: they take `OLMOCR_RL_KATEX_JS`.
+    /// except where they were asked to run: `make test` sets `OLMOCR_RL_REQUIRE_KATEX`, CI sets
+    /// `CI`, and a set `OLMOCR_RL_KATEX_JS` names the file to use. There a missing or broken
+    /// KaTeX fails them. Rust's own tests have no Python to resolve the file: when none is
+    /// configured they take `OLMOCR_RL_KATEX_JS`.
     pub fn katex_or_skip() -> bool {
         if configured_path().is_none() {
             set_katex_path(std::env::var_os("OLMOCR_RL_KATEX_JS").filter(|v| !v.is_empty()).map(PathBuf::from));
         }
+        let asked = ["OLMOCR_RL_REQUIRE_KATEX", "CI", "OLMOCR_RL_KATEX_JS"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty() && x != "0"));
         match available() {
             Ok(()) => true,
-            Err(e) if std::env::var_os("CI").is_none() => {
+            Err(e) if !asked => {
                 eprintln!("skipping: {e}");
                 false
             }
-            Err(e) => panic!("{e}"),
+            Err(e) => panic!("KaTeX is required here (OLMOCR_RL_REQUIRE_KATEX, CI or OLMOCR_RL_KATEX_JS is set): {e}"),
         }
     }
 

@@ -22,7 +22,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clirun import invoke
 from test_prepare import jsonl, pdf_bytes
-from test_train import RECIPE, prepared, tiny_model  # noqa: F401  (session fixtures)
+from training import RECIPE
 
 from olmocr_rl.folder_lock import LOCK_NAME, FolderBusy, folder_lock
 

@@ -52,6 +52,8 @@ EFFECTS: dict[tuple[str, str], str | tuple[str, str]] = {
     ("bench", "--max-reports"): "test_reports.py::test_bench_report_states_sample_and_max_reports",
     ("bench", "--sample"): "test_reports.py::test_bench_sample_and_output_failed",
     ("bench", "--guard"): "test_guard.py::test_bench_and_check_keep_the_published_semantics_unless_asked",
+    ("bench", "--strict"): "test_hostile_folders.py::test_strict_makes_failures_an_exit_status",
+    ("check", "--strict"): "test_hostile_folders.py::test_strict_makes_failures_an_exit_status",
     ("bench", "--output-failed"): "test_reports.py::test_bench_sample_and_output_failed",
     ("probe", "--flag-share"): "test_probe.py::test_cli_json_details_and_text",
     ("probe", "--details"): "test_probe.py::test_cli_json_details_and_text",

@@ -8,9 +8,13 @@
 use std::path::Path;
 
 /// The file's text with Python's universal-newline translation, or `None` when it cannot be
-/// read or is not valid UTF-8 (Rust and Python reject the same byte sequences: overlong forms,
-/// surrogates, code points above U+10FFFF, truncated sequences).
+/// read, is not a regular file (a FIFO would block the read forever; the reference's `open().read()`
+/// does block) or is not valid UTF-8 (Rust and Python reject the same byte sequences: overlong
+/// forms, surrogates, code points above U+10FFFF, truncated sequences).
 pub fn read_text(path: &Path) -> Option<String> {
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
     let bytes = std::fs::read(path).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     Some(universal_newlines(text))

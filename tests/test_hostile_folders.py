@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -223,6 +224,17 @@ def test_a_candidate_folder_name_that_is_not_utf8_is_skipped_with_a_warning(benc
 
 # ---------------------------------------------------------------------------------------------
 # What the user typed, markup in names, folders that are not candidates, --strict
+
+
+def test_a_fifo_as_a_page_file_is_an_error_not_a_hang(bench):
+    """The reference blocks forever reading it; bench names it as an error of that candidate."""
+    fifo = bench / "demo_model" / "letter_pg1_repeat2.md"
+    os.mkfifo(fifo)
+    code = "import sys; from olmocr_rl.cli import main; sys.exit(main())"
+    res = subprocess.run([sys.executable, "-c", code, "bench", str(bench), "-c", "demo_model", "--json"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    (candidate,) = json.loads(res.stdout)["candidates"]
+    assert any(f"{fifo}: not a regular file" in e for e in candidate["errors"]), candidate["errors"]
 
 
 def test_a_file_that_is_not_a_bench_folder_is_named_as_typed(bench):

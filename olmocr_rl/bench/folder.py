@@ -207,5 +207,7 @@ def _page_files(folder: Path, pdf_keys: Sequence[str]) -> dict[str, list[str]]:
 
 
 def _read_page(path: Path) -> str:
+    if not os.path.isfile(path):  # a FIFO would block open() forever (the reference's does)
+        raise OSError("not a regular file")
     with open(path, encoding="utf-8") as f:  # universal newlines, as the reference reads
         return f.read()

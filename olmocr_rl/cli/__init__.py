@@ -45,6 +45,14 @@ class CliError(UserError):
         self.code = code
 
 
+# Options several commands share, declared once.
+EagerOption = Annotated[
+    Optional[bool],
+    typer.Option("--eager/--no-eager", help="vLLM without CUDA graphs or compilation (default: eager without CUDA).", show_default=False),
+]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     raise CliError(message, code)
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from olmocr_rl.cli import app, echo, fail
+from olmocr_rl.cli import EagerOption, QuietOption, app, echo, fail
 
 ABOUT = """Sample N completions of every train page with the model, score them with the training
 reward (the config's bench rewards and guard), write PREPARED/difficulty.jsonl (resumable), and
@@ -43,13 +43,8 @@ def curate_command(
     max_mean: Annotated[
         Optional[float], typer.Option("--max-mean", help="Keep only pages whose mean reward is below this (default: no bound).")
     ] = None,
-    eager: Annotated[
-        Optional[bool],
-        typer.Option(
-            "--eager/--no-eager", help="vLLM without CUDA graphs or compilation (default: eager without CUDA).", show_default=False
-        ),
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    eager: EagerOption = None,
+    quiet: QuietOption = False,
 ) -> int:
     from olmocr_rl.curate import CurateError, Settings, bench_rewards, curate, file_model, load_engine, select, training_reward, write_split
     from olmocr_rl.prepared import PreparedError, read_manifest

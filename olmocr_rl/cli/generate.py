@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from olmocr_rl.cli import app, echo, fail
+from olmocr_rl.cli import EagerOption, QuietOption, app, echo, fail
 from olmocr_rl.generate import transcribe, write_summary
 from olmocr_rl.prepare import PrepareError, PrepareOptions, prepare
 
@@ -33,13 +33,8 @@ def generate_command(
     longest_side: Annotated[int, typer.Option("--longest-side", min=1, help="Longest side of rendered pages, px (as prepare).")] = 1288,
     raw: Annotated[bool, typer.Option("--raw", help="Write whole completions (front matter kept).")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sampling (either engine).")] = 0,
-    eager: Annotated[
-        Optional[bool],
-        typer.Option(
-            "--eager/--no-eager", help="vLLM without CUDA graphs or compilation (default: eager without CUDA).", show_default=False
-        ),
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    eager: EagerOption = None,
+    quiet: QuietOption = False,
 ) -> int:
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in locals().items()}  # recorded in _generate.json
     from olmocr_rl.folder_lock import folder_lock

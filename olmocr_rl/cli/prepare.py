@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from olmocr_rl.cli import app, echo, fail
+from olmocr_rl.cli import QuietOption, app, echo, fail
 
 if TYPE_CHECKING:
     from olmocr_rl.prepare import PrepareResult
@@ -48,7 +48,7 @@ def prepare_command(
         int, typer.Option("--patch-size", min=1, help="Pixels per image token side for the estimate (Qwen2.5-VL: 28).")
     ] = 28,
     strict: Annotated[bool, typer.Option("--strict", help="Exit with status 1 if any problem was found.")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: QuietOption = False,
 ) -> int:
     from olmocr_rl.prepare import PrepareError, PrepareOptions
     from olmocr_rl.prepare import prepare as run_prepare

@@ -72,7 +72,7 @@ def test_deepspeed_launcher_zero2_trains_saves_and_resumes(prepared, tiny_model,
     """`--launcher deepspeed`: the `deepspeed` launcher starts the ranks (each gets --local_rank)
     and the ZeRO-2 JSON preset configures the engine; then a user's own `deepspeed -m
     olmocr_rl.train ...` resumes the run, and its rank 0 writes the outputs."""
-    from olmocr_rl.train.launch import deepspeed_config_file
+    from olmocr_rl.launch.launchers import deepspeed_config_file
 
     out = tmp_path / "ds"
     train(prepared, tiny_model, out, "--zero", "2", "--launcher", "deepspeed")
@@ -95,7 +95,7 @@ def test_deepspeed_launcher_zero2_trains_saves_and_resumes(prepared, tiny_model,
 
 
 def _free_port() -> int:
-    from olmocr_rl.train.launch import free_port
+    from olmocr_rl.launch.launchers import free_port
 
     return free_port()
 

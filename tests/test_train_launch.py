@@ -10,18 +10,23 @@ from pathlib import Path
 import pytest
 import yaml
 
-from olmocr_rl.train.config import ConfigError
-from olmocr_rl.train.launch import (
-    ENTRY_MODULE,
-    build_launch_argv,
+from olmocr_rl.errors import ConfigError
+from olmocr_rl.launch.launchers import (
+    accelerate_argv,
     ddp_config_file,
     deepspeed_config_file,
     format_plan,
     launch_env,
     torch_extensions_dir,
 )
+from olmocr_rl.train.rank import ENTRY_MODULE, rank_program
 
 PREP = Path("/data/prep")
+
+
+def build_launch_argv(prepared, config, **kw):
+    """accelerate's command for the training ranks, as `olmocr-rl train` builds it."""
+    return accelerate_argv(rank_program(prepared, config), **kw)
 
 
 def _flag(argv: list[str], name: str) -> str:
@@ -127,9 +132,13 @@ def test_the_rank_entry_point_is_the_train_command():
 
 
 def test_deepspeed_argv(tmp_path):
-    from olmocr_rl.train.launch import build_deepspeed_argv, launcher_argv
+    from olmocr_rl.launch.launchers import deepspeed_argv, launcher_argv
 
     cfg = tmp_path / "train_config.json"
+
+    def build_deepspeed_argv(prepared, config, *, zero, **kw):
+        return deepspeed_argv(rank_program(prepared, config, zero), zero=zero, **kw)
+
     argv = build_deepspeed_argv(PREP, cfg, num_processes=4, zero=2, main_process_port=29611)
     assert argv[:3] == [sys.executable, "-m", "deepspeed.launcher.runner"]
     assert _flag(argv, "--num_gpus") == "4" and _flag(argv, "--master_port") == "29611"
@@ -148,13 +157,13 @@ def test_deepspeed_argv(tmp_path):
     with pytest.raises(ConfigError, match="give --zero 1, 2 or 3"):
         build_deepspeed_argv(PREP, cfg, num_processes=2, zero=None)
     with pytest.raises(ConfigError, match="--hostfile is for --launcher deepspeed"):
-        launcher_argv(PREP, cfg, "accelerate", num_processes=2, zero=2, hostfile="hosts")
+        launcher_argv("accelerate", rank_program(PREP, cfg), num_processes=2, zero=2, hostfile="hosts")
     with pytest.raises(ConfigError, match="--launcher must be accelerate or deepspeed"):
-        launcher_argv(PREP, cfg, "torchrun", num_processes=2, zero=2)
+        launcher_argv("torchrun", rank_program(PREP, cfg), num_processes=2, zero=2)
 
 
 def test_a_deepspeed_launcher_rank_exports_what_accelerate_would(monkeypatch):
-    from olmocr_rl.train.launch import use_deepspeed_preset
+    from olmocr_rl.launch.launchers import use_deepspeed_preset
 
     env = use_deepspeed_preset(2, "bf16", env={})
     assert env["ACCELERATE_USE_DEEPSPEED"] == "true" and env["ACCELERATE_MIXED_PRECISION"] == "bf16"
@@ -162,7 +171,7 @@ def test_a_deepspeed_launcher_rank_exports_what_accelerate_would(monkeypatch):
 
 
 def test_a_launched_rank_is_recognised(monkeypatch):
-    from olmocr_rl.cli.train import launched_rank
+    from olmocr_rl.train.rank import launched_rank
 
     for var in ("LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LOCAL_SIZE", "CROSS_RANK"):
         monkeypatch.setenv(var, "0")

@@ -117,7 +117,8 @@ def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_pa
     from PIL import Image
 
     from olmocr_rl.modeling import load_processor
-    from olmocr_rl.train.data import conversation, read_split
+    from olmocr_rl.prepared import read_split
+    from olmocr_rl.prompts import conversation
     from olmocr_rl.train.worker import run
 
     preflight = importlib.import_module("olmocr_rl.train.preflight")

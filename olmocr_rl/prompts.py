@@ -74,7 +74,7 @@ class Prompt:
 def olmocr_prompts_file() -> Path | None:
     """olmOCR's prompts.py: $OLMOCR_RL_OLMOCR_PROMPTS, else the copy install-katex stored in the user
     cache, else an installed `olmocr` package's (found without importing it)."""
-    from olmocr_rl import _katex
+    import olmocr_rl._katex as _katex
 
     env = os.environ.get("OLMOCR_RL_OLMOCR_PROMPTS")
     if env:

@@ -4,9 +4,10 @@ GRPO's advantage of a completion is its reward minus its group's mean (divided b
 under `scale_rewards=group`), so a page whose completions all earn the same reward teaches nothing
 and costs a full group of generations. `KeepRule.keeps(rewards)` says whether a group is worth its
 generations: its (Bessel-corrected, as trl's per-group) std above `min_std` (default 0: any
-disagreement), its mean strictly between `min_mean` and `max_mean` when they are given. `olmocr-rl
-curate` applies it to each page's samples before training (olmocr_rl/curate/selection.py); the
-same rule can judge a group during training, where trl computes the same statistics.
+disagreement; a std within trl's tolerance of zero, `ZERO_STD`, never counts as one), its mean
+strictly between `min_mean` and `max_mean` when they are given. `olmocr-rl curate` applies it to
+each page's samples before training (olmocr_rl/curate/selection.py); online filtering applies it
+to each group during training (olmocr_rl/train/filtering.py, the `filter_*` keys).
 """
 
 from __future__ import annotations
@@ -14,6 +15,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+# trl's test for a group without reward spread (its `frac_reward_zero_std`): torch.isclose(std, 0),
+# i.e. std <= 1e-8, isclose's default absolute tolerance.
+ZERO_STD = 1e-8
+
+
+def has_spread(stats: dict[str, float]) -> bool:
+    """Whether a group's rewards disagree, by trl's test (std not close to zero)."""
+    return stats["std"] > ZERO_STD
 
 
 def statistics(rewards: Sequence[float]) -> dict[str, float]:
@@ -31,9 +41,11 @@ class KeepRule:
     max_mean: float | None = None
 
     def keeps_stats(self, stats: dict[str, float]) -> bool:
-        """For a group's `statistics`: std above min_std, mean strictly inside the bounds given."""
+        """For a group's `statistics`: std above min_std (and spread by trl's test), mean strictly
+        inside the bounds given."""
         return (
-            stats["std"] > self.min_std
+            has_spread(stats)
+            and stats["std"] > self.min_std
             and (self.min_mean is None or stats["mean"] > self.min_mean)
             and (self.max_mean is None or stats["mean"] < self.max_mean)
         )

@@ -4,7 +4,10 @@
   axis: the reward, the share of groups whose completions all got the same reward (trl's
   `frac_reward_zero_std`: such a group gives GRPO no signal), the reward's spread, each reward
   function when there are several, the pass rate of each test type and JSONL file, completion
-  length and clipping, entropy, loss, gradient norm, learning rate.
+  length and clipping, entropy, loss, gradient norm, learning rate; with online group filtering
+  (`filter_groups`), the groups generated, kept and filled per generation batch, its rounds, the
+  zero-spread share and the reward before filtering, the rounds' time and the passes over the
+  pages.
 * The recorded completions (completions/failing_<mode>[_rank<R>].jsonl), one entry per page and
   step: the rewards of the group's recorded completions, and the best and the worst of them side
   by side (reward, failed tests with their explanations, the text), with the page image.
@@ -108,6 +111,8 @@ def _panels(logs: list[dict]) -> list[str]:
     out += [panel(f"pass rate: {t} tests", f"bench/{t}/pass_rate", RATE) for t in types]
     files = sorted({m.group(1) for k in keys if (m := re.fullmatch(r"(?:eval_)?bench/jsonl/(.+)/pass_rate", k))})
     out += [panel(f"pass rate: {f}", f"bench/jsonl/{f}/pass_rate", RATE) for f in files]
+    if "filter/rounds" in keys:
+        out += _filter_panels(logs, xr)
     out += [
         panel("completion length (tokens, mean)", "completions/mean_length"),
         panel("clipped completions (share at the length limit)", "completions/clipped_ratio", RATE),
@@ -117,6 +122,28 @@ def _panels(logs: list[dict]) -> list[str]:
         panel("learning rate", "learning_rate"),
     ]
     return [p for p in out if p]
+
+
+def _filter_panels(logs: list[dict], xr: tuple[float, float]) -> list[str]:
+    """Online group filtering (olmocr_rl/train/filtering.py): what each generation batch cost and
+    bought."""
+    groups = {"generated": _points(logs, "filter/groups_generated"), "kept": _points(logs, "filter/groups_kept"),
+              "filled": _points(logs, "filter/groups_filled")}  # fmt: skip
+    return [
+        chart("online filtering: groups per generation batch", groups, x_range=xr, metric="filter/groups_generated",
+              caption="generated over all rounds; kept by the keep rule; filled with dropped groups at the round bound"),
+        chart("online filtering: generation rounds per batch", {"train": _points(logs, "filter/rounds")}, x_range=xr,
+              metric="filter/rounds", caption="1: no page drawn beyond trl's batch"),
+        chart("groups with zero reward spread, before filtering", {"train": _points(logs, "filter/frac_reward_zero_std")},
+              x_range=xr, y_range=RATE, metric="filter/frac_reward_zero_std",
+              caption="over every group generated; trl's frac_reward_zero_std above counts the trained ones"),
+        chart("reward over every generated completion", {"train": _points(logs, "filter/reward")}, x_range=xr,
+              metric="filter/reward", caption="before filtering: trl's reward above is the trained groups' mean"),
+        chart("online filtering: time of its rounds (s)", {"train": _points(logs, "filter/rounds_s")}, x_range=xr,
+              metric="filter/rounds_s", caption="generation and scoring of every round of the batch"),
+        chart("passes over the train pages", {"train": _points(logs, "filter/epoch")}, x_range=xr, metric="filter/epoch",
+              caption="pages drawn so far / train pages: filtering uses an epoch up sooner"),
+    ]  # fmt: skip
 
 
 def _shown_step(record: dict) -> int | None:

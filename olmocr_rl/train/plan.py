@@ -88,6 +88,7 @@ class Plan:
     def describe(self) -> str:
         """The plan as `--dry-run` prints it."""
         from olmocr_rl.launch.launchers import format_plan
+        from olmocr_rl.train.filtering import worst_case
         from olmocr_rl.train.preflight import generation_batch
 
         cfg, world = self.cfg, self.world_size
@@ -99,6 +100,8 @@ class Plan:
         )
         lines.append("trl.GRPOConfig: " + json.dumps({k: v for k, v in self.grpo_kwargs.items() if k != "output_dir"}, default=str))
         lines += self._budget_lines()
+        if (cost := worst_case(cfg, world)) is not None:
+            lines.append(cost.line())
         lines.append(f"prompt: {prompt_line(cfg)}")
         if self.split is not None:
             from olmocr_rl.launch.server import server_env

@@ -148,6 +148,7 @@ class _Built:
     partitioned: bool | None  # under ZeRO-3: the model loaded partitioned
     moved: Any  # the WeightsMoved callback
     schedule: Any  # the resume-schedule callback, or None
+    online: Any = None  # the online filter (olmocr_rl/train/filtering.py), with filter_groups
 
 
 def _build(cfg: TrainConfig, inputs: Inputs, cuda: bool) -> _Built:
@@ -224,7 +225,12 @@ def _build(cfg: TrainConfig, inputs: Inputs, cuda: bool) -> _Built:
     timer.install(trainer)
     if recorder is not None:
         recorder.trainer = trainer
-    return _Built(trainer, processor, resume, partitioned, moved, schedule)
+    online = None
+    if cfg.filter_groups:  # after the timer: its generation and reward times count every round
+        from olmocr_rl.train.filtering import install as install_filter
+
+        online = install_filter(trainer, cfg, resume)
+    return _Built(trainer, processor, resume, partitioned, moved, schedule, online)
 
 
 def _callbacks(cfg: TrainConfig, resume: str | None) -> tuple[list[Any], Any, Any, Any]:
@@ -266,6 +272,8 @@ def _summary(cfg: TrainConfig, run_: _Built, result: Any) -> dict[str, Any]:
             print(f"warning: training barely moved the weights: {100 * moved.result['share']:.1f} % of a sample of them changed "
                   "(every reward in each group equal, so no advantage? half-precision weights? nothing trainable?)",
                   file=sys.stderr)  # fmt: skip
+    if run_.online is not None:
+        summary["online_filter"] = {**run_.online.state(), "passes": round(run_.online.stream.passes, 4)}
     if run_.schedule is not None and run_.schedule.message:
         summary["resume_warning"] = run_.schedule.message
     return summary

@@ -23,7 +23,8 @@ need("trl")
 from olmocr_rl.train.config import TrainConfig, load_config
 
 # Values the checks at load time constrain (everything else: any value of the field's type).
-CHOSEN = {"rewards": {"bench": 0.5, "eos": 0.25}, "report_to": ["wandb"], "resume": "auto", "trl": {"top_k": 7, "vllm_group_port": 51300}}
+CHOSEN = {"rewards": {"bench": 0.5, "eos": 0.25}, "report_to": ["wandb"], "resume": "auto", "trl": {"top_k": 7, "vllm_group_port": 51300},
+          "filter_reward": "eos", "filter_max_mean": 0.75}  # fmt: skip
 RANK_ENV = {"LOCAL_RANK": "0", "RANK": "0", "WORLD_SIZE": "1", "TORCHELASTIC_RUN_ID": "test"}
 
 

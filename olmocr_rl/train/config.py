@@ -77,20 +77,12 @@ class TrainConfig:
     bench_guard: Literal["short-output", "none"] = opt("short-output", "bench rewards: olmocr PR #462's short-output guard, or none")
 
     # --- online group filtering (olmocr_rl/train/filtering.py; docs/training.md) ------------------
-    filter_groups: bool = opt(
-        False,
-        "online group filtering: each step trains only on page groups whose rewards disagree (the keep rule of "
-        "`curate`), refilled from further pages of the training order; off: every group, as trl",
-    )
-    filter_reward: Optional[str] = opt(
-        None, "the reward a group is judged on: none = the weighted total the advantage is computed from, or a name in `rewards`"
-    )
-    filter_min_std: float = opt(0.0, "keep a group whose reward std is above this (0: any disagreement, trl's frac_reward_zero_std rule)")
+    filter_groups: bool = opt(False, "train only on page groups whose rewards disagree (curate's rule), refilled from further pages")
+    filter_reward: Optional[str] = opt(None, "the reward groups are judged on (none: the weighted total, the advantage's)")
+    filter_min_std: float = opt(0.0, "keep a group whose reward std is above this (0: any disagreement, trl's frac_reward_zero_std test)")
     filter_min_mean: Optional[float] = opt(None, "and whose mean reward is above this (none: no lower bound)")
     filter_max_mean: Optional[float] = opt(None, "and whose mean reward is below this (none: no upper bound)")
-    filter_extra_rounds: int = opt(
-        3, "generation rounds added at most per generation batch; at the bound the batch is filled with dropped groups (warned, logged)"
-    )
+    filter_extra_rounds: int = opt(3, "generation rounds added at most per generation batch; then filled with dropped groups (warned)")
 
     # --- the GRPO recipe (olmOCR 2; olmocr_rl/recipes/olmocr2.yaml cites each source) -------------
     num_generations: Optional[int] = trl_opt(28)  # completions per page
@@ -451,22 +443,6 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"vllm_server_timeout must be positive, got {cfg.vllm_server_timeout}")
     if cfg.final_output_repeats < 1 or cfg.final_batch_size < 1:
         raise ConfigError("final_output_repeats and final_batch_size must be >= 1")
+    from olmocr_rl.train.filtering import validate_filter
+
     validate_filter(cfg)
-
-
-def validate_filter(cfg: TrainConfig) -> None:
-    """The online filtering keys (olmocr_rl/train/filtering.py), checked whether or not it is on."""
-    if cfg.filter_reward is not None and cfg.filter_reward not in cfg.rewards:
-        raise ConfigError(f"filter_reward: {cfg.filter_reward!r} is not one of the run's rewards ({', '.join(cfg.rewards)})")
-    if cfg.filter_min_std < 0:
-        raise ConfigError(f"filter_min_std must be >= 0, got {cfg.filter_min_std}")
-    low, high = cfg.filter_min_mean, cfg.filter_max_mean
-    if low is not None and high is not None and low >= high:
-        raise ConfigError(f"filter_min_mean ({low}) must be below filter_max_mean ({high}): no group could be kept")
-    if cfg.filter_extra_rounds < 0:
-        raise ConfigError(f"filter_extra_rounds must be >= 0, got {cfg.filter_extra_rounds}")
-    if cfg.filter_groups and cfg.filter_reward is None and cfg.trl.get("multi_objective_aggregation") == "normalize_then_sum":
-        raise ConfigError(
-            "filter_groups: with trl.multi_objective_aggregation=normalize_then_sum the advantage is not computed from one "
-            "total reward per completion; name the reward groups are judged on: filter_reward=NAME"
-        )

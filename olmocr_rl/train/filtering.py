@@ -55,14 +55,33 @@ from typing import Any
 
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.keep_rule import KeepRule, has_spread, statistics
-from olmocr_rl.train.config import TrainConfig
+
+TrainConfig = Any  # olmocr_rl/train/config.py's, which calls validate_filter (importing it here would be a cycle)
 
 STATE_FILE = "online_filter.json"  # in each checkpoint folder: where the page order stands
 TRL_READ = "1.11.0-1.16.0"
 GENERATE_OUTPUTS = 8  # what trl's GRPOTrainer._generate returns (trl 1.11-1.16)
 
 
-# --- what it costs: for the plan ----------------------------------------------------------------
+# --- the config keys, and what they cost: for the plan -------------------------------------------
+
+
+def validate_filter(cfg: TrainConfig) -> None:
+    """The filter_* keys (olmocr_rl/train/config.py), checked whether or not filtering is on."""
+    if cfg.filter_reward is not None and cfg.filter_reward not in cfg.rewards:
+        raise ConfigError(f"filter_reward: {cfg.filter_reward!r} is not one of the run's rewards ({', '.join(cfg.rewards)})")
+    if cfg.filter_min_std < 0:
+        raise ConfigError(f"filter_min_std must be >= 0, got {cfg.filter_min_std}")
+    low, high = cfg.filter_min_mean, cfg.filter_max_mean
+    if low is not None and high is not None and low >= high:
+        raise ConfigError(f"filter_min_mean ({low}) must be below filter_max_mean ({high}): no group could be kept")
+    if cfg.filter_extra_rounds < 0:
+        raise ConfigError(f"filter_extra_rounds must be >= 0, got {cfg.filter_extra_rounds}")
+    if cfg.filter_groups and cfg.filter_reward is None and cfg.trl.get("multi_objective_aggregation") == "normalize_then_sum":
+        raise ConfigError(
+            "filter_groups: with trl.multi_objective_aggregation=normalize_then_sum the advantage is not computed from one "
+            "total reward per completion; name the reward groups are judged on: filter_reward=NAME"
+        )
 
 
 @dataclass(frozen=True)

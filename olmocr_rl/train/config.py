@@ -222,6 +222,11 @@ def trl_default(name: str) -> Any:
     return trl_fields()[name][1] if name in trl_fields() else None
 
 
+def trl_options_set(cfg: TrainConfig) -> dict[str, Any]:
+    """The trl options this run sets away from the recipe: the stated ones it changed, then `trl:`."""
+    return {f.name: getattr(cfg, f.name) for f in TRL_STATED if getattr(cfg, f.name) != trl_default(f.name)} | cfg.trl
+
+
 def is_trl_key(name: str) -> bool:
     """A trl.GRPOConfig option (stated here, or only trl's)."""
     return name in _STATED_NAMES or name in trl_fields()

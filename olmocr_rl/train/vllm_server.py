@@ -20,7 +20,7 @@ from __future__ import annotations
 import shlex
 
 from olmocr_rl.launch.gpus import GpuSplit
-from olmocr_rl.train.config import TrainConfig
+from olmocr_rl.train.config import TrainConfig, engine_settings
 from olmocr_rl.train.grpo import max_model_length
 
 
@@ -41,14 +41,14 @@ def server_argv(cfg: TrainConfig, split: GpuSplit, *, host: str, port: int) -> l
 
 
 def engine_args(cfg: TrainConfig) -> list[str]:
-    """`vllm serve` arguments that trl's command leaves out (olmocr_rl/engines.py): the run's seed,
-    and the trainer's processor bounds. Placeholder suppression travels with each request."""
+    """`vllm serve` arguments that trl's command leaves out: the run's engine settings
+    (olmocr_rl/engines.py), its seed and the trainer's processor bounds. Placeholder suppression
+    travels with each request."""
     import json
 
-    from olmocr_rl.engines import pixel_bounds
-
-    args = ["--seed", str(cfg.seed)]
-    if bounds := pixel_bounds(cfg.max_pixels, cfg.model):
+    settings = engine_settings(cfg)
+    args = ["--seed", str(settings.seed)]
+    if bounds := settings.pixel_bounds():
         args += ["--mm-processor-kwargs", json.dumps(bounds)]
     return args
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from olmocr_rl.engines import rank_seed
 from olmocr_rl.errors import ConfigError
-from olmocr_rl.train.config import TrainConfig, engine_settings
+from olmocr_rl.train.config import TrainConfig, engine_settings, trl_options_set
 from olmocr_rl.train.data import Inputs
 
 
@@ -31,13 +31,14 @@ def rank() -> int:
 
 def refused(cfg: TrainConfig, error: BaseException) -> ConfigError:
     """trl / transformers / accelerate refusing the configuration while the trainer is built, as
-    one ConfigError naming the keys to change: the `trl:` keys you set that the message names,
-    else all the `trl:` keys you set (the usual cause), else the message alone."""
+    one ConfigError naming the keys to change: the trl options you set that the message names,
+    else all the trl options you set (the usual cause), else the message alone."""
     import re
 
     message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     named = set(re.findall(r"\b[a-z][a-z0-9_]+\b", str(error)))
-    keys = [f"trl.{k}" for k in cfg.trl if k in named] or [f"trl.{k}" for k in cfg.trl]
+    chosen = trl_options_set(cfg)
+    keys = [f"trl.{k}" for k in chosen if k in named] or [f"trl.{k}" for k in chosen]
     fix = f"; check {', '.join(keys)}" if keys else ""
     return ConfigError(f"trl refused the configuration while building the trainer: {message}{fix}")
 

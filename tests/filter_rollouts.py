@@ -17,7 +17,9 @@ by a hash of (p, r, s) (design "mixed"), or always one of them (design "flat", "
 Each rank appends what it generated to OUTPUT_DIR/gen_rank<R>.jsonl and, for every micro-batch
 the loss sees, each row's completion text, advantage and a digest of its pixel values to
 OUTPUT_DIR/trained_rank<R>.jsonl; after every optimizer step the sum of its parameters to
-OUTPUT_DIR/fixed_rollouts_rank<R>.json (tests/fixed_rollouts.py's ParamSums).
+OUTPUT_DIR/fixed_rollouts_rank<R>.json (tests/fixed_rollouts.py's ParamSums); rank 0 writes trl's
+completions table of each logged step (completion and the reward's `log_extra` column for it) to
+OUTPUT_DIR/table_rank0.jsonl.
 
 Only the sampling is replaced (`GRPOTrainer._generate_single_turn`, trl 1.x); tokenisation,
 rewards, advantages, loss and the optimizer are trl's and ours.
@@ -59,12 +61,15 @@ def parse(t: str) -> tuple[int, int, int, int]:
     return int(t[1]), int(t[3]), int(t[5]), int(t[7:9])
 
 
-def designed(completions, **kwargs) -> list[float]:
-    """The reward (a user reward: `filter_rollouts:designed`)."""
+def designed(completions, log_extra=None, **kwargs) -> list[float]:
+    """The reward (a user reward: `filter_rollouts:designed`); it also logs each completion's text
+    as an extra column of trl's completions table (`log_extra`), which must stay with its row."""
     generations = int(os.environ["FILTER_GENERATIONS"])
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    if log_extra is not None:
+        log_extra("made", list(texts))
     out = []
-    for c in completions:
-        t = c[0]["content"] if isinstance(c, list) else c
+    for t in texts:
         p, r, m, s = parse(t)
         out.append(value(kind(p, r, s), m, generations))
     return out
@@ -123,6 +128,22 @@ def install(output_dir: str) -> None:
             f.writelines(json.dumps(r) + "\n" for r in rows)
         return original_loss(self, model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
 
+    original_log = trl.GRPOTrainer.log
+    tabled: set[int] = set()
+
+    def log(self, logs, start_time=None):
+        # trl's completions table of the step (gathered from every rank): each row's completion and
+        # the extra column the reward logged for it.
+        made = self._logs["extra"].get("made")
+        if rank == 0 and made is not None and self.model.training and self.state.global_step not in tabled:
+            tabled.add(self.state.global_step)  # once a step: the run's last log (its totals) comes at the same step
+            pairs = [{"step": self.state.global_step, "completion": c[0]["content"] if isinstance(c, list) else c, "made": m}
+                     for c, m in zip(self._logs["completion"], made)]  # fmt: skip
+            with (out / f"table_rank{rank}.jsonl").open("a") as f:
+                f.writelines(json.dumps(r) + "\n" for r in pairs)
+        return original_log(self, logs, start_time)
+
+    trl.GRPOTrainer.log = log
     callback = ParamSums(out / f"fixed_rollouts_rank{rank}.json")
     original_init = trl.GRPOTrainer.__init__
 

@@ -204,6 +204,7 @@ def train(prepared, model, out: Path, overrides: list[str], *, world: int = 1, z
     cmd = [sys.executable, *program] if world == 1 else accelerate_argv(program, num_processes=world, zero=zero)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=launch_env(world))
     assert proc.returncode == 0, f"{' '.join(cmd)}\n--- stderr\n{proc.stderr[-6000:]}"
+    assert "trl's page order is not the one" not in proc.stderr  # the stream reproduced trl's batches while in sync
     return proc.stderr
 
 
@@ -280,6 +281,12 @@ def check_run(out: Path, per_round: int, *, extra: int = EXTRA, band: float | No
         assert set(seen) == exp["groups"], f"generation at step {gen_step}: trained {sorted(seen)}, expected {sorted(exp['groups'])}"
         repeats = len(rows) // (per_round * G)
         assert all(sorted(m) == sorted(list(range(G)) * repeats) for m in seen.values()), "a group not whole"
+    # trl's completions table: every row's reward-logged column (log_extra) is its own.
+    table = _jsonl(out, "table")
+    assert table and all(r["completion"] == r["made"] for r in table)
+    if generate_every == 1:  # the table logged after step t holds the batch trained at step t
+        for t in {r["step"] for r in table}:
+            assert sorted(r["completion"] for r in table if r["step"] == t) == sorted(r["text"] for r in by_step[t - 1])
     # Each page's rows carry that page's pixel values, and no other page's.
     assert all(len(d) == 1 for d in pixels.values()) and len({next(iter(d)) for d in pixels.values()}) == len(pixels)
     metrics = filter_metrics(out)
@@ -322,7 +329,6 @@ def test_one_process_trains_the_kept_groups(one_process):
     summary = json.loads((out / "train_summary.json").read_text())["online_filter"]
     assert summary["rounds_drawn"] == sum(e["rounds"] for e in expected.values())
     assert summary["bound_hits"] == sum(e["filled"] > 0 for e in expected.values())
-    assert "trl's page order is not the one" not in stderr  # round 0 of step 0 was trl's own batch
 
 
 def test_resume_continues_the_page_order(one_process, prepared, tiny_model, tmp_path):

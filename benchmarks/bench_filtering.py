@@ -3,21 +3,23 @@ learnable task where groups without reward spread are common, over several seeds
 
     python benchmarks/bench_filtering.py [--seeds 0 1 2 3] [--steps 30] [--work /tmp/bench_filtering]
 
-The task (built like tests/test_learning.py's, with the tiny random VLM of bench_fixtures/tiny_vlm.py,
-16-token completions, 8 per page, one page a step): four pages, two learnable (`present` tests of
-common letters, ~0.05-0.1 reward at first), one hopeless (a `present` test of a phrase no 16-token
-completion writes: always 0) and one always passed (an `absent` test of a string no completion
-writes: always 1), so about half the groups have no reward spread. Both arms train `--steps`
-optimizer steps at the same constant learning rate; the filtered arm adds up to 3 generation
-rounds a step (`filter_extra_rounds`, the default). Every `--eval-every` steps (and at the start)
-each arm is evaluated on the four pages, 8 samples each, at the training temperature (trl's
-evaluation, `eval_reward`).
+The task (built like tests/test_learning.py's, with the tiny random VLM of
+bench_fixtures/tiny_vlm.py, 16-token completions, 8 per page, one page a step): four pages, two
+learnable (`present` tests of common letters, ~0.05-0.1 reward at first), one hopeless (a
+`present` test of a phrase no 16-token completion writes: always 0) and one always passed (an
+`absent` test of a string no completion writes: always 1), so about half the groups have no
+reward spread. Three arms, at the same constant learning rate: without filtering and with it
+(`filter_groups`, up to 3 added generation rounds a step, the default), `--steps` optimizer steps
+each; and without filtering for as many completions as the filtered run generated (its steps
+rounded to whole evaluations): the same generation, more optimizer steps. Every `--eval-every`
+steps (and at the start) each run is evaluated on the four pages, 8 samples each, at the training
+temperature (trl's evaluation, `eval_reward`).
 
 Prints, per arm, mean and standard deviation over seeds of: the evaluated reward at the start and
 the end; the mean reward of every completion generated for training (before filtering) over the
-first and the last ten steps; the evaluated gain per optimizer step, the completions generated for training, the gain per 1,000
-generated completions, the share of zero-spread groups generated, and the generation rounds a step;
-and each seed's curve. Writes the figures as JSON (--json).
+first and the last ten steps; the evaluated gain per optimizer step; the completions generated for
+training; the gain per 1,000 generated completions; the share of zero-spread groups generated; the
+generation rounds a step; and each run's curve. Writes the figures as JSON (--json).
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ def run(prepared: Path, model: Path, out: Path, seed: int, filtered: bool, steps
     sampled = [r["filter/reward"] if filtered else r["reward"] for r in train]
     window = min(10, len(sampled) // 2) or 1
     first, last = evals[min(evals)], evals[max(evals)]
-    return {"seed": seed, "filtered": filtered, "evals": evals, "start": first, "end": last, "gain": last - first,
+    return {"seed": seed, "filtered": filtered, "steps": steps, "evals": evals, "start": first, "end": last, "gain": last - first,
             "gain_per_step": (last - first) / steps, "completions": completions,
             "gain_per_1000_completions": 1000 * (last - first) / completions, "zero_spread": zero, "rounds": rounds,
             "steps_at_bound": filled, "sampled_first": statistics.mean(sampled[:window]),
@@ -114,21 +116,22 @@ def run(prepared: Path, model: Path, out: Path, seed: int, filtered: bool, steps
 
 
 def summary(results: list[dict]) -> str:
-    keys = [("start", ".3f"), ("end", ".3f"), ("sampled_first", ".3f"), ("sampled_last", ".3f"), ("gain_per_step", ".4f"), ("completions", ".0f"), ("gain_per_1000_completions", ".3f"),
+    keys = [("steps", ".0f"), ("start", ".3f"), ("end", ".3f"), ("sampled_first", ".3f"), ("sampled_last", ".3f"), ("gain_per_step", ".4f"), ("completions", ".0f"), ("gain_per_1000_completions", ".3f"),
             ("zero_spread", ".2f"), ("rounds", ".2f"), ("steps_at_bound", ".1f"), ("seconds", ".0f")]  # fmt: skip
     lines = ["| arm | " + " | ".join(k for k, _ in keys) + " |", "|---" * (len(keys) + 1) + "|"]
-    for filtered in (False, True):
-        arm = [r for r in results if r["filtered"] == filtered]
+    names = {"off": "off", "on": "filter_groups", "matched": "off, as many completions"}
+    for name, label in names.items():
+        arm = [r for r in results if r["arm"] == name]
         cells = []
         for key, spec in keys:
             values = [r[key] for r in arm]
             sd = statistics.stdev(values) if len(values) > 1 else 0.0
             cells.append(f"{statistics.mean(values):{spec}} ± {sd:{spec}}")
-        lines.append(f"| {'filter_groups' if filtered else 'off'} (n={len(arm)}) | " + " | ".join(cells) + " |")
+        lines.append(f"| {label} (n={len(arm)}) | " + " | ".join(cells) + " |")
     lines.append("")
     for r in results:
         curve = " ".join(f"{s}:{v:.3f}" for s, v in sorted(r["evals"].items()))
-        lines.append(f"{'on ' if r['filtered'] else 'off'} seed {r['seed']}: eval_reward {curve}")
+        lines.append(f"{r['arm']} seed {r['seed']}: eval_reward {curve}")
     return "\n".join(lines)
 
 
@@ -143,9 +146,14 @@ def main() -> int:
     prepared, model = make_task(args.work)
     results = []
     for seed in args.seeds:
-        for filtered in (False, True):
-            r = run(prepared, model, args.work / f"{'on' if filtered else 'off'}_{seed}", seed, filtered, args.steps, args.eval_every)
-            print(f"seed {seed} {'on ' if filtered else 'off'}: eval {r['start']:.3f} -> {r['end']:.3f}, {r['completions']} completions, "
+        for arm in ("off", "on", "matched"):
+            steps = args.steps
+            if arm == "matched":  # off, for as many completions as the filtered arm generated (in whole evaluations)
+                on = results[-1]["completions"] / GENERATIONS
+                steps = max(args.eval_every, args.eval_every * round(on / args.eval_every))
+            r = run(prepared, model, args.work / f"{arm}_{seed}", seed, arm == "on", steps, args.eval_every)
+            r["arm"] = arm
+            print(f"seed {seed} {arm}: {steps} steps, eval {r['start']:.3f} -> {r['end']:.3f}, {r['completions']:.0f} completions, "
                   f"{r['seconds']:.0f} s", flush=True)  # fmt: skip
             results.append(r)
     print(summary(results))

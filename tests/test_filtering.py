@@ -89,7 +89,8 @@ def test_zero_spread_is_trls_test():
     rewards[: 3 * G] = rewards[: 3 * G : G].repeat_interleave(G, dim=0)  # three groups all equal
     rewards[3 * G : 3 * G + 1, 0] = torch.nan  # one function unscorable on one row
     rewards[4 * G : 4 * G + 2] = torch.nan  # two rows unscorable
-    rewards[5 * G : 6 * G] = torch.tensor([0.5, 0.5 + 1e-9])  # equal within trl's tolerance
+    rewards[5 * G : 6 * G] = torch.tensor([1e-3, 1e-3 + 3e-10] * (G // 2)).unsqueeze(1)  # unequal floats, equal within trl's tolerance
+    assert len(set(rewards[5 * G : 6 * G, 0].tolist())) == 2
     weights = torch.tensor([1.0, 0.5])
     total = (rewards * weights).nansum(dim=1)
     total[torch.isnan(rewards).all(dim=1)] = torch.nan
@@ -320,9 +321,11 @@ def one_process(prepared, tiny_model, tmp_path_factory) -> tuple[Path, str]:
 def test_one_process_trains_the_kept_groups(one_process):
     out, stderr = one_process
     expected = check_run(out, 2)
-    rounds = sorted((e["rounds"], e["filled"] > 0) for e in expected.values())
-    # The design covers every case: no round added, rounds added, the bound with a fill.
-    assert (1, False) in rounds and any(r > 1 and not f for r, f in rounds) and any(f for _, f in rounds)
+    cases = [(e["rounds"], e["filled"] > 0, e["kept"] > 2) for e in expected.values()]
+    # The design meets every case: no round added, rounds added, the bound with a fill, more groups
+    # kept than the batch takes (the first ones in generation order are).
+    assert (1, False, False) in cases and any(r > 1 and not f for r, f, _ in cases) and any(f for _, f, _ in cases)
+    assert any(surplus for *_, surplus in cases)
     assert_warnings(stderr, expected, 2)
     state = json.loads((out / "checkpoint-3" / "online_filter.json").read_text())
     assert state["rounds_drawn"] == sum(expected[s]["rounds"] for s in range(3))
@@ -427,6 +430,7 @@ def test_two_zero2_ranks_with_groups_across_ranks(prepared, tiny_model, tmp_path
     expected = check_run(two, 3)
     assert expected == check_run(one, 3)
     assert any(e["filled"] for e in expected.values()) and any(e["rounds"] == 1 for e in expected.values())
+    assert any(e["kept"] > 3 for e in expected.values())
     assert param_sums(two, 0) == param_sums(two, 1)
     # Float32 reduction order only: measured 1.4e-6 relative (6e-4 on a sum a step moves by ~6;
     # one element's Adam step is lr = 3e-3), where a group trained wrongly moves it by whole units.

@@ -104,6 +104,8 @@ EFFECTS: dict[tuple[str, str], str | tuple[str, str]] = {
     ("train", "--main-process-port"): "test_options.py::test_train_launch_flags_reach_the_launcher",
     ("train", "--hostfile"): "test_options.py::test_train_launch_flags_reach_the_launcher",
     ("train", "--dry-run"): "test_options.py::test_train_launch_flags_reach_the_launcher",
+    ("train", "--gpus"): "test_plan_estimates.py::test_the_servers_share_must_hold_the_weights",
+    ("train", "--gpu-memory"): "test_plan_estimates.py::test_the_servers_share_must_hold_the_weights",
     ("train", "--debug"): "test_cli.py::test_a_refused_trl_option_is_one_error_line",
     ("train", "--strict"): "test_first_gpu_run.py::test_checkpoints_that_do_not_fit_warn_and_strict_stops",
     # the `deepspeed` launcher passes --local_rank to every rank it starts
@@ -340,7 +342,9 @@ def test_train_launch_flags_reach_the_launcher(tmp_path):
     from training import make_prepared
 
     prepared = make_prepared(tmp_path / "prep")
-    base = ["train", str(prepared), "--model", "m", "-o", str(tmp_path / "run"), "--config", str(RECIPE), "--dry-run"]
+    # 4 ranks x 1 completion / 4 generations: 1 page a generation batch (the fixtures have 3).
+    base = ["train", str(prepared), "--model", "m", "-o", str(tmp_path / "run"), "--config", str(RECIPE), "--dry-run",
+            "per_device_train_batch_size=1"]  # fmt: skip
     res = invoke([*base, "--num-processes", "4", "--zero", "2", "--num-machines", "2", "--machine-rank", "1",
                   "--main-process-ip", "10.0.0.9", "--main-process-port", "29613"])  # fmt: skip
     assert res.exit_code == 0, res.output

@@ -44,6 +44,8 @@ class LaunchOptions:
     main_process_ip: str | None = None
     main_process_port: int | None = None
     hostfile: str | None = None
+    gpus: int | None = None  # GPUs per node of the machine planned for (None: this machine's)
+    gpu_memory: float | None = None  # GiB per GPU, as torch reports it (None: this machine's)
 
     def __post_init__(self) -> None:
         if self.launcher not in LAUNCHERS:
@@ -74,6 +76,8 @@ class Plan:
     split: Any = None  # vllm_server.GpuSplit with vllm_gpus
     server_argv: list[str] | None = None  # on machine rank 0 with vllm_gpus
     problems: list[Problem] = field(default_factory=list)
+    target: Any = None  # memory.Target: the node planned for
+    recipe: str | None = None  # the packaged recipe the config came from (--config olmocr2)
 
     @property
     def config_path(self) -> Path:
@@ -93,7 +97,13 @@ class Plan:
         )
         lines.append("trl.GRPOConfig: " + json.dumps({k: v for k, v in self.grpo_kwargs.items() if k != "output_dir"}, default=str))
         lines += self._budget_lines()
+        lines += self._memory_lines()
         lines.append(f"prompt: {prompt_line(cfg)}")
+        from olmocr_rl.recipes import departures
+
+        if self.recipe == "olmocr2" and (made := departures(cfg)):
+            lines.append("departures from upstream's olmOCR 2 runs (allenai/olmocr f7cfe4c; docs/training.md):")
+            lines += [f"  {d.what}: {d.ours} (upstream: {d.upstream}): {d.why}" for d in made]
         if self.split is not None:
             from olmocr_rl.train.vllm_server import server_env, weight_sync_port
 
@@ -138,6 +148,41 @@ class Plan:
         )
         return budget.lines()
 
+    def _memory_lines(self) -> list[str]:
+        """The estimate per training GPU, by component (olmocr_rl/train/memory.py)."""
+        from olmocr_rl.train import memory
+        from olmocr_rl.train.data import read_split
+        from olmocr_rl.train.preflight import Context, plan_layout
+        from olmocr_rl.train.shape import ShapeUnknown, read_shape
+
+        target = self.target
+        lines = [target.describe()] if target is not None else []
+        if target is None or not target.gpus:
+            return lines + ["memory: not estimated for a CPU plan (give --gpus N --gpu-memory GIB to plan a GPU node)"]
+        cfg = self.cfg
+        try:
+            shape = read_shape(str(cfg.model))
+        except ShapeUnknown as e:
+            return lines + [f"memory: not estimated ({e})"]
+        try:
+            rows = read_split(cfg.prepared_dir, cfg.train_split)[: cfg.max_train_pages]
+        except ConfigError:
+            rows = []
+        ctx = Context(cfg, self.world_size, Path(cfg.prepared_dir), self.options.zero is not None, True, self.options.zero, target,
+                      self.split is not None)  # fmt: skip
+        layout = plan_layout(ctx)
+        tokens = memory.tokens_of(cfg, rows)
+        est = memory.estimate_memory(cfg, shape, layout, tokens)
+        zero = f"ZeRO-{layout.zero}" if layout.zero else "no ZeRO"
+        lines.append(f"memory per training GPU (estimate; {shape.params / 1e9:.2f} B parameters, {layout.world} ranks, {zero}, "
+                     f"{'bf16' if layout.bf16 else 'float32'}, longest sequence {tokens.sequence:,} tokens):")  # fmt: skip
+        lines += est.lines()
+        if self.split is not None and target.gpu_bytes:
+            share, weights = memory.server_share(cfg, shape, target.gpu_bytes, self.split.tensor_parallel)
+            lines.append(f"memory per server GPU: vLLM takes {memory.gib(share)} (vllm_server_gpu_memory_utilization="
+                         f"{cfg.vllm_server_gpu_memory_utilization:g}): 16-bit weights {memory.gib(weights)}, the rest KV cache")  # fmt: skip
+        return lines
+
 
 def prompt_line(cfg: TrainConfig) -> str:
     """Where the run's instruction comes from, in a line."""
@@ -152,16 +197,22 @@ def prompt_line(cfg: TrainConfig) -> str:
     return f"{p.name}: {p.source}; {'the instruction before the image' if p.layout == TEXT_FIRST else 'the image, then the instruction'}"
 
 
-def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False) -> Plan:
+def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False, recipe: str | None = None) -> Plan:
     """Decides how the run starts (see the module docstring); `cfg` is updated in place (bf16
     resolved; with vllm_gpus, server mode and the server's address). Raises ConfigError for
     options that cannot work together; the pre-flight problems are returned on the plan."""
     from olmocr_rl.train.config import cuda_available, grpo_kwargs
     from olmocr_rl.train.launch import launch_env, launcher_argv
+    from olmocr_rl.train.memory import node_target
     from olmocr_rl.train.preflight import preflight
 
     o = options
-    cuda = cuda_available()
+    # The node planned for: this machine, or one described by --gpus/--gpu-memory (a GPU node
+    # planned from a machine without GPUs gets what that node will run: bf16, NCCL, its server).
+    per_node = (o.num_processes or 1) // max(1, o.num_machines) + (o.vllm_gpus or 0)
+    here = cuda_available()
+    target = node_target(o.gpus, o.gpu_memory, cuda_here=here, at_least=per_node)
+    cuda = target.gpus > 0
     if cfg.bf16 is None:
         cfg.bf16 = cuda  # resolved here so every rank (and accelerate's mixed precision) agrees
     split = server = gpus = None
@@ -169,7 +220,8 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
     if o.vllm_gpus:
         from olmocr_rl.train.vllm_server import client_host, server_argv, split_gpus, visible_gpus
 
-        split = split_gpus(visible_gpus(), o.vllm_gpus, cfg.vllm_data_parallel_size)
+        gpus_here = [str(i) for i in range(target.gpus)] if o.gpus is not None else visible_gpus()
+        split = split_gpus(gpus_here, o.vllm_gpus, cfg.vllm_data_parallel_size)
         per_node = len(split.train) if o.num_processes is None else o.num_processes // o.num_machines
         if per_node > len(split.train):
             raise ConfigError(
@@ -182,14 +234,14 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
         cfg.vllm_server_host = client_host(o.num_machines, o.main_process_ip)
         if o.machine_rank == 0:
             bind = "0.0.0.0" if o.num_machines > 1 else "127.0.0.1"
-            server = server_argv(cfg, split, host=bind, port=cfg.vllm_server_port)
+            server = server_argv(cfg, split, host=bind, port=cfg.vllm_server_port, for_node=target.described)
     elif o.launcher == "deepspeed" and os.environ.get("CUDA_VISIBLE_DEVICES"):
         from olmocr_rl.train.vllm_server import visible_gpus
 
         gpus = visible_gpus()  # the deepspeed launcher ignores CUDA_VISIBLE_DEVICES once told a count
     distributed = num_processes > 1 or o.zero is not None or o.num_machines > 1 or split is not None or o.launcher == "deepspeed"
     plan = Plan(cfg, o, cuda, num_processes, distributed, grpo_kwargs(cfg, cuda=cuda, world_size=num_processes, deepspeed=o.zero is not None),
-                split=split, server_argv=server)  # fmt: skip
+                split=split, server_argv=server, target=target, recipe=recipe)  # fmt: skip
     if distributed:
         plan.launcher_argv = launcher_argv(
             cfg.prepared_dir, plan.config_path, o.launcher, num_processes=num_processes, zero=o.zero, num_machines=o.num_machines,
@@ -201,7 +253,9 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
             plan.env["CUDA_VISIBLE_DEVICES"] = ",".join(split.train)
         elif gpus is not None:
             plan.env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher's --include names them
-    plan.problems = preflight(cfg, num_processes, cfg.prepared_dir, cuda=cuda, deepspeed=True if o.zero is not None else None)
+    plan.problems = preflight(cfg, num_processes, cfg.prepared_dir, cuda=cuda, deepspeed=True if o.zero is not None else None, zero=o.zero,
+                              target=target, vllm_server=split is not None, elsewhere=target.described and cuda and not here,
+                              server_tensor_parallel=split.tensor_parallel if split is not None else 1)  # fmt: skip
     if server is not None:
         from olmocr_rl.train.vllm_server import port_problems
 

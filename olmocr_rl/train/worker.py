@@ -253,6 +253,10 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     }
     if partitioned is not None:
         summary["zero3_partitioned_load"] = partitioned
+    from olmocr_rl.train.memory import run_record
+
+    if (memory := run_record(cfg, trainer, train_rows, timer.run_peak)) is not None:
+        summary["memory"] = memory
     if moved.result is not None:
         summary["weights_moved"] = moved.result
         if moved.result["share"] < 0.1 and trainer.state.global_step > 0 and trainer.is_world_process_zero():

@@ -207,13 +207,13 @@ class TrainBenchReward(BenchReward):
 
 
 def eos_token_ids(processor: Any, model: Any = None) -> list[int]:
-    ids: list[int] = []
-    gen = getattr(model, "generation_config", None)
-    for source in (getattr(gen, "eos_token_id", None), getattr(getattr(processor, "tokenizer", processor), "eos_token_id", None)):
-        if isinstance(source, int):
-            ids.append(source)
-        elif isinstance(source, (list, tuple)):
-            ids.extend(int(x) for x in source)
+    """The end token the eos reward looks for: the tokenizer's `eos_token_id`, as upstream's reward
+    (grpo_train.py: `processor.tokenizer.eos_token_id`; for Qwen2.5-VL <|im_end|>, not the
+    <|endoftext|> that generation also stops at). The generation config's end tokens only when the
+    tokenizer names none."""
+    tok = getattr(getattr(processor, "tokenizer", processor), "eos_token_id", None)
+    source = tok if tok is not None else getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = [source] if isinstance(source, int) else [int(x) for x in source or ()]
     if not ids:
         raise ConfigError("the eos reward needs an end-of-sequence token, but neither the tokenizer nor the generation config has one")
     return sorted(set(ids))

@@ -62,7 +62,7 @@ def find_katex_js() -> Path | None:
 
 def configure() -> None:
     """Points the Rust core at the KaTeX file (call again after installing it)."""
-    from olmocr_rl import _core
+    import olmocr_rl._core as _core
 
     path = find_katex_js()
     _core.set_katex_path(str(path) if path else None)

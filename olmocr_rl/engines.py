@@ -1,25 +1,40 @@
-"""What every generation engine is told, in one place: transformers' `generate` (training without
-vLLM, `olmocr-rl generate`, final outputs), vLLM's offline engine (`generate --engine vllm`), the
-engine trl colocates in each rank, and the server `train --vllm-gpus` starts.
+"""The generation engines, one table (`ENGINES`: name -> builder, one line about it), and ONE builder,
+`build_engine(name, settings, rows)`, that `olmocr-rl generate`, `olmocr-rl curate` and the final
+outputs of `olmocr-rl train` use; the engine trl colocates in each training rank and the server
+`train --vllm-gpus` starts are told the same (`colocated_engine`, `vllm_engine_kwargs`).
 
+`EngineSettings` is what every engine is told, one value per model and config (training's from the
+training config: olmocr_rl/train/config.py `engine_settings`), so that the same model under the same
+config generates the same way whoever asks:
+
+* **The prompt layout.** Each prepared row's conversation (`prompts.row_conversation`: the page
+  image and the instruction in the prompt's order; olmOCR 2's instruction comes first).
 * **Placeholder tokens are never sampled.** A sampled `<|image_pad|>` (or `<|vision_start|>`, which
   Qwen's position code reads as the start of an image) makes the image-token count of the
   completion disagree with the image features in the log-prob pass ("tokens: 49, features: 48") and
   ends the step. transformers gets `suppress_tokens`; vLLM a logit bias of -100 (the lowest it
   accepts: e^-100 is no probability a sampler reaches).
-* **One source of processor settings.** A `max_pixels` set for training reaches the colocated engine
-  and the server as `mm_processor_kwargs`, so both expand an image into as many tokens as the
-  trainer's processor does.
+* **One source of processor settings.** The transformers engines load the processor with the
+  run's `max_pixels` (`EngineSettings.processor`); the vLLM engines get the same bounds stated
+  outright as `mm_processor_kwargs` (the model folder's min/max pixels, `max_pixels` when the run
+  sets it), so every engine expands an image into as many tokens as the trainer's processor does.
 * **The run's seed reaches every engine.** trl seeds a colocated engine with the rank index alone
   (every run samples the same streams whatever its seed) and starts no server; here the engine of
-  rank r gets `rank_seed(seed, r)` and the server `--seed seed`.
+  rank r gets `rank_seed(seed, r)`, the server `--seed seed`, and the offline engines the seed.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from olmocr_rl.errors import ConfigError
+from olmocr_rl.prompts import row_conversation
+
+# (images, one conversation per image (olmocr_rl.prompts.conversation), temperature) -> one completion per image
+GenerateFn = Callable[[list, list[list[dict]], float], list[str]]
 
 # Qwen-VL's vision tokens, by their config names (Qwen2-VL, Qwen2.5-VL, Qwen3-VL; other VLMs use a
 # subset of these names).
@@ -99,22 +114,54 @@ def folder_pixel_bounds(model: str) -> dict[str, int]:
     return {}
 
 
+@dataclass(frozen=True)
+class EngineSettings:
+    """What an engine is told for one model and config (see the module docstring)."""
+
+    model: str  # a model folder or hub id (a checkpoint, a LoRA adapter, a soup)
+    max_new_tokens: int = 8000
+    seed: int = 0
+    max_pixels: int | None = None  # the run's image budget; None: the model folder's
+    trust_remote_code: bool = False
+    eager: bool | None = None  # vLLM without CUDA graphs or compilation; None: eager without CUDA
+
+    def pixel_bounds(self) -> dict[str, int]:
+        return pixel_bounds(self.max_pixels, self.model)
+
+    def processor(self) -> Any:
+        """The model's processor with the run's image budget (the trainer's, for training's model)."""
+        from olmocr_rl.modeling import load_processor
+
+        return load_processor(self.model, trust_remote_code=self.trust_remote_code, max_pixels=self.max_pixels)
+
+
+def vllm_engine_kwargs(settings: EngineSettings, *, cuda: bool) -> dict[str, Any]:
+    """What a `vllm.LLM` of ours is given besides the model and its context: the seed, the processor
+    bounds and eager mode (trl's colocated engine gets the same through `colocated_engine`)."""
+    kwargs: dict[str, Any] = {"seed": settings.seed, "enforce_eager": (not cuda) if settings.eager is None else settings.eager,
+                              "trust_remote_code": settings.trust_remote_code}  # fmt: skip
+    if bounds := settings.pixel_bounds():
+        kwargs["mm_processor_kwargs"] = bounds
+    return kwargs
+
+
 @contextlib.contextmanager
-def colocated_engine(*, seed: int, tensor_parallel_size: int, mm_processor_kwargs: dict, enforce_eager: bool) -> Iterator[None]:
+def colocated_engine(settings: EngineSettings) -> Iterator[None]:
     """While trl builds its colocated engine (inside `GRPOTrainer(...)`), the `vllm.LLM` it calls
     also gets this rank's seed (the same within a tensor-parallel group, as trl requires), our
-    processor bounds and `enforce_eager`. trl passes a fixed set of arguments and offers no hook for
-    these, so its module's `LLM` name is wrapped for that call only."""
+    processor bounds and `enforce_eager` when the run asks for it. trl passes a fixed set of
+    arguments and offers no hook for these, so its module's `LLM` name is wrapped for that call only."""
     from trl.generation import vllm_generation
 
     original = vllm_generation.LLM
+    bounds = settings.pixel_bounds()
 
     def llm(*args: Any, **kwargs: Any) -> Any:
         group = int(kwargs.get("seed", 0))  # trl passes process_index // tensor_parallel_size
-        kwargs["seed"] = rank_seed(seed, group)
-        if mm_processor_kwargs:
-            kwargs["mm_processor_kwargs"] = {**(kwargs.get("mm_processor_kwargs") or {}), **mm_processor_kwargs}
-        if enforce_eager:
+        kwargs["seed"] = rank_seed(settings.seed, group)
+        if bounds:
+            kwargs["mm_processor_kwargs"] = {**(kwargs.get("mm_processor_kwargs") or {}), **bounds}
+        if settings.eager:
             kwargs["enforce_eager"] = True
         return original(*args, **kwargs)
 
@@ -123,3 +170,163 @@ def colocated_engine(*, seed: int, tensor_parallel_size: int, mm_processor_kwarg
         yield
     finally:
         vllm_generation.LLM = original
+
+
+# ---------------------------------------------------------------------------------------------
+# the engines and the builder
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Engine:
+    generate: GenerateFn
+    count_tokens: Callable[[list[str]], list[int]]  # tokens of each completion (capped at max_new_tokens)
+
+
+@dataclass(frozen=True)
+class EngineKind:
+    build: Callable[[EngineSettings, Sequence[dict], Callable[[str], None]], Engine]  # (settings, rows to generate, warn)
+    about: str
+
+
+def build_engine(name: str, settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], None] = print) -> Engine:
+    """THE builder: the engine `name` loaded for `settings`, sized for `rows` (prepared rows: the
+    vLLM context fits the longest of their prompts). A model that cannot be loaded is a ConfigError
+    naming it."""
+    return engine_kind(name).build(settings, rows, warn)
+
+
+def engine_kind(name: str) -> EngineKind:
+    if name not in ENGINES:
+        raise ConfigError(f"--engine must be {' or '.join(ENGINES)}, not {name!r}")
+    return ENGINES[name]
+
+
+def token_counter(processor: Any, max_new_tokens: int) -> Callable[[list[str]], list[int]]:
+    tok = getattr(processor, "tokenizer", processor)
+
+    def count(texts: list[str]) -> list[int]:
+        # The completions re-tokenized: their generated length for real text; text decoded from
+        # arbitrary tokens (a random model's bytes) can re-tokenize longer, so capped at the budget.
+        return [min(len(ids), max_new_tokens) for ids in tok(list(texts), add_special_tokens=False)["input_ids"]]
+
+    return count
+
+
+def _transformers(settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], None]) -> Engine:
+    import torch
+
+    from olmocr_rl.modeling import inference_dtype, load_trained
+
+    processor = settings.processor()
+    cuda = torch.cuda.is_available()
+    torch.manual_seed(settings.seed)
+    model = load_trained(settings.model, dtype=inference_dtype(cuda), trust_remote_code=settings.trust_remote_code)
+    model = model.to("cuda") if cuda else model
+    model.eval()
+    return Engine(transformers_generate(model, processor, max_new_tokens=settings.max_new_tokens),
+                  token_counter(processor, settings.max_new_tokens))  # fmt: skip
+
+
+def transformers_generate(model: Any, processor: Any, *, max_new_tokens: int) -> GenerateFn:
+    """Batched `model.generate` (left padding), image placeholder tokens suppressed."""
+
+    def generate(images: list, messages: list[list[dict]], temperature: float) -> list[str]:
+        import torch
+
+        texts = [processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in messages]
+        tok = getattr(processor, "tokenizer", processor)
+        side = tok.padding_side
+        tok.padding_side = "left"  # generation continues from the right end of every row
+        try:
+            inputs = processor(text=texts, images=images, padding=True, return_tensors="pt")
+        finally:
+            tok.padding_side = side
+        device = next(model.parameters()).device
+        inputs = {k: v.to(device) if hasattr(v, "to") else v for k, v in inputs.items()}
+        gen: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": temperature > 0}
+        if temperature > 0:
+            gen["temperature"] = temperature
+        if tok.pad_token_id is not None:
+            gen["pad_token_id"] = tok.pad_token_id
+        gen.update(transformers_suppression(model.config))  # placeholders are never sampled
+        with torch.no_grad():
+            out = model.generate(**inputs, **gen)
+        return processor.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+
+    return generate
+
+
+def _vllm(settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], None]) -> Engine:
+    """vLLM's offline engine (`vllm.LLM`), one image per prompt, the prompt text from our
+    processor's chat template, its context the longest prompt of `rows` plus the completion."""
+    try:
+        from vllm import LLM, SamplingParams
+    except ImportError as e:
+        raise ConfigError(f"--engine vllm needs vLLM ({e}); pip install 'olmocr-rl[vllm]', or use --engine transformers") from None
+    import torch
+
+    from olmocr_rl.modeling import model_config
+
+    processor = settings.processor()
+    config = model_config(settings.model, trust_remote_code=settings.trust_remote_code)
+    longest = longest_prompt(processor, rows)
+    context, max_tokens = vllm_context(model_context_length(config), longest, settings.max_new_tokens)
+    if max_tokens < settings.max_new_tokens:
+        warn(f"warning: completions capped at {max_tokens} tokens: the model's context is {context} and a prompt takes up to {longest}")
+    llm = LLM(model=settings.model, max_model_len=context, limit_mm_per_prompt={"image": 1},
+              **vllm_engine_kwargs(settings, cuda=torch.cuda.is_available()))  # fmt: skip
+    suppression = vllm_suppression(config)
+
+    def generate(images: list, messages: list[list[dict]], temperature: float) -> list[str]:
+        params = SamplingParams(temperature=temperature, max_tokens=max_tokens, **suppression)
+        requests = [
+            {"prompt": processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False), "multi_modal_data": {"image": im}}
+            for im, m in zip(images, messages)
+        ]
+        return [o.outputs[0].text for o in llm.generate(requests, params, use_tqdm=False)]
+
+    return Engine(generate, token_counter(processor, max_tokens))
+
+
+ENGINES: dict[str, EngineKind] = {
+    "transformers": EngineKind(_transformers, "transformers' generate, batched (on the GPU when there is one)"),
+    "vllm": EngineKind(_vllm, "vLLM's offline engine (pip install 'olmocr-rl[vllm]')"),
+}
+
+
+def model_context_length(config: Any) -> int | None:
+    """The longest sequence a model config allows (its text model's position embeddings)."""
+    for scope in (getattr(config, "text_config", None), config):
+        value = getattr(scope, "max_position_embeddings", None) if scope is not None else None
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def longest_prompt(processor: Any, rows: Sequence[dict]) -> int:
+    """The longest prompt, in tokens, of `rows` as our processor builds it (chat template, image
+    expanded into its tokens): the count depends on the image's size only, so one blank image per
+    distinct (size, prompt, layout) is enough."""
+    from PIL import Image
+
+    longest = 0
+    kinds = {(int(r["width"]), int(r["height"]), str(r["prompt"]), r.get("prompt_layout")) for r in rows}
+    for width, height, prompt, layout in kinds:
+        row = {"prompt": prompt, **({"prompt_layout": layout} if layout is not None else {})}
+        text = processor.apply_chat_template(row_conversation(row), add_generation_prompt=True, tokenize=False)
+        ids = processor(text=[text], images=[Image.new("RGB", (width, height))])["input_ids"][0]
+        longest = max(longest, len(ids))
+    return longest
+
+
+def vllm_context(limit: int | None, longest_prompt: int, max_new_tokens: int) -> tuple[int, int]:
+    """(vLLM's max_model_len, max tokens per completion): the longest prompt plus `max_new_tokens`,
+    within the model's `limit` (vLLM refuses a context above it); completions are shortened to fit.
+    ConfigError when not even one completion token fits."""
+    need = longest_prompt + max_new_tokens
+    if limit is None or need <= limit:
+        return need, max_new_tokens
+    if limit - longest_prompt < 1:
+        raise ConfigError(f"the longest prompt needs about {longest_prompt} tokens, the model's whole context is {limit}")
+    return limit, limit - longest_prompt

@@ -14,3 +14,8 @@ class UserError(Exception):
 
 class UsageError(UserError, ValueError):
     """A value given to a function or an option that it cannot take (names the value)."""
+
+
+class ConfigError(UserError, ValueError):
+    """A configuration problem the user fixes by editing the config or the command line (an option,
+    a model that does not load as one, a launcher that cannot start the ranks as asked)."""

@@ -1,7 +1,8 @@
 """Loading models and processors, in one place for `train`, `generate` and `curate`: any
 image-text-to-text model transformers knows (AutoModelForImageTextToText + AutoProcessor: Qwen2-VL,
 Qwen2.5-VL, Qwen3-VL, ...), the processor checked to be multimodal and its pixel budget to take
-effect, the training dtype, LoRA adapters."""
+effect, a trained model (full weights or a LoRA adapter) for generation. The policy a run trains
+(its dtype, LoRA) is loaded by olmocr_rl/train/model.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.train.config import ConfigError, TrainConfig
+from olmocr_rl.errors import ConfigError
 
 # A hub id: `name` or `owner/name` (what huggingface_hub accepts; checked by it again when used).
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
@@ -29,23 +30,6 @@ def model_problem(model: str) -> str | None:
     if not _HUB_ID.fullmatch(model) or model.startswith((".", "~")):
         return f"no such model folder: {model}"
     return None
-
-
-def training_dtype(cfg: TrainConfig, *, bf16: bool, deepspeed: bool) -> Any:
-    """The dtype the policy is loaded in for training. Weights an optimizer updates must be float32
-    (the "master" copy): AdamW at olmOCR 2's lr 2e-6 moves a weight by about 2e-6 a step, which a
-    bfloat16 weight of magnitude 0.01-0.1 (spacing 6e-5 to 5e-4) rounds away (a CPU probe: 3.8 % of
-    bf16 weights changed in 10 steps, 99.99 % with a float32 copy). So `auto` loads:
-    float32 for full training without DeepSpeed (bf16 runs as autocast: the Trainer's bf16=true);
-    bfloat16 under DeepSpeed with bf16 (its optimizer keeps float32 partitions of every weight) and
-    for LoRA's frozen base (peft makes the adapters float32). An explicit half dtype for weights
-    that train without DeepSpeed is refused by pre-flight (`precision_problem`)."""
-    import torch
-
-    if cfg.dtype != "auto":
-        return getattr(torch, cfg.dtype)
-    half = bf16 and (deepspeed or cfg.lora)
-    return torch.bfloat16 if half else torch.float32
 
 
 def inference_dtype(cuda: bool) -> Any:
@@ -113,51 +97,30 @@ def image_pixels(image_processor: Any, pixels: int) -> int | None:
     return int(grid[1]) * int(grid[2]) * patch * patch
 
 
-def load_model(cfg: TrainConfig, *, bf16: bool, deepspeed: bool, path: str | None = None) -> Any:
-    """The policy: cfg.model, or `path` (a full-weight checkpoint to resume from), in the dtype
-    `training_dtype` chooses. Under ZeRO-3 call it after the trainer's config exists (its
-    DeepSpeed plugin then makes from_pretrained load each rank's partition only)."""
-    from transformers import AutoModelForImageTextToText
-
-    kwargs: dict[str, Any] = {"dtype": training_dtype(cfg, bf16=bf16, deepspeed=deepspeed), "trust_remote_code": cfg.trust_remote_code}
-    if cfg.attn_implementation:
-        kwargs["attn_implementation"] = cfg.attn_implementation
-    try:
-        return AutoModelForImageTextToText.from_pretrained(path or cfg.model, **kwargs)
-    except ValueError as e:
-        if "Unrecognized configuration class" in str(e):
-            raise ConfigError(
-                f"{path or cfg.model} is not an image-text-to-text model transformers knows ({e.args[0].splitlines()[0]}); "
-                "olmocr-rl trains vision-language models such as Qwen2-VL, Qwen2.5-VL or Qwen3-VL"
-            ) from e
-        raise
-
-
-def lora_config(cfg: TrainConfig) -> Any:
-    if not cfg.lora:
-        return None
-    from peft import LoraConfig
-
-    return LoraConfig(
-        r=cfg.lora_r,
-        lora_alpha=cfg.lora_alpha,
-        lora_dropout=cfg.lora_dropout,
-        target_modules=list(cfg.lora_target_modules),
-        task_type="CAUSAL_LM",
-    )
-
-
 def load_trained(path: str | Path, *, dtype: Any, trust_remote_code: bool = False) -> Any:
     """A model saved by training: full weights, or a LoRA adapter over its base model."""
     from transformers import AutoModelForImageTextToText
 
     p = Path(path)
-    if (p / "adapter_config.json").is_file():
-        import json
+    try:
+        if (p / "adapter_config.json").is_file():
+            import json
 
-        from peft import PeftModel
+            from peft import PeftModel
 
-        base_name = json.loads((p / "adapter_config.json").read_text())["base_model_name_or_path"]
-        base = AutoModelForImageTextToText.from_pretrained(base_name, dtype=dtype, trust_remote_code=trust_remote_code)
-        return PeftModel.from_pretrained(base, str(p)).merge_and_unload()
-    return AutoModelForImageTextToText.from_pretrained(str(p), dtype=dtype, trust_remote_code=trust_remote_code)
+            base_name = json.loads((p / "adapter_config.json").read_text())["base_model_name_or_path"]
+            base = AutoModelForImageTextToText.from_pretrained(base_name, dtype=dtype, trust_remote_code=trust_remote_code)
+            return PeftModel.from_pretrained(base, str(p)).merge_and_unload()
+        return AutoModelForImageTextToText.from_pretrained(str(p), dtype=dtype, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as e:  # transformers refusing the folder: missing or unreadable files, an unknown model
+        raise ConfigError(f"cannot load the model {path}: {e}") from e
+
+
+def model_config(model: str, *, trust_remote_code: bool = False) -> Any:
+    """The model's transformers config (AutoConfig), its refusal a ConfigError naming the model."""
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(model, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"cannot load the model {model}: {e}") from e

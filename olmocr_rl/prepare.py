@@ -484,7 +484,7 @@ class _Tests:
 def _load_tests(folders: list[_Folder], report: PrepareReport) -> _Tests:
     """Every file of every folder in one suite, so duplicate ids across files (and across the
     train and eval folders) are found, with the checks' own validation rules."""
-    from olmocr_rl import _core
+    import olmocr_rl._core as _core
     from olmocr_rl.suite import BenchSuite
 
     sources: list[tuple[str, str]] = []

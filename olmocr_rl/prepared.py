@@ -55,6 +55,12 @@ def read_split(prepared_dir: str | os.PathLike[str], split: str) -> list[dict[st
     """The rows of one split of a prepared folder (images stay on disk: each row's "image" is
     relative to the folder, and must stay inside it, as must its "reference"); [] when the split
     has no file."""
+    return [row for _, row in numbered_rows(prepared_dir, split)]
+
+
+def numbered_rows(prepared_dir: str | os.PathLike[str], split: str) -> list[tuple[int, dict[str, Any]]]:
+    """`read_split`'s rows with their line numbers in the split's file. The file is split at "\n"
+    only: a raw U+2028, U+2029 or U+0085 inside a JSON string is text, not a line end."""
     import orjson
 
     read_manifest(prepared_dir)
@@ -76,7 +82,7 @@ def read_split(prepared_dir: str | os.PathLike[str], split: str) -> list[dict[st
             for key in ("image", "reference"):  # paths in the folder: never a way out of it
                 if key in row and row[key] is not None and inside(prepared_dir, row[key]) is None:
                     raise PreparedError(f"{path}:{n}: {key} {row[key]!r} is outside {prepared_dir} (its paths stay inside it)")
-            rows.append(row)
+            rows.append((n, row))
     return rows
 
 

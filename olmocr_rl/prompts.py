@@ -74,7 +74,7 @@ class Prompt:
 def olmocr_prompts_file() -> Path | None:
     """olmOCR's prompts.py: $OLMOCR_RL_OLMOCR_PROMPTS, else the copy install-katex stored in the user
     cache, else an installed `olmocr` package's (found without importing it)."""
-    from olmocr_rl import _katex
+    import olmocr_rl._katex as _katex
 
     env = os.environ.get("OLMOCR_RL_OLMOCR_PROMPTS")
     if env:
@@ -131,3 +131,9 @@ def conversation(text: str, layout: str = IMAGE_FIRST) -> list[dict]:
     the prompt's order."""
     image, instruction = {"type": "image"}, {"type": "text", "text": text}
     return [{"role": "user", "content": [instruction, image] if layout == TEXT_FIRST else [image, instruction]}]
+
+
+def row_conversation(row: dict) -> list[dict]:
+    """A prepared row's conversation: its instruction (`prompt`) and its page image in the row's
+    layout (`prompt_layout`, image first when absent). Every engine builds its prompt from this."""
+    return conversation(str(row["prompt"]), str(row.get("prompt_layout", IMAGE_FIRST)))

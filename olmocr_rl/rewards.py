@@ -277,7 +277,7 @@ class MedoidReward:
         self.__name__ = "medoid" if group == "page" else "medoid_batch"
 
     def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
-        from olmocr_rl import _core
+        import olmocr_rl._core as _core
 
         texts = completion_texts(completions)
         if self.group == "batch":
@@ -317,7 +317,7 @@ class EditDistanceReward:
         self.threads = check_threads(threads)
 
     def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
-        from olmocr_rl import _core
+        import olmocr_rl._core as _core
 
         texts = completion_texts(completions)
         return list(_core.edit_similarities(texts, _references(kwargs, self.reference_column, len(texts)), self.threads))
@@ -335,7 +335,7 @@ class ElementCountReward:
         self.threads = check_threads(threads)
 
     def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
-        from olmocr_rl import _core
+        import olmocr_rl._core as _core
 
         texts = completion_texts(completions)
         return list(_core.element_count_rewards(texts, _references(kwargs, self.reference_column, len(texts)), self.threads))
@@ -352,6 +352,6 @@ class RectTablesReward:
         self.threads = check_threads(threads)
 
     def __call__(self, prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
-        from olmocr_rl import _core
+        import olmocr_rl._core as _core
 
         return [0.0 if s is None else s for s in _core.rect_table_shares(completion_texts(completions), self.threads)]

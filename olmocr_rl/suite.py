@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple, Union
 
-from olmocr_rl import _core, _katex
+import olmocr_rl._core as _core
+import olmocr_rl._katex as _katex
 from olmocr_rl.errors import UsageError, UserError
 from olmocr_rl.jsonl import read_jsonl, split_lines
 

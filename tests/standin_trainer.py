@@ -25,8 +25,10 @@ record = {
     "argv": sys.argv[1:],
     "ranks": ranks,
 }
-with open(os.environ["TRAINER_RECORD"], "w") as f:
+# Whole or not at all: the tests wait for the file to exist, then read it.
+with open(os.environ["TRAINER_RECORD"] + ".tmp", "w") as f:
     json.dump(record, f)
+os.replace(os.environ["TRAINER_RECORD"] + ".tmp", os.environ["TRAINER_RECORD"])
 if mode == "fail":
     sys.exit(5)
 if mode in ("hang", "hang-ranks"):

@@ -54,6 +54,7 @@ COMMANDS = {
         # DeepSpeed hostfile, and the --local_rank the deepspeed launcher passes each rank.
         ("--num-processes",): None, ("--zero",): None, ("--launcher",): "accelerate", ("--vllm-gpus",): None,
         ("--hostfile",): None, ("--local_rank", "--local-rank"): None,
+        ("--gpus",): None, ("--gpu-memory",): None,  # #34: the node planned for (default: this machine's)
         ("--options",): None,  # #17: every config key with its type, default and help
         ("--strict",): False,  # #25: pre-flight warnings (checkpoint disk) stop the run
     },
@@ -228,15 +229,20 @@ def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch):
 
 
 def test_train_options_lists_every_config_key_with_help():
-    import dataclasses
-
-    from olmocr_rl.train.config import TrainConfig
+    from olmocr_rl.reward_registry import REWARDS
+    from olmocr_rl.train.config import OWN, TRL_STATED
+    from olmocr_rl.train.schema import trl_fields
 
     res = invoke(["train", "--options"], env={"COLUMNS": "250"})
     assert res.exit_code == 0, res.output
-    for f in dataclasses.fields(TrainConfig):
+    for f in OWN:
         assert f.name in res.stdout, f.name
         assert f.metadata.get("help"), f"{f.name} has no help text"
+    for f in TRL_STATED:  # trl's options the config states: listed with trl's help
+        assert f.name in trl_fields() and f.name in res.stdout, f.name
+    rewards = res.stdout[res.stdout.index("rewards (rewards.NAME=WEIGHT") :]
+    for name, reward in REWARDS.items():  # the reward table, read from the registry
+        assert f" {name} " in rewards and reward.about.split()[0] in rewards, name
     assert "colocate | server" in res.stdout or "float or none" in res.stdout  # our annotated types
     # trl's GRPOConfig options are listed from trl itself, olmOCR 2's overrides marked.
     row = next(line for line in res.stdout.splitlines() if line.lstrip("│ ").startswith("num_generations "))

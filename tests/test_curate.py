@@ -39,6 +39,7 @@ from training import FIXTURES, RECIPE
 from olmocr_rl.curate import (
     CurateError,
     DifficultyFile,
+    KeepRule,
     Settings,
     curate,
     read_records,
@@ -47,7 +48,8 @@ from olmocr_rl.curate import (
     training_reward,
     write_split,
 )
-from olmocr_rl.prepared import read_split
+from olmocr_rl.engines import Engine
+from olmocr_rl.prepared import PreparedError, read_split
 
 ALWAYS, NEVER, SOMETIMES = "letter.pdf", "reports/annual_report.pdf", "sample_paper.pdf"
 CHARS = "/PhaQR*iI$~xkfS0"  # the tiny model writes each in 8-20 % of its samples
@@ -97,9 +99,9 @@ class StandIn:
     def _digest(image) -> str:
         return hashlib.sha256(image.tobytes()).hexdigest()
 
-    def load(self, rows: list[dict]):
+    def load(self, rows: list[dict]) -> Engine:
         self.loads += 1
-        return self.generate
+        return Engine(self.generate, words)
 
     def generate(self, images: list, prompts: list[str], temperature: float) -> list[str]:
         out = []
@@ -121,7 +123,7 @@ def words(texts: list[str]) -> list[int]:
 
 def run(prepared: Path, engine: StandIn, settings: Settings = SETTINGS, **kw):
     reward = training_reward(prepared, settings.rewards, settings.guard)
-    return curate(prepared, settings, engine.load, reward, count_tokens=words, **kw)
+    return curate(prepared, settings, engine.load, reward, **kw)
 
 
 def test_statistics_use_trls_group_std():
@@ -162,9 +164,9 @@ def test_built_case_records_selection_and_savings(case):
     assert path == case / "curated.jsonl" and not (case / "curated.jsonl.tmp").exists()
 
     # Thresholds: a spread above min_std, a mean strictly inside the bounds.
-    assert select(result.pages, result.records, min_std=0.6).kept == []
-    assert select(result.pages, result.records, max_mean=0.5).kept == []
-    assert len(select(result.pages, result.records, min_mean=0.49, max_mean=0.51).kept) == 1
+    assert select(result.pages, result.records, KeepRule(min_std=0.6)).kept == []
+    assert select(result.pages, result.records, KeepRule(max_mean=0.5)).kept == []
+    assert len(select(result.pages, result.records, KeepRule(min_mean=0.49, max_mean=0.51)).kept) == 1
     with pytest.raises(CurateError, match="taken by prepare"):
         write_split(case, "train", sel.kept)
     with pytest.raises(CurateError, match="letters, digits"):
@@ -261,7 +263,7 @@ def test_an_image_path_outside_the_folder_is_refused(case):
     rows = read_split(case, "train")
     rows[1]["image"] = "../../etc/passwd"
     (case / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.raises(CurateError, match=r"train.jsonl:2: image '../../etc/passwd' is outside"):
+    with pytest.raises(PreparedError, match=r"train.jsonl:2: image '../../etc/passwd' is outside"):
         run(case, engine)
     assert engine.loads == 0
 
@@ -276,7 +278,7 @@ def test_a_page_the_engine_fails_on_is_listed_and_the_others_written(case):
         return texts
 
     reward = training_reward(case, SETTINGS.rewards, SETTINGS.guard)
-    result = curate(case, SETTINGS, lambda rows: generate, reward, batch_size=12)  # all three pages in one call
+    result = curate(case, SETTINGS, lambda rows: Engine(generate, words), reward, batch_size=12)  # all three pages in one call
     assert [(e["pdf"], e["error"]) for e in result.errors] == [(NEVER, "RuntimeError: out of memory")]
     assert sorted(pdf for _, pdf, _ in result.records) == [ALWAYS, SOMETIMES]
     with pytest.raises(CurateError, match="1 train page"):
@@ -311,13 +313,15 @@ def test_command_errors_are_one_line(case, tmp_path):
 
 def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
     """The command's options the tests below do not check, each for its effect, with a stand-in
-    engine (olmocr_rl.curate.load_engine replaced): --engine and --no-eager reach the engine,
+    engine (the engine builder replaced where curate calls it): --engine and --no-eager reach the engine,
     --batch-size is the completions per generate call, --set overrides the config (the temperature
     sampled at), --output names the difficulty file, --min-mean / --max-mean bound the kept pages'
     mean reward, --eval scores the eval pages (never kept), --quiet starts no progress bar."""
+    import importlib
+
     import rich.progress
 
-    import olmocr_rl.curate
+    job = importlib.import_module("olmocr_rl.curate.job")
 
     bars: list[dict] = []
 
@@ -335,17 +339,17 @@ def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
     calls: list[tuple[int, float]] = []  # (completions asked for, temperature) per generate call
 
     def stand_in(folder: Path, schedule: dict[str, list[str]]):
-        def load_engine(engine, model, rows, **kw):
-            loads.append({"engine": engine, "eager": kw.get("eager"), "pages": len(rows)})
+        def build_engine(engine, settings, rows, warn=print):
+            loads.append({"engine": engine, "eager": settings.eager, "pages": len(rows)})
             engine_ = StandIn(folder, schedule)
 
             def generate(images, prompts, temperature):
                 calls.append((len(images), temperature))
                 return engine_.generate(images, prompts, temperature)
 
-            return generate, words
+            return Engine(generate, words)
 
-        return load_engine
+        return build_engine
 
     monkeypatch.setattr(rich.progress, "Progress", Recording)
     # Means 0.75, 0.25 and 0.5, each page's samples disagreeing.
@@ -354,7 +358,7 @@ def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
         NEVER: ["the quarterly revenue of the northern division rose by twelve percent", "no", "no", "no"],
         SOMETIMES: [CHARS, "zzz"],
     }
-    monkeypatch.setattr(olmocr_rl.curate, "load_engine", stand_in(case, schedule))
+    monkeypatch.setattr(job, "build_engine", stand_in(case, schedule))
     difficulty = tmp_path / "elsewhere" / "d.jsonl"
     args = ["curate", case, "--model", "stand-in", "--samples", "4", "--output", difficulty, "--set", "temperature=1.25"]
     res = invoke([*args, "--engine", "vllm", "--no-eager", "--batch-size", "3", "--min-mean", "0.6", "-q"])
@@ -383,7 +387,7 @@ def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
         for t in map(json.loads, tests.read_text().splitlines()):
             texts.setdefault(t["pdf"], []).extend([t["text"]] if t["type"] == "present" else [])
     loads.clear(), calls.clear()
-    monkeypatch.setattr(olmocr_rl.curate, "load_engine", stand_in(folder, {pdf: ["\n".join(t), ""] for pdf, t in texts.items()}))
+    monkeypatch.setattr(job, "build_engine", stand_in(folder, {pdf: ["\n".join(t), ""] for pdf, t in texts.items()}))
     res = invoke(["curate", folder, "--model", "stand-in", "--eval"])
     assert res.exit_code == 0, res.output
     records = [r for _, r in read_records(folder / "difficulty.jsonl")[0]]
@@ -448,7 +452,7 @@ def test_curate_with_the_tiny_model_then_train_reads_only_the_kept_pages(case, t
 CHILD = """
 import sys, time
 from pathlib import Path
-import olmocr_rl.generate as g
+import olmocr_rl.engines as g
 real = g.transformers_generate
 def held(*a, **k):
     generate, calls = real(*a, **k), []

@@ -32,7 +32,7 @@ EXAMPLES = [
 
 
 def normalise(text: str, tmp: Path) -> str:
-    from olmocr_rl.train.launch import torch_extensions_dir
+    from olmocr_rl.launch.launchers import torch_extensions_dir
 
     text = text.replace(str(tmp), "<TMP>").replace(str(torch_extensions_dir()), "<EXT>").replace(sys.executable, "<PY>")
     text = text.replace(str(Path(__file__).resolve().parent.parent), "<REPO>").replace(str(Path.home()), "<HOME>")

@@ -12,8 +12,8 @@ from conftest import need
 
 need("transformers")
 
-from olmocr_rl.engines import colocated_engine, placeholder_token_ids, rank_seed, transformers_suppression, vllm_suppression
-from olmocr_rl.train.config import ConfigError
+from olmocr_rl.engines import EngineSettings, colocated_engine, placeholder_token_ids, rank_seed, transformers_suppression, vllm_suppression
+from olmocr_rl.errors import ConfigError
 
 
 def test_placeholders_of_every_qwen_vl_family(tmp_path):
@@ -37,13 +37,13 @@ def test_the_colocated_engine_gets_the_runs_seed_bounds_and_eager_mode(monkeypat
     made = []
     monkeypatch.setattr(vllm_generation, "LLM", lambda **kw: made.append(kw), raising=False)
     original = vllm_generation.LLM
-    with colocated_engine(seed=11, tensor_parallel_size=2, mm_processor_kwargs={"max_pixels": 100352}, enforce_eager=True):
+    with colocated_engine(EngineSettings("m", seed=11, max_pixels=100352, eager=True)):
         vllm_generation.LLM(model="m", seed=0)  # what trl passes rank 0 and 1 (process_index // tp)
         vllm_generation.LLM(model="m", seed=3)  # ranks 6 and 7
     assert vllm_generation.LLM is original  # only while trl builds its engine
     assert made[0] == {"model": "m", "seed": 11, "mm_processor_kwargs": {"max_pixels": 100352}, "enforce_eager": True}
     assert made[1]["seed"] == rank_seed(11, 3) != rank_seed(12, 3)  # each run's seed reaches every group
-    with colocated_engine(seed=11, tensor_parallel_size=1, mm_processor_kwargs={}, enforce_eager=False):
+    with colocated_engine(EngineSettings("m", seed=11, eager=False)):
         vllm_generation.LLM(model="m", seed=0)
     assert made[2] == {"model": "m", "seed": 11}
 

@@ -208,10 +208,10 @@ def test_a_page_missing_one_repeat_is_generated_again_and_only_it(tiny, tmp_path
 
 
 def test_batch_size_is_the_pages_per_generate_call(tiny, tmp_path, monkeypatch):
-    import olmocr_rl.generate as generate
+    import olmocr_rl.engines as engines
 
     calls: list[int] = []
-    real = generate.transformers_generate
+    real = engines.transformers_generate
 
     def recording(*args, **kwargs):
         inner = real(*args, **kwargs)
@@ -222,7 +222,7 @@ def test_batch_size_is_the_pages_per_generate_call(tiny, tmp_path, monkeypatch):
 
         return generate_fn
 
-    monkeypatch.setattr(generate, "transformers_generate", recording)
+    monkeypatch.setattr(engines, "transformers_generate", recording)
     bench = bench_copy(tmp_path / "bench")
     for size, expected in (("3", [3, 1]), ("1", [1, 1, 1, 1]), ("8", [4])):
         calls.clear()

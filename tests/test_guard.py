@@ -144,8 +144,10 @@ def test_training_reward_for_a_newline_is_zero_by_default():
 
 
 def test_training_config_turns_the_guard_on(tmp_path):
-    from olmocr_rl.train.config import ConfigError, TrainConfig, apply_overrides
-    from olmocr_rl.train.rewards import TrainBenchReward, build_rewards
+    from olmocr_rl.errors import ConfigError
+    from olmocr_rl.reward_registry import build_rewards
+    from olmocr_rl.train.config import TrainConfig, apply_overrides
+    from olmocr_rl.train.rewards import TrainBenchReward, TrainRewardContext
 
     cfg = TrainConfig()
     assert cfg.bench_guard == "short-output" and cfg.to_dict()["bench_guard"] == "short-output"
@@ -157,8 +159,8 @@ def test_training_config_turns_the_guard_on(tmp_path):
     tests = tmp_path / "t.jsonl"
     tests.write_text(JSONL + "\n", encoding="utf-8")
     ids = [["p", "q"]]
-    (default,), _ = build_rewards({"bench": 1.0}, tests)
-    (off,), _ = build_rewards({"bench": 1.0}, tests, guard="none")
+    (default,), _ = build_rewards({"bench": 1.0}, TrainRewardContext(tests))
+    (off,), _ = build_rewards({"bench": 1.0}, TrainRewardContext(tests, guard="none"))
     assert isinstance(default, TrainBenchReward)
     assert default(completions=["\n"], test_ids=ids) == [0.0]
     assert off(completions=["\n"], test_ids=ids) == [1.0]

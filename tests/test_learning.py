@@ -92,14 +92,15 @@ def run_ranks(config: Path, program: list[str] | None, world: int, zero: int | N
     """`program CONFIG` (None: the rank entry point, `-m olmocr_rl.train PREPARED --config CONFIG`)
     in this process's Python: directly for one process, else under `accelerate launch` with the
     packaged preset."""
-    from olmocr_rl.train.launch import build_launch_argv, launch_env, rank_program
+    from olmocr_rl.launch.launchers import accelerate_argv, launch_env
+    from olmocr_rl.train.rank import rank_program
 
     prepared = json.loads(Path(config).read_text())["prepared_dir"]
-    program = [*program, str(config)] if program is not None else ["-m", *rank_program(prepared, config)]
+    program = [*program, str(config)] if program is not None else rank_program(prepared, config)
     if world == 1 and zero is None:
         cmd = [sys.executable, *program]
     else:
-        cmd = build_launch_argv(prepared, config, num_processes=world, zero=zero, program=program)
+        cmd = accelerate_argv(program, num_processes=world, zero=zero)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=launch_env(world))
     assert proc.returncode == 0, f"{' '.join(cmd)}\n--- stderr\n{proc.stderr[-6000:]}"
 

@@ -118,14 +118,15 @@ def test_rect_tables():
 WORKER = """
 import json, os, sys
 import torch.distributed as dist
-from olmocr_rl.train.rewards import build_rewards
+from olmocr_rl.reward_registry import build_rewards
+from olmocr_rl.train.rewards import TrainRewardContext
 rank, world, port, out = int(sys.argv[1]), 2, sys.argv[2], sys.argv[3]
 os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
 dist.init_process_group("gloo", rank=rank, world_size=world)
 batch = json.loads(sys.argv[4])
 n = len(batch) // world
 mine = batch[rank * n:(rank + 1) * n]
-funcs, _ = build_rewards({"medoid": 1.0, "medoid-batch": 1.0}, None)
+funcs, _ = build_rewards({"medoid": 1.0, "medoid-batch": 1.0}, TrainRewardContext(None))
 texts = [t for _, t in mine]
 pdf = [p for p, _ in mine]
 page = [1] * len(mine)
@@ -145,7 +146,7 @@ def test_medoid_page_groups_split_across_two_ranks_equal_one_process(tmp_path):
     import subprocess
 
     need("torch")
-    from olmocr_rl.train.launch import free_port
+    from olmocr_rl.launch.launchers import free_port
 
     a = ["the cat sat on the mat", "the cat sat on a mat", "a cat sat on the mat", "the dog sat on the mat"]
     b = ["lorem ipsum dolor", "lorem ipsum dolor sit", "lorem ipsum", "lorem dolor"]
@@ -216,11 +217,12 @@ def bad_signature(text):
 
 
 def test_user_rewards_by_path(monkeypatch):
-    from olmocr_rl.train.config import ConfigError, TrainConfig, validate
-    from olmocr_rl.train.rewards import build_rewards
+    from olmocr_rl.errors import ConfigError
+    from olmocr_rl.reward_registry import RewardContext, build_rewards
+    from olmocr_rl.train.config import TrainConfig, validate
 
     monkeypatch.syspath_prepend(str(HERE))
-    funcs, weights = build_rewards({"test_more_rewards:my_reward": 0.2, "test_more_rewards:MyRewardClass": 0.3}, None)
+    funcs, weights = build_rewards({"test_more_rewards:my_reward": 0.2, "test_more_rewards:MyRewardClass": 0.3}, RewardContext(None))
     assert weights == [0.2, 0.3]
     assert funcs[0](prompts=None, completions=["ab"]) == [2.0] and funcs[1](completions=["x"]) == [0.5]
     for name, message in [
@@ -229,7 +231,7 @@ def test_user_rewards_by_path(monkeypatch):
         ("test_more_rewards:bad_signature", r"signature \(text\) cannot take trl's call"),
     ]:
         with pytest.raises(ConfigError, match=message):
-            build_rewards({name: 1.0}, None)
+            build_rewards({name: 1.0}, RewardContext(None))
     cfg = TrainConfig(prepared_dir="p", model="m", output_dir="o", rewards={"pkg.mod:fn": 1.0})
     validate(cfg)  # a path is a valid name
     cfg.rewards = {"not a path": 1.0}

@@ -196,12 +196,15 @@ def test_the_recipe_departures_are_the_docs_table():
 def test_the_eos_reward_counts_the_tokenizers_end_token_as_upstream():
     from types import SimpleNamespace
 
-    from olmocr_rl.train.rewards import eos_token_ids
+    from olmocr_rl.reward_registry import RewardContext
 
-    processor = SimpleNamespace(tokenizer=SimpleNamespace(eos_token_id=151645))
-    model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=[151643, 151645]))
-    assert eos_token_ids(processor, model) == [151645]
-    assert eos_token_ids(SimpleNamespace(tokenizer=SimpleNamespace(eos_token_id=None)), model) == [151643, 151645]
+    def ids(tokenizer_eos):
+        processor = SimpleNamespace(tokenizer=SimpleNamespace(eos_token_id=tokenizer_eos))
+        model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=[151643, 151645]))
+        return RewardContext("tests", processor=processor, model=model).eos_token_ids()
+
+    assert ids(151645) == [151645]  # <|im_end|>, not the <|endoftext|> generation also stops at
+    assert ids(None) == [151643, 151645]  # a tokenizer without one: the generation config's
 
 
 def test_no_cuda_context_in_the_planning_process(monkeypatch):

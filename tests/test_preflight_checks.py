@@ -14,11 +14,14 @@ from olmocr_rl.train.config import TrainConfig
 pf = importlib.import_module("olmocr_rl.train.preflight")  # the package also exports a function of that name
 
 
+def context(cfg: TrainConfig, world: int = 1, deepspeed: bool = False, cuda: bool | None = None) -> pf.Context:
+    """The checks' context over the prepared folder read as a run reads it (once, before them)."""
+    return pf.Context(cfg, world, pf.run_inputs(cfg), deepspeed, cuda)
+
+
 def ctx(prepared: Path, world: int = 1, deepspeed: bool = False, **cfg) -> pf.Context:
     cfg = {"prepared_dir": str(prepared), "model": "m", "output_dir": str(prepared / "out"), **cfg}
-    c = pf.Context(TrainConfig(**cfg), world, Path(prepared), deepspeed, cuda=False)
-    pf.check_inputs(c)  # the rows the other checks read
-    return c
+    return context(TrainConfig(**cfg), world, deepspeed, cuda=False)
 
 
 def keys(problems) -> list[str]:
@@ -27,7 +30,25 @@ def keys(problems) -> list[str]:
 
 def test_every_check_is_named_and_run():
     assert {c.__name__ for c in pf.CHECKS} == {n for n in dir(pf) if n.startswith("check_")}
-    assert pf.CHECKS.index(pf.check_inputs) < min(pf.CHECKS.index(c) for c in (pf.check_disk, pf.check_rewards, pf.check_prompt))
+
+
+def test_the_checks_read_what_was_read_once(prepared, monkeypatch):
+    """Pre-flight reads the prepared folder once, before the checks: none of them reads a file of it."""
+    c = ctx(prepared)
+    prepared_module = importlib.import_module("olmocr_rl.prepared")
+    suite_module = importlib.import_module("olmocr_rl.suite")
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("a check read the prepared folder again")
+
+    data_module = importlib.import_module("olmocr_rl.train.data")
+    for name in ("read_manifest", "read_split", "numbered_rows"):
+        monkeypatch.setattr(prepared_module, name, no_reading)
+    for name in ("read_manifest", "read_split", "load_inputs"):
+        monkeypatch.setattr(data_module, name, no_reading)
+    monkeypatch.setattr(pf, "load_inputs", no_reading)
+    monkeypatch.setattr(suite_module.BenchSuite, "load", no_reading)
+    assert pf.errors([p for check in pf.CHECKS for p in check(c)]) == []
 
 
 def test_check_model(prepared, tmp_path):
@@ -56,12 +77,12 @@ def test_check_batch(prepared):
 
 
 def test_check_inputs(prepared, tmp_path):
-    c = pf.Context(TrainConfig(prepared_dir=str(tmp_path), model="m", output_dir="o"), 1, tmp_path, False)
+    c = context(TrainConfig(prepared_dir=str(tmp_path), model="m", output_dir="o"))
     (p,) = pf.check_inputs(c)
     assert p.key == "prepared_dir" and "olmocr-rl prepare" in p.fix
-    good = pf.Context(TrainConfig(prepared_dir=str(prepared), model="m", output_dir="o"), 1, Path(prepared), False)
+    good = context(TrainConfig(prepared_dir=str(prepared), model="m", output_dir="o"))
     assert pf.check_inputs(good) == [] and len(good.train_rows) == 3 and len(good.eval_rows) == 1
-    assert keys(pf.check_inputs(pf.Context(TrainConfig(train_split="nope"), 1, Path(prepared), False))) == ["train_split"]
+    assert keys(pf.check_inputs(context(TrainConfig(prepared_dir=str(prepared), train_split="nope")))) == ["train_split"]
 
 
 def test_check_disk(prepared, tiny_model, monkeypatch):

@@ -444,3 +444,25 @@ def test_progress_counts_every_page(tmp_path: Path, workers: int) -> None:
     seen: list[int] = []
     result = prepare(bench, tmp_path / "out", PrepareOptions(workers=workers), on_progress=seen.append)
     assert sum(seen) == len(result.train) == 15 and len(seen) == 8  # one report per PDF task
+
+
+@pytest.mark.parametrize("victim", ["train.jsonl", "eval.jsonl", "letter_tests.jsonl"])
+def test_the_split_and_test_files_are_written_whole_or_not_at_all(tmp_path: Path, monkeypatch, victim: str) -> None:
+    """A second prepare into the same folder that stops while a split (or tests) file is being
+    written (here: its rename fails) leaves the first run's file as it was, not a mix of the two."""
+    bench = copy_bench(tmp_path / "bench")
+    out = tmp_path / "out"
+    prepare(bench, out, PrepareOptions(workers=1, longest_side=64))
+    target = next(p for p in out.rglob(victim))
+    before = target.read_bytes()
+    real = os.replace
+
+    def interrupted(src, dst):
+        if Path(dst).name == victim:
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(OSError, match="No space left"):  # other rows and tests than the first run's
+        prepare(bench, out, PrepareOptions(workers=1, longest_side=64, eval_fraction=0.5, type_filter=["present"]))
+    assert target.read_bytes() == before

@@ -61,7 +61,8 @@ def test_each_page_gets_upstreams_conversation(prepared_v4, tiny_model):
     templates from them equal the reference's."""
     from transformers import AutoProcessor
 
-    from olmocr_rl.train.data import build_dataset, read_split
+    from olmocr_rl.prepared import read_split
+    from olmocr_rl.train.data import build_dataset
 
     processor = AutoProcessor.from_pretrained(tiny_model)
     rows = read_split(prepared_v4, "train")
@@ -78,7 +79,8 @@ def test_the_run_config_prompt_overrides_a_folder_prepared_with_ours(tmp_path):
     """`prompt: olmocr-v4` in the training config (the olmocr2 recipe) reaches the dataset even when
     the folder was prepared with this project's own instruction."""
     from olmocr_rl.prepare import PrepareOptions, prepare
-    from olmocr_rl.train.data import build_dataset, read_split
+    from olmocr_rl.prepared import read_split
+    from olmocr_rl.train.data import build_dataset
 
     prepare(FIXTURES, tmp_path / "prep", PrepareOptions(longest_side=140, workers=1), progress=False)
     rows = read_split(tmp_path / "prep", "train")

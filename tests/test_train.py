@@ -17,7 +17,9 @@ need("torch")
 from clirun import invoke
 from training import RECIPE, build_model, cfg_for, tree_digest
 
-from olmocr_rl.train.config import ConfigError, TrainConfig, build_grpo_config, grpo_kwargs, load_config
+from olmocr_rl.errors import ConfigError
+from olmocr_rl.train.config import TrainConfig, load_config
+from olmocr_rl.train.grpo import build_grpo_config, grpo_kwargs
 from olmocr_rl.train.preflight import errors, preflight
 
 PROMPT = "Transcribe this page as markdown."
@@ -46,7 +48,7 @@ def test_config_file_then_overrides_then_explicit(tmp_path):
         f, ["temperature=0.9", "rewards.eos=0.25", "trl.top_k=7", "lora=true"], prepared_dir="p", model="m", output_dir="o", resume=None
     )
     assert cfg.num_generations == 8 and cfg.temperature == 0.9 and cfg.lora is True
-    assert cfg.rewards == {"bench-macro": 1.0, "eos": 0.25} and cfg.top_k == 7 and cfg.report_to == ["wandb"]
+    assert cfg.rewards == {"bench-macro": 1.0, "eos": 0.25} and cfg.trl["top_k"] == 7 and cfg.report_to == ["wandb"]
     # The resolved config states the options our code reads at top level, any other trl option under trl:.
     assert cfg.to_dict()["trl"] == {"top_k": 7} and cfg.to_dict()["num_generations"] == 8
     # Defaults follow olmOCR 2's recipe.
@@ -124,12 +126,13 @@ def test_cli_dry_run_prints_the_plan_and_rejects_bad_batches(prepared, tmp_path)
 
 def test_processor_must_be_multimodal_and_rewards_build_by_name(tiny_model, prepared, tmp_path):
     from olmocr_rl.modeling import load_processor
+    from olmocr_rl.reward_registry import build_rewards
     from olmocr_rl.rewards import EosReward, FrontMatterReward
-    from olmocr_rl.train.rewards import TrainBenchReward, build_rewards
+    from olmocr_rl.train.rewards import TrainBenchReward, TrainRewardContext
 
     processor = load_processor(str(tiny_model))
     funcs, weights = build_rewards(
-        {"bench": 1.0, "bench-macro": 0.5, "eos": 0.1, "front-matter": 0.2}, prepared / "tests", processor=processor
+        {"bench": 1.0, "bench-macro": 0.5, "eos": 0.1, "front-matter": 0.2}, TrainRewardContext(prepared / "tests", processor=processor)
     )
     assert weights == [1.0, 0.5, 0.1, 0.2]
     assert [type(f) for f in funcs] == [TrainBenchReward, TrainBenchReward, EosReward, FrontMatterReward]

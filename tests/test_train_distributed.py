@@ -27,11 +27,12 @@ pytestmark = pytest.mark.distributed
 CLI = str(Path(sys.executable).parent / "olmocr-rl")
 
 
-def train(prepared: Path, model: Path, out: Path, *args: str) -> None:
+def train(prepared: Path, model: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
     cmd = [CLI, "train", str(prepared), "--model", str(model), "--output-dir", str(out), "--config", str(RECIPE),
            "--num-processes", "2", "progress=false", "final_outputs=none", *args]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-8000:]}"
+    return proc
 
 
 def ds_state(ckpt: Path) -> dict:
@@ -72,7 +73,7 @@ def test_deepspeed_launcher_zero2_trains_saves_and_resumes(prepared, tiny_model,
     """`--launcher deepspeed`: the `deepspeed` launcher starts the ranks (each gets --local_rank)
     and the ZeRO-2 JSON preset configures the engine; then a user's own `deepspeed -m
     olmocr_rl.train ...` resumes the run, and its rank 0 writes the outputs."""
-    from olmocr_rl.train.launch import deepspeed_config_file
+    from olmocr_rl.launch.launchers import deepspeed_config_file
 
     out = tmp_path / "ds"
     train(prepared, tiny_model, out, "--zero", "2", "--launcher", "deepspeed")
@@ -95,7 +96,7 @@ def test_deepspeed_launcher_zero2_trains_saves_and_resumes(prepared, tiny_model,
 
 
 def _free_port() -> int:
-    from olmocr_rl.train.launch import free_port
+    from olmocr_rl.launch.launchers import free_port
 
     return free_port()
 
@@ -121,10 +122,21 @@ def test_zero3_two_ranks_train_and_save(prepared, tiny_model, tmp_path):
 
 
 def test_plain_data_parallel_two_ranks(prepared, tiny_model, tmp_path):
-    """--num-processes 2 without --zero: accelerate's packaged DDP preset, gloo on CPU."""
+    """--num-processes 2 without --zero: accelerate's packaged DDP preset, gloo on CPU. The final
+    outputs are written once, by the command itself (not also by rank 0: issue 33, defect 3), and
+    the pre-flight warnings printed once."""
     out = tmp_path / "ddp"
-    train(prepared, tiny_model, out)
+    proc = train(prepared, tiny_model, out, "final_outputs=eval", "resume=auto")  # resume=auto: a pre-flight warning
     ckpt = out / "checkpoint-2"
     assert (ckpt / "rng_state_0.pth").is_file() and (ckpt / "rng_state_1.pth").is_file()  # two ranks
     assert (ckpt / "optimizer.pt").is_file() and not (ckpt / "latest").exists()  # no DeepSpeed
     assert "bench/present/pass_rate" in bench_metrics(ckpt)
+    assert [line for line in proc.stdout.splitlines() if line.startswith("outputs: ")] == [
+        f"outputs: {out / 'outputs'}  (score them: olmocr-rl bench {out} --candidate outputs)"
+    ]
+    assert proc.stderr.count("warning: resume: resume=auto: no checkpoint") == 1, proc.stderr[-3000:]
+    from olmocr_rl.generate import page_file
+    from olmocr_rl.prepared import read_split
+
+    (page,) = read_split(prepared, "eval")
+    assert [p.relative_to(out / "outputs").as_posix() for p in (out / "outputs").rglob("*.md")] == [page_file(page["pdf"], page["page"], 1)]

@@ -4,24 +4,30 @@ one set of DeepSpeed presets for both launchers), environment."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from olmocr_rl.train.config import ConfigError
-from olmocr_rl.train.launch import (
-    ENTRY_MODULE,
-    build_launch_argv,
+from olmocr_rl.errors import ConfigError
+from olmocr_rl.launch.launchers import (
+    accelerate_argv,
     ddp_config_file,
     deepspeed_config_file,
     format_plan,
     launch_env,
     torch_extensions_dir,
 )
+from olmocr_rl.train.rank import ENTRY_MODULE, rank_program
 
 PREP = Path("/data/prep")
+
+
+def build_launch_argv(prepared, config, **kw):
+    """accelerate's command for the training ranks, as `olmocr-rl train` builds it."""
+    return accelerate_argv(rank_program(prepared, config), **kw)
 
 
 def _flag(argv: list[str], name: str) -> str:
@@ -127,9 +133,13 @@ def test_the_rank_entry_point_is_the_train_command():
 
 
 def test_deepspeed_argv(tmp_path):
-    from olmocr_rl.train.launch import build_deepspeed_argv, launcher_argv
+    from olmocr_rl.launch.launchers import deepspeed_argv, launcher_argv
 
     cfg = tmp_path / "train_config.json"
+
+    def build_deepspeed_argv(prepared, config, *, zero, **kw):
+        return deepspeed_argv(rank_program(prepared, config, zero), zero=zero, **kw)
+
     argv = build_deepspeed_argv(PREP, cfg, num_processes=4, zero=2, main_process_port=29611)
     assert argv[:3] == [sys.executable, "-m", "deepspeed.launcher.runner"]
     assert _flag(argv, "--num_gpus") == "4" and _flag(argv, "--master_port") == "29611"
@@ -148,13 +158,13 @@ def test_deepspeed_argv(tmp_path):
     with pytest.raises(ConfigError, match="give --zero 1, 2 or 3"):
         build_deepspeed_argv(PREP, cfg, num_processes=2, zero=None)
     with pytest.raises(ConfigError, match="--hostfile is for --launcher deepspeed"):
-        launcher_argv(PREP, cfg, "accelerate", num_processes=2, zero=2, hostfile="hosts")
+        launcher_argv("accelerate", rank_program(PREP, cfg), num_processes=2, zero=2, hostfile="hosts")
     with pytest.raises(ConfigError, match="--launcher must be accelerate or deepspeed"):
-        launcher_argv(PREP, cfg, "torchrun", num_processes=2, zero=2)
+        launcher_argv("torchrun", rank_program(PREP, cfg), num_processes=2, zero=2)
 
 
 def test_a_deepspeed_launcher_rank_exports_what_accelerate_would(monkeypatch):
-    from olmocr_rl.train.launch import use_deepspeed_preset
+    from olmocr_rl.launch.launchers import use_deepspeed_preset
 
     env = use_deepspeed_preset(2, "bf16", env={})
     assert env["ACCELERATE_USE_DEEPSPEED"] == "true" and env["ACCELERATE_MIXED_PRECISION"] == "bf16"
@@ -162,7 +172,7 @@ def test_a_deepspeed_launcher_rank_exports_what_accelerate_would(monkeypatch):
 
 
 def test_a_launched_rank_is_recognised(monkeypatch):
-    from olmocr_rl.cli.train import launched_rank
+    from olmocr_rl.train.rank import launched_rank
 
     for var in ("LOCAL_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "LOCAL_SIZE", "CROSS_RANK"):
         monkeypatch.setenv(var, "0")
@@ -188,3 +198,61 @@ def test_dry_run_of_a_first_run_shows_the_precision_it_will_launch(tmp_path):
     assert "--mixed_precision bf16" in command and not (out / "train_config.json").exists()
     res = invoke(["train", str(tmp_path / "prep"), "--model", "m", "-o", str(out), "--num-processes", "2", "--dry-run", "bf16=false"])
     assert "--mixed_precision no" in next(line for line in res.stdout.splitlines() if line.startswith("command: "))
+
+
+# ---------------------------------------------------------------------------------------------
+# the final outputs: exactly one writer (issue 33, defect 3)
+# ---------------------------------------------------------------------------------------------
+
+LAUNCHES = {
+    "accelerate, one machine": dict(num_processes=2),
+    "accelerate, two machines": dict(num_processes=4, num_machines=2, main_process_ip="10.0.0.1"),
+    "deepspeed, one machine": dict(num_processes=2, zero=2, launcher="deepspeed"),
+    "deepspeed, two machines": dict(num_processes=4, zero=2, launcher="deepspeed", num_machines=2, hostfile="hosts",
+                                    main_process_ip="10.0.0.1"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("launch", list(LAUNCHES))
+def test_the_final_outputs_have_one_writer(prepared, tmp_path, monkeypatch, launch):
+    """The parent `olmocr-rl train` writes them when its ranks can be told to leave them to it;
+    rank 0 when they cannot (the deepspeed launcher's pdsh passes on only its own variables) and
+    when no parent launched them (a user's `deepspeed -m` / `torchrun -m`). Counted over the
+    parent and rank 0 of every launch, the launcher in between standing in as the environment it
+    passes on."""
+    import importlib
+
+    from olmocr_rl.launch.launchers import PARENT_ENV
+    from olmocr_rl.train.config import load_config
+    from olmocr_rl.train.plan import LaunchOptions, build_plan, execute
+    from olmocr_rl.train.rank import rank_main
+
+    worker, plan_module = importlib.import_module("olmocr_rl.train.worker"), importlib.import_module("olmocr_rl.train.plan")
+    for var in (
+        "PATH",
+        "TORCH_EXTENSIONS_DIR",
+        "ACCELERATE_USE_DEEPSPEED",
+        "ACCELERATE_DEEPSPEED_CONFIG_FILE",
+        "ACCELERATE_MIXED_PRECISION",
+    ):
+        monkeypatch.setenv(var, os.environ.get(var, ""))  # a rank sets them for itself; restored after the test
+    written: list[str] = []
+    monkeypatch.setattr(worker, "run", lambda cfg, inputs, **kw: {})
+    monkeypatch.setattr(worker, "write_final_outputs", lambda cfg: written.append("x") or {"candidate": "c", "bench_command": "b"})
+    monkeypatch.setattr(plan_module, "_launch", lambda plan, echo: 0)
+    args = ["final_outputs=eval"]
+    cfg = load_config(None, args, prepared_dir=str(prepared), model="org/model", output_dir=str(tmp_path / "run"))
+    plan = build_plan(cfg, LaunchOptions(**LAUNCHES[launch]))
+    execute(plan, echo=lambda *a, **k: None)
+    passed_on = plan.env if LAUNCHES[launch].get("num_machines", 1) == 1 or launch.startswith("accelerate") else {}
+    for var in (PARENT_ENV, "RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    if PARENT_ENV in passed_on:
+        monkeypatch.setenv(PARENT_ENV, passed_on[PARENT_ENV])
+    rank = load_config(plan.config_path, args, prepared_dir=str(prepared))  # what rank 0 reads
+    assert rank_main(rank, LAUNCHES[launch].get("zero"), echo=lambda *a, **k: None) == 0
+    assert len(written) == 1
+    # Without a parent, rank 0 writes them.
+    written.clear()
+    monkeypatch.delenv(PARENT_ENV, raising=False)
+    assert rank_main(rank, None, echo=lambda *a, **k: None) == 0 and len(written) == 1

@@ -111,13 +111,20 @@ def _sent(mode: str) -> tuple[list, list, dict]:
     return images, [p["prompt_token_ids"] for p in prompts], generate[0]["sampling"]
 
 
+V4 = "Stand-in of olmOCR 2's instruction: transcribe the page."
+
+
 @pytest.mark.parametrize("mode", ["server", "colocate"])
 def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_path, monkeypatch, mode):
+    """The server mode with each prepared page's own instruction (after the image); the colocated
+    engine with the config's `prompt=olmocr-v4` (olmOCR 2's layout: the instruction first; a
+    stand-in of olmOCR's prompts file)."""
     import trl.generation.vllm_generation as vllm_generation
     from PIL import Image
 
     from olmocr_rl.modeling import load_processor
-    from olmocr_rl.train.data import conversation, read_split
+    from olmocr_rl.prepared import read_split
+    from olmocr_rl.prompts import IMAGE_FIRST, TEXT_FIRST, conversation
     from olmocr_rl.train.worker import run
 
     preflight = importlib.import_module("olmocr_rl.train.preflight")
@@ -136,9 +143,13 @@ def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_pa
     RecordingLLM.calls, RecordingLLM.tokenizer = [], processor.tokenizer
 
     out = tmp_path / "run"
+    prompts = tmp_path / "prompts.py"
+    prompts.write_text(f"def build_no_anchoring_v4_yaml_prompt():\n    return {V4!r}\n")
+    monkeypatch.setenv("OLMOCR_RL_OLMOCR_PROMPTS", str(prompts))
+    v4 = ["prompt=olmocr-v4"] if mode == "colocate" else []
     cfg = cfg_for(prepared, tiny_model, out, "use_vllm=true", f"vllm_mode={mode}", "vllm_server_host=10.0.0.7",
                   "vllm_server_port=8123", "max_steps=1", "save_steps=0", "eval_split=none", "final_outputs=none",
-                  "seed=5", "max_pixels=6272")  # fmt: skip
+                  "seed=5", "max_pixels=6272", *v4)  # fmt: skip
     summary = run(cfg, final_outputs=False)
     assert summary["global_step"] == 1
 
@@ -176,13 +187,15 @@ def test_trl_sends_our_page_image_and_prompt_tokens(prepared, tiny_model, tmp_pa
         match = [rel for rel, page in pages.items() if page.size == imgs[0].size and page.tobytes() == imgs[0].convert("RGB").tobytes()]
         assert len(match) == 1, "the image sent is not one of the prepared pages"
         row = next(r for r in rows if r["image"] == match[0])
-        # ... and the token ids are what our processor makes of that page and our prompt text.
-        messages = conversation(row["prompt"])
-        messages[0]["content"][0]["image"] = pages[match[0]]
+        # ... and the token ids are what our processor makes of that page and our prompt text, in its layout.
+        instruction = V4 if v4 else row["prompt"]
+        messages = conversation(instruction, TEXT_FIRST if v4 else IMAGE_FIRST)
+        next(part for part in messages[0]["content"] if part["type"] == "image")["image"] = pages[match[0]]
         expected = processor.apply_chat_template([messages], tokenize=True, add_generation_prompt=True, return_dict=True)["input_ids"][0]
         assert list(prompt_ids) == list(expected)
         text = processor.tokenizer.decode(prompt_ids)
-        assert row["prompt"] in text and text.count("<|image_pad|>") > 1  # placeholders expanded for this image
+        assert instruction in text and text.count("<|image_pad|>") > 1  # placeholders expanded for this image
+        assert (text.index(instruction) < text.index("<|vision_start|>")) == bool(v4)
 
     # The completions the client returned are the ones the rewards scored.
     logged = [json.loads(line) for line in (out / "logs" / "metrics.jsonl").read_text().splitlines()]

@@ -70,13 +70,13 @@ def prepared(tmp_path_factory) -> Path:
 def page_images(prepared: Path) -> list:
     from PIL import Image
 
-    from olmocr_rl.train.data import read_split
+    from olmocr_rl.prepared import read_split
 
     return [Image.open(prepared / r["image"]).convert("RGB") for r in read_split(prepared, "train")]
 
 
 def prompt_ids(processor, image, text: str = "Transcribe this page.") -> list[int]:
-    from olmocr_rl.train.data import conversation
+    from olmocr_rl.prompts import conversation
 
     messages = conversation(text)
     messages[0]["content"][0]["image"] = image
@@ -230,10 +230,12 @@ def test_the_server_train_starts(tiny32, prepared, tmp_path):
     from trl.generation.vllm_generation import VLLMGeneration
 
     from olmocr_rl.engines import vllm_suppression
+    from olmocr_rl.launch.gpus import GpuSplit
+    from olmocr_rl.launch.launchers import free_port
+    from olmocr_rl.launch.server import VLLMServer, port_free, server_env
     from olmocr_rl.modeling import load_processor
     from olmocr_rl.train.config import load_config
-    from olmocr_rl.train.launch import free_port
-    from olmocr_rl.train.vllm_server import GpuSplit, VLLMServer, port_free, server_argv, server_env
+    from olmocr_rl.train.vllm_server import server_argv
 
     max_pixels = 28 * 28 * 8  # below the tiny processor's own 28 * 28 * 16: fewer image tokens
     cfg = load_config(FIXTURES / "tiny_grpo.yaml", ["vllm_enforce_eager=true", f"max_pixels={max_pixels}", "seed=7",

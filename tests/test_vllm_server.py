@@ -18,19 +18,13 @@ from pathlib import Path
 import pytest
 from conftest import need
 
-from olmocr_rl.train.config import ConfigError, TrainConfig
-from olmocr_rl.train.launch import free_port
-from olmocr_rl.train.supervise import supervise
-from olmocr_rl.train.vllm_server import (
-    GpuSplit,
-    ServerError,
-    VLLMServer,
-    port_free,
-    server_argv,
-    server_env,
-    split_gpus,
-    visible_gpus,
-)
+from olmocr_rl.errors import ConfigError
+from olmocr_rl.launch.gpus import GpuSplit, split_gpus, visible_gpus
+from olmocr_rl.launch.launchers import free_port
+from olmocr_rl.launch.server import ServerError, VLLMServer, port_free, server_env
+from olmocr_rl.launch.supervise import supervise
+from olmocr_rl.train.config import TrainConfig
+from olmocr_rl.train.vllm_server import server_argv
 
 HERE = Path(__file__).resolve().parent
 STANDIN = [sys.executable, str(HERE / "standin_vllm.py")]
@@ -186,7 +180,7 @@ DRIVER = textwrap.dedent("""
     sys.path.insert(0, {here!r})
     from pathlib import Path
     from olmocr_rl.procs import Interrupted
-    from olmocr_rl.train.supervise import supervise
+    from olmocr_rl.launch.supervise import supervise
     from test_vllm_server import _server, _trainer
     tmp, port, mode = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     argv, env = _trainer(tmp, mode, port)
@@ -366,7 +360,7 @@ def test_cli_runs_server_then_training_and_cleans_up(prepared, tiny_model, tmp_p
     need("trl")
     import importlib
 
-    launch = importlib.import_module("olmocr_rl.train.launch")
+    launch = importlib.import_module("olmocr_rl.launch.launchers")
     preflight = importlib.import_module("olmocr_rl.train.preflight")  # the package exports a function of that name
 
     port = free_port()
@@ -375,7 +369,8 @@ def test_cli_runs_server_then_training_and_cleans_up(prepared, tiny_model, tmp_p
     monkeypatch.setenv("TRAINER_RECORD", str(tmp_path / "trainer.json"))
     seen = {}
 
-    def launcher_argv(prepared_dir, config_path, launcher="accelerate", **kw):
+    def launcher_argv(launcher, program, **kw):
+        config_path = program[program.index("--config") + 1]
         seen.update(kw, config_path=Path(config_path))  # written once the plan stands
         return [*TRAINER, f"http://127.0.0.1:{port}"]
 

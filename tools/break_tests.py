@@ -10,7 +10,9 @@ unbroken copy (the control): they must pass there, or a failure would prove noth
     .venv/bin/python tools/break_tests.py                    # all, with controls
     .venv/bin/python tools/break_tests.py --only resume-base-model --no-control
 
-The breakages are the ones issue 27's audit found uncaught, plus its two controls. Each edit must
+The breakages are the ones issue 27's audit found uncaught, plus its two controls, and issue 33's:
+the six settings an engine builder must hand on (prompt layout, placeholder suppression, pixel
+bounds, seed) that no test caught, and its four defects. Each edit must
 match the source exactly once; when the code moves, the script says so instead of testing nothing.
 Exit status 0 when every breakage is caught (and every control passes).
 """
@@ -52,7 +54,7 @@ BREAKAGES = [
     Breakage(
         "generate-never-samples",
         "`generate` never samples (temperature ignored)",
-        "generate.py",
+        "engines.py",
         [('gen: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": temperature > 0}',
           'gen: dict[str, Any] = {"max_new_tokens": max_new_tokens, "do_sample": False}')],
         ["tests/test_generate.py::test_generate_writes_what_bench_reads_and_resumes",  # the old test
@@ -124,6 +126,95 @@ BREAKAGES = [
         _signal(self.alive(), signal.SIGKILL)''', '''            with contextlib.suppress(ProcessLookupError, PermissionError):
                 proc.kill()''')],
         ["tests/test_vllm_server.py::test_healthy_server_training_succeeds_then_everything_stops"],
+    ),
+    # --- issue 33: what every command that builds an engine hands it (tests/test_engine_boundary.py)
+    Breakage(
+        "curate-ignores-layout",
+        "`curate` ignores the olmOCR v4 layout (the image always first)",
+        "curate/sampling.py",
+        [("items = [(i, images[i], row_conversation(p.row))", 'items = [(i, images[i], row_conversation({"prompt": p.row["prompt"]}))')],
+        ["tests/test_engine_boundary.py::test_curate_transformers", "tests/test_engine_boundary.py::test_curate_vllm"],
+    ),
+    Breakage(
+        "generate-ignores-layout",
+        "`generate` (and the final outputs) ignore the olmOCR v4 layout",
+        "generate.py",
+        [("messages = [row_conversation(r) for r in chunk]", 'messages = [row_conversation({"prompt": r["prompt"]}) for r in chunk]')],
+        ["tests/test_engine_boundary.py::test_generate_transformers", "tests/test_engine_boundary.py::test_generate_vllm"],
+    ),
+    Breakage(
+        "generate-no-suppression",
+        "the transformers engine (generate, curate, final outputs) drops the placeholder suppression",
+        "engines.py",
+        [("gen.update(transformers_suppression(model.config))  # placeholders are never sampled", "pass")],
+        ["tests/test_engine_boundary.py::test_generate_transformers", "tests/test_engine_boundary.py::test_curate_transformers"],
+    ),
+    Breakage(
+        "train-no-suppression",
+        "training without vLLM drops the placeholder suppression",
+        "train/worker.py",
+        [("suppression = vllm_suppression(model.config) if cfg.use_vllm else transformers_suppression(model.config)",
+          "suppression = vllm_suppression(model.config) if cfg.use_vllm else {}")],
+        ["tests/test_engine_boundary.py::test_train_without_vllm_and_its_final_outputs"],
+    ),
+    Breakage(
+        "vllm-no-pixel-bounds",
+        "the offline vLLM engine (generate, curate --engine vllm) gets no pixel bounds",
+        "engines.py",
+        [("if bounds := settings.pixel_bounds():", "if bounds := {}:")],
+        ["tests/test_engine_boundary.py::test_curate_vllm", "tests/test_engine_boundary.py::test_generate_vllm"],
+    ),
+    Breakage(
+        "curate-drops-max-pixels",
+        "`curate` builds its engine without the training config's max_pixels",
+        "cli/curate.py",
+        [("engine_settings(cfg, eager=eager)", '__import__("dataclasses").replace(engine_settings(cfg, eager=eager), max_pixels=None)')],
+        ["tests/test_engine_boundary.py::test_curate_transformers", "tests/test_engine_boundary.py::test_curate_vllm"],
+    ),
+    Breakage(
+        "engine-ignores-seed",
+        "the transformers engine samples without the run's seed",
+        "engines.py",
+        [("torch.manual_seed(settings.seed)", "torch.manual_seed(0)")],
+        ["tests/test_engine_boundary.py::test_generate_transformers", "tests/test_engine_boundary.py::test_curate_transformers"],
+    ),
+    Breakage(
+        "prepare-split-in-place",
+        "`prepare` writes its split files in place",
+        "prepare.py",
+        [('_write_bytes(out / f"{split}.jsonl", b"".join(_dumps(r) + b"\\n" for r in rows))',
+          '(out / f"{split}.jsonl").write_bytes(b"".join(_dumps(r) + b"\\n" for r in rows))')],
+        ["tests/test_prepare.py::test_the_split_and_test_files_are_written_whole_or_not_at_all[train.jsonl]"],
+    ),
+    # --- issue 33's defects, put back
+    Breakage(
+        "final-outputs-twice",
+        "the ranks `olmocr-rl train` launched write the final outputs as well as the command",
+        "train/plan.py",
+        [('plan.env[PARENT_ENV] = "1"', "pass")],
+        ["tests/test_train_launch.py::test_the_final_outputs_have_one_writer[accelerate, one machine]"],
+    ),
+    Breakage(
+        "final-outputs-in-place",
+        "the final outputs' PDFs and tests are written in place",
+        "train/outputs.py",
+        [('with src.open("rb") as f, atomic_write(dst, "wb") as g:\n                shutil.copyfileobj(f, g)', "shutil.copyfile(src, dst)"),
+         ('write_text(target, "\\n".join(keep) + "\\n")', 'target.write_text("\\n".join(keep) + "\\n")')],
+        ["tests/test_raw_line_ends.py::test_the_final_outputs_bench_folder_is_written_whole_or_not_at_all"],
+    ),
+    Breakage(
+        "final-outputs-splitlines",
+        "the final outputs read the prepared tests with str.splitlines (U+2028 cuts a record)",
+        "train/outputs.py",
+        [("lines = read_jsonl(f).lines", 'lines = f.read_text(encoding="utf-8").splitlines()')],
+        ["tests/test_raw_line_ends.py::test_the_final_outputs_bench_folder_keeps_the_records_whole"],
+    ),
+    Breakage(
+        "resolved-config-drops-a-field",
+        "the resolved config the ranks read leaves out a field",
+        "train/config.py",
+        [("for f in dataclasses.fields(self)}", 'for f in dataclasses.fields(self) if f.name != "final_batch_size"}')],
+        ["tests/test_config_reaches_ranks.py::test_every_key_set_on_the_command_line_reaches_a_rank"],
     ),
 ]  # fmt: skip
 

@@ -70,7 +70,7 @@ def debug_enabled() -> bool:
 
 def _version(value: bool) -> None:
     if value:
-        from olmocr_rl import __version__
+        from olmocr_rl._core import __version__
 
         echo(f"olmocr-rl {__version__}")
         raise typer.Exit(0)

@@ -73,9 +73,9 @@ def check_command(
 
 
 def _load(path: Path, strict: bool):
-    from olmocr_rl.suite import BenchSuite, SuiteError
+    from olmocr_rl.suite import BenchSuite
 
     try:
         return BenchSuite.load(path, strict=strict)
-    except (SuiteError, FileNotFoundError) as e:
+    except FileNotFoundError as e:  # (invalid records, SuiteError, are a UserError: main prints them)
         fail(str(e))

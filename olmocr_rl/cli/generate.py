@@ -8,8 +8,6 @@ from typing import Annotated, Optional
 import typer
 
 from olmocr_rl.cli import EagerOption, QuietOption, app, echo, fail
-from olmocr_rl.generate import transcribe, write_summary
-from olmocr_rl.prepare import PrepareError, PrepareOptions, prepare
 
 ABOUT = "Transcribe a bench folder's tested pages with a model into BENCH_DIR/NAME/ for `olmocr-rl bench`."
 
@@ -37,20 +35,19 @@ def generate_command(
     quiet: QuietOption = False,
 ) -> int:
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in locals().items()}  # recorded in _generate.json
+    from olmocr_rl.engines import EngineSettings, build_engine, engine_kind
     from olmocr_rl.folder_lock import folder_lock
+    from olmocr_rl.generate import transcribe, write_summary
     from olmocr_rl.modeling import model_problem
-    from olmocr_rl.prompts import PromptError, resolve_prompt
+    from olmocr_rl.prepare import PrepareOptions
+    from olmocr_rl.prompts import resolve_prompt
 
-    if engine not in ("transformers", "vllm"):
-        fail(f"--engine must be transformers or vllm, not {engine!r}")
+    engine_kind(engine)  # a name the table knows, before anything is read
     if not candidate or candidate in ("pdfs", ".", "..") or "/" in candidate:
         fail(f"--candidate {candidate!r}: give a folder name (not pdfs)")
     if prompt and prompt_file:
         fail("give --prompt or --prompt-file, not both")
-    try:
-        chosen = resolve_prompt(prompt, prompt_file)
-    except (PromptError, OSError) as e:
-        fail(str(e))
+    chosen = resolve_prompt(prompt, prompt_file)
     if why := model_problem(model):
         fail(why)
     if not bench_dir.is_dir():
@@ -62,7 +59,8 @@ def generate_command(
             # The pages, rendered exactly as `prepare` renders them for training (kept for a re-run).
             options = PrepareOptions(longest_side=longest_side, prompt=chosen.text, prompt_name=chosen.name, prompt_layout=chosen.layout)
             rows = _render(bench_dir, out, options)
-            generate = _engine(model, engine, rows, max_new_tokens=max_new_tokens, seed=seed, eager=eager)
+            settings = EngineSettings(model, max_new_tokens=max_new_tokens, seed=seed, eager=eager)
+            generate = build_engine(engine, settings, rows, warn=lambda m: echo(m, err=True)).generate
         except BaseException:
             if created:  # nothing transcribed yet: a failed run leaves no candidate for `bench` to list
                 shutil.rmtree(out, ignore_errors=True)
@@ -84,11 +82,13 @@ def generate_command(
     return 0
 
 
-def _render(bench: Path, out: Path, options: PrepareOptions) -> list[dict]:
+def _render(bench: Path, out: Path, options) -> list[dict]:
     """The tested pages rendered into OUT/.render (reused by a re-run); their prepared rows."""
+    from olmocr_rl.prepare import prepare
+
     try:
         prepared = prepare(bench, out / ".render", options, progress=False)
-    except (PrepareError, OSError) as e:
+    except OSError as e:
         fail(str(e))
     rows = prepared.train + prepared.eval
     if prepared.report.problems:
@@ -97,37 +97,6 @@ def _render(bench: Path, out: Path, options: PrepareOptions) -> list[dict]:
     if not rows:
         fail(f"{bench}: no page with tests could be rendered (see {out / '.render' / 'report.json'})")
     return rows
-
-
-def _engine(model_name: str, engine: str, rows: list[dict], *, max_new_tokens: int, seed: int, eager: Optional[bool]):
-    from olmocr_rl.generate import longest_prompt, model_context_length, transformers_generate, vllm_context, vllm_generate
-    from olmocr_rl.modeling import load_processor, load_trained
-    from olmocr_rl.train.config import ConfigError
-
-    try:
-        processor = load_processor(model_name)
-        import torch
-
-        cuda = torch.cuda.is_available()
-        if engine == "vllm":
-            from transformers import AutoConfig
-
-            config = AutoConfig.from_pretrained(model_name)
-            longest = longest_prompt(processor, rows)
-            context, max_tokens = vllm_context(model_context_length(config), longest, max_new_tokens)
-            if max_tokens < max_new_tokens:
-                echo(f"warning: completions capped at {max_tokens} tokens: the model's context is {context} and a prompt "
-                     f"takes up to {longest}", err=True)  # fmt: skip
-            eager = (not cuda) if eager is None else eager
-            return vllm_generate(model_name, processor, config, max_new_tokens=max_tokens, max_model_len=context,
-                                 seed=seed, enforce_eager=eager)  # fmt: skip
-        torch.manual_seed(seed)
-        model = load_trained(model_name, dtype=torch.bfloat16 if cuda else torch.float32)
-        model = model.to("cuda") if cuda else model
-        model.eval()
-    except (ConfigError, OSError, RuntimeError, ValueError) as e:
-        fail(f"cannot load the model {model_name}: {e}")
-    return transformers_generate(model, processor, max_new_tokens=max_new_tokens)
 
 
 def _progress(total: int, quiet: bool):

@@ -21,11 +21,11 @@ def install_katex_command(
     ] = None,
     dir: Annotated[Optional[Path], typer.Option("--dir", help="Store katex.min.js here instead of the user cache.")] = None,
 ) -> int:
-    from olmocr_rl import _katex
+    import olmocr_rl._katex as _katex
 
     try:
         path = _katex.install(from_wheel, dir)
-    except (_katex.KatexInstallError, OSError) as e:
+    except OSError as e:  # (a refusal, KatexInstallError, is a UserError: main prints it)
         fail(str(e))
     echo(f"installed KaTeX {_katex.KATEX_VERSION}: {path}")
     if dir is not None and _katex.find_katex_js() != path:

@@ -50,32 +50,29 @@ def prepare_command(
     strict: Annotated[bool, typer.Option("--strict", help="Exit with status 1 if any problem was found.")] = False,
     quiet: QuietOption = False,
 ) -> int:
-    from olmocr_rl.prepare import PrepareError, PrepareOptions
+    from olmocr_rl.prepare import PrepareOptions
     from olmocr_rl.prepare import prepare as run_prepare
     from olmocr_rl.prompts import resolve_prompt
 
-    try:
-        if prompt and prompt_file:
-            fail("give --prompt or --prompt-file, not both")
-        chosen = resolve_prompt(prompt, prompt_file)
-        options = PrepareOptions(
-            longest_side=longest_side,
-            jsonl_filter=jsonl_filter,
-            type_filter=list(type_filter or []),
-            max_pages=max_pages,
-            eval_fraction=eval_fraction,
-            eval_dir=str(eval_dir) if eval_dir else None,
-            seed=seed,
-            workers=workers,
-            prompt=chosen.text,
-            prompt_file=str(prompt_file) if prompt_file else None,
-            prompt_name=chosen.name,
-            prompt_layout=chosen.layout,
-            patch_size=patch_size,
-        )
-        result = run_prepare(bench_dir, out_dir, options, progress=not quiet)
-    except PrepareError as e:
-        fail(str(e))
+    if prompt and prompt_file:
+        fail("give --prompt or --prompt-file, not both")
+    chosen = resolve_prompt(prompt, prompt_file)
+    options = PrepareOptions(
+        longest_side=longest_side,
+        jsonl_filter=jsonl_filter,
+        type_filter=list(type_filter or []),
+        max_pages=max_pages,
+        eval_fraction=eval_fraction,
+        eval_dir=str(eval_dir) if eval_dir else None,
+        seed=seed,
+        workers=workers,
+        prompt=chosen.text,
+        prompt_file=str(prompt_file) if prompt_file else None,
+        prompt_name=chosen.name,
+        prompt_layout=chosen.layout,
+        patch_size=patch_size,
+    )
+    result = run_prepare(bench_dir, out_dir, options, progress=not quiet)
     print_report(result)
     echo(f"wrote {out_dir}: {len(result.train)} train + {len(result.eval)} eval pages, report in {out_dir / 'report.json'}")
     if not len(result.train) + len(result.eval):

@@ -21,14 +21,11 @@ def soup_command(
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the averaged model to.", show_default=False)],
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace files in a non-empty --output folder.")] = False,
 ) -> int:
-    from olmocr_rl.soup import SoupError
     from olmocr_rl.soup import soup as make_soup
 
     try:
         out = make_soup(checkpoints, output, overwrite=overwrite)
     except ImportError as e:
         fail(f"soup needs the training extra: pip install 'olmocr-rl[train]' ({e})")
-    except SoupError as e:
-        fail(str(e))
     echo(f"averaged {len(checkpoints)} checkpoints into {out}")
     return 0

@@ -1,8 +1,8 @@
 """`olmocr-rl train`: options into a TrainConfig and LaunchOptions; olmocr_rl.train.plan builds
 the plan (printed by --dry-run) and carries it out. Also the rank entry point: a process a launcher
-started runs one rank (`python -m olmocr_rl.train PREPARED --config RESOLVED.json`)."""
+started runs one rank (`python -m olmocr_rl.train PREPARED --config RESOLVED.json`:
+olmocr_rl.train.rank)."""
 
-import json
 import os
 from pathlib import Path
 from typing import Annotated, Optional
@@ -16,19 +16,9 @@ ABOUT = "Train a VLM with GRPO, the olmOCR-bench pass rate as the reward (olmOCR
 
 def _options(value: bool) -> None:
     if value:
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.table import Table
+        from olmocr_rl.train.options import print_options
 
-        from olmocr_rl.train.config import options_table
-
-        table = Table(title="training config keys (YAML/TOML --config, KEY=VALUE, --set)", title_justify="left")
-        table.add_column("key", no_wrap=True)
-        for col in ("type", "default", "meaning"):
-            table.add_column(col, overflow="fold")
-        for row in options_table():
-            table.add_row(*(escape(c) for c in row))  # help texts hold [brackets], not markup
-        Console().print(table)
+        print_options()
         raise typer.Exit(0)
 
 
@@ -114,8 +104,9 @@ def train_command(
     if (problem := trl_problem()) is not None:  # before anything imports trl
         fail(f"{problem.message}; {problem.fix}")
     from olmocr_rl.train.config import load_config
-    from olmocr_rl.train.plan import LaunchOptions, build_plan, execute, run_rank
-    from olmocr_rl.train.preflight import errors, preflight
+    from olmocr_rl.train.plan import LaunchOptions, build_plan, execute
+    from olmocr_rl.train.preflight import errors
+    from olmocr_rl.train.rank import launched_rank, rank_main
 
     cfg = load_config(
         config,
@@ -126,20 +117,7 @@ def train_command(
         resume=resume,
     )
     if launched_rank(local_rank):
-        from olmocr_rl.train.config import cuda_available
-
-        if cfg.bf16 is None:
-            cfg.bf16 = cuda_available()
-        problems = preflight(cfg, int(os.environ.get("WORLD_SIZE", "1")), cfg.prepared_dir, deepspeed=True if zero is not None else None)
-        if int(os.environ.get("RANK", "0")) == 0:
-            for p in problems:
-                echo(str(p), err=True)
-            if dry_run:  # one rank of a launcher's job: the config it would train with
-                echo(json.dumps(cfg.to_dict(), indent=2))
-        if dry_run or errors(problems):
-            return 1 if errors(problems) else 0
-        run_rank(cfg, zero, echo)
-        return 0
+        return rank_main(cfg, zero, dry_run=dry_run, echo=echo)
     options_ = LaunchOptions(num_processes, zero, launcher, vllm_gpus, num_machines, machine_rank, main_process_ip, main_process_port,
                              str(hostfile) if hostfile else None, gpus, gpu_memory)  # fmt: skip
     from olmocr_rl.train.config import recipe_path
@@ -155,13 +133,3 @@ def train_command(
     if outputs:
         echo(f"outputs: {outputs['candidate']}  (score them: {outputs['bench_command']})")
     return 0
-
-
-def launched_rank(local_rank: Optional[int]) -> bool:
-    """True in a process a launcher started as one rank: the `deepspeed` launcher passes
-    --local_rank (or, with --no_local_rank, sets LOCAL_SIZE/CROSS_RANK), torchrun (under accelerate
-    too) sets TORCHELASTIC_RUN_ID; a LOCAL_RANK left in the environment alone is not enough."""
-    env = os.environ
-    return local_rank is not None or (
-        "LOCAL_RANK" in env and "WORLD_SIZE" in env and any(k in env for k in ("TORCHELASTIC_RUN_ID", "LOCAL_SIZE", "CROSS_RANK"))
-    )

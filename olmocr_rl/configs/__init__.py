@@ -1,1 +1,1 @@
-"""Package data: accelerate + DeepSpeed presets used by `olmocr-rl train` (see olmocr_rl.train.launch)."""
+"""Package data: accelerate + DeepSpeed presets used by `olmocr-rl train` (see olmocr_rl.launch.launchers)."""

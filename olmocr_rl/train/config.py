@@ -1,5 +1,13 @@
-"""The training configuration: one typed dataclass, loaded from YAML/TOML plus `key=value`
-overrides, and ONE builder that turns it into trl's `GRPOConfig` for the installed trl.
+"""The training configuration: one typed dataclass, `TrainConfig`, loaded from YAML/TOML plus
+`key=value` overrides and the command line's own options (`load_config`), and checked (`validate`).
+
+Its fields are the keys: ours, and the trl.GRPOConfig options the run states (`trl_opt`: their
+types, defaults and help are the installed trl's, read from GRPOConfig itself by
+olmocr_rl/train/schema.py, and a `trl_opt` with a value is olmOCR 2's departure from trl's default).
+Any other GRPOConfig option is valid too, under `trl:` (or flat on the command line). The resolved
+config (`to_dict`, what every rank reads) is every field, then `trl:`: nothing is listed twice, so a
+field added here reaches the ranks without another edit. olmocr_rl/train/grpo.py turns it into
+trl's GRPOConfig.
 
 Defaults follow olmOCR 2's GRPO recipe where it is known (28 generations per page, beta 0,
 temperature 0.8, bnpo loss with group-scaled rewards, lr 2e-6, 8000-token completions). Unknown
@@ -10,152 +18,46 @@ a default.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Optional
 
-from olmocr_rl.errors import UserError
-
-REWARD_NAMES = (
-    "bench", "bench-macro", "bench-graded", "eos", "front-matter",
-    "medoid", "medoid-batch", "edit-distance", "element-count", "rect-tables",
-)  # fmt: skip
-# Rewards scored against the page's reference output (the `claude_original` column).
-NEEDS_REFERENCE = ("front-matter", "edit-distance", "element-count")
-
-
-def is_user_reward(name: str) -> bool:
-    """`package.module:attribute`: a reward function (or class) of the user's own."""
-    module, _, attr = name.partition(":")
-    return bool(module and attr) and all(part.isidentifier() for part in module.split(".")) and attr.isidentifier()
-
+from olmocr_rl.errors import ConfigError
+from olmocr_rl.reward_registry import REWARDS, unknown_reward
+from olmocr_rl.train.schema import coerce, suggest, trl_fields, trl_value, trl_version, type_name
 
 REPORT_TO = ("tensorboard", "wandb", "none")
 
 
-def _type_name(typ: Any) -> str:
-    if get_origin(typ) is Literal:
-        return " | ".join(map(str, get_args(typ)))
-    if get_origin(typ) in (Union, types.UnionType):
-        args = [a for a in get_args(typ) if a is not type(None)]
-        named = " or ".join(getattr(a, "__name__", str(a)) for a in args)
-        return f"{named} or none" if len(args) < len(get_args(typ)) else named
-    return getattr(typ, "__name__", str(typ))
+class _TrlDefault:
+    def __repr__(self) -> str:
+        return "trl's default"
 
 
-def options_table() -> list[tuple[str, str, str, str]]:
-    """(key, type, default, help) of every option, for `olmocr-rl train --options`: ours (TrainConfig)
-    and trl's GRPOConfig options with their defaults here (olmOCR 2's overrides marked)."""
-    hints = get_type_hints(TrainConfig)
-    rows = []
-    for f in dataclasses.fields(TrainConfig):
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default  # type: ignore[misc]
-        rows.append((f.name, _type_name(hints[f.name]), json.dumps(default), f.metadata.get("help", "")))
-    for name, (typ, default, help_) in sorted(trl_fields().items()):
-        if name in _OWN:
-            continue
-        mark = "(olmOCR 2; trl: %s) " % json.dumps(default, default=str) if name in GRPO_OVERRIDES else ""
-        shown = GRPO_OVERRIDES.get(name, default)
-        rows.append((name, _type_name(typ), json.dumps(shown, default=str), mark + "trl: " + " ".join(help_.split())[:200]))
-    return rows
-
-
-class ConfigError(UserError, ValueError):
-    """A configuration problem the user fixes by editing the config or the command line."""
+TRL_DEFAULT: Any = _TrlDefault()  # a trl_opt without a value of ours: the installed trl's default
 
 
 def opt(default: Any = None, help: str = "", *, factory: Any = None) -> Any:
-    """A TrainConfig field with its help text (read by `olmocr-rl train --options` and the docs)."""
+    """A field of ours with its help text (read by `olmocr-rl train --options` and the docs)."""
     meta = {"help": help}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
 
 
-# --- trl's options: GRPOConfig's own fields are the valid keys, with trl's defaults but for ------
-# olmOCR 2's recipe, which overrides these (olmocr_rl/recipes/olmocr2.yaml cites each source).
-GRPO_OVERRIDES: dict[str, Any] = {
-    "num_generations": 28,  # completions per page
-    "num_generations_eval": 4,
-    "per_device_train_batch_size": 1,  # completions (not pages) per rank per micro-step
-    # olmOCR ran 8 with 7 GPUs (7 * 1 * 8 = 56 = 2 pages x 28); 28 divides at any world size.
-    "gradient_accumulation_steps": 28,
-    "per_device_eval_batch_size": 4,
-    "num_train_epochs": 1.0,
-    "learning_rate": 2e-6,
-    "warmup_steps": 100,
-    "max_completion_length": 8000,
-    "temperature": 0.8,
-    "loss_type": "bnpo",
-    "vllm_server_timeout": 900.0,  # a 7B model's server takes minutes to start
-    "save_steps": 25,
-    "logging_steps": 5,
-    "log_completions": True,
-    "num_completions_to_print": 2,
-    "dataloader_num_workers": 2,
-}
-# trl options given to GRPOConfig only with use_vllm (trl validates some of them otherwise).
-VLLM_ONLY = (
-    "vllm_mode", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_server_base_url", "vllm_server_host",
-    "vllm_server_port", "vllm_enable_sleep_mode", "vllm_server_timeout", "vllm_importance_sampling_correction",
-    "vllm_importance_sampling_mode",
-)  # fmt: skip
-# Every key of the resolved config (ours and the trl options it states), in the order it lists them.
-LAYOUT = [
-    "prepared_dir", "model", "output_dir", "train_split", "eval_split", "max_train_pages", "prompt", "max_eval_pages",
-    "rewards", "reward_threads", "bench_guard", "num_generations", "num_generations_eval",
-    "per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation", "per_device_eval_batch_size",
-    "num_train_epochs", "max_steps", "learning_rate", "lr_scheduler_type", "warmup_steps", "weight_decay",
-    "max_grad_norm", "max_completion_length", "max_prompt_tokens", "temperature", "top_p", "beta", "loss_type",
-    "scale_rewards", "importance_sampling_level", "num_iterations", "epsilon", "mask_truncated_completions", "seed",
-    "dtype", "bf16", "attn_implementation", "trust_remote_code", "gradient_checkpointing", "max_pixels", "lora",
-    "lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "use_vllm", "vllm_mode",
-    "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_server_base_url", "vllm_server_host",
-    "vllm_server_port", "vllm_enable_sleep_mode", "vllm_max_model_length", "vllm_enforce_eager",
-    "vllm_data_parallel_size", "vllm_server_gpu_memory_utilization", "vllm_server_timeout", "vllm_server_args",
-    "vllm_server_command", "vllm_importance_sampling_correction", "vllm_importance_sampling_mode",
-    "vllm_importance_sampling_cap", "save_steps", "save_total_limit", "resume", "eval_steps", "eval_on_start",
-    "logging_steps", "report_to", "run_name", "log_completions", "num_completions_to_print",
-    "write_failing_completions", "progress", "dataloader_num_workers", "final_outputs", "final_output_repeats",
-    "final_temperature", "final_batch_size", "trl",
-]  # fmt: skip
-_TRL_FIELDS: dict[str, tuple[Any, Any, str]] | None = None
+def trl_opt(default: Any = TRL_DEFAULT) -> Any:
+    """A trl.GRPOConfig option the resolved config states (trl's type, default and help; a value
+    here is olmOCR 2's, which `--options` marks)."""
+    return field(default=default, metadata={"trl": True})
 
 
-def trl_fields() -> dict[str, tuple[Any, Any, str]]:
-    """GRPOConfig's options for the installed trl: name -> (type, default, help)."""
-    global _TRL_FIELDS
-    if _TRL_FIELDS is None:
-        from trl import GRPOConfig
-
-        hints = get_type_hints(GRPOConfig)
-        out = {}
-        for f in dataclasses.fields(GRPOConfig):
-            if not f.init:
-                continue
-            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default  # type: ignore[misc]
-            out[f.name] = (hints.get(f.name, Any), None if default is dataclasses.MISSING else default, str(f.metadata.get("help", "")))
-        _TRL_FIELDS = out
-    return _TRL_FIELDS
-
-
-def trl_default(name: str) -> Any:
-    """The value of a trl option no one set: the olmOCR 2 override, else trl's default."""
-    if name in GRPO_OVERRIDES:
-        return GRPO_OVERRIDES[name]
-    return trl_fields()[name][1]
-
-
-@dataclass(init=False)
+@dataclass
 class TrainConfig:
     """Ours: what to train on and with, rewards, the model, LoRA, vLLM orchestration, checkpoints,
-    final outputs; and `trl`, the GRPOConfig options (trl's own fields and defaults, olmOCR 2's
-    overrides in GRPO_OVERRIDES). A trl option reads and writes as an attribute too
-    (`cfg.num_generations`), and a config file or KEY=VALUE may name one flat or under `trl:`."""
+    final outputs; the trl options the run states (`trl_opt`); and `trl`, any other GRPOConfig
+    options set for this run. A config file or KEY=VALUE may name a trl option flat or under `trl:`."""
 
     # --- what to train on, what to train, where to write ---------------------------------
     prepared_dir: str = opt("", "the output of `olmocr-rl prepare`")
@@ -169,13 +71,38 @@ class TrainConfig:
         10, "evaluate on the first N pages of the eval split (none: all; each page costs num_generations_eval completions)"
     )
 
-    # --- rewards -------------------------------------------------------------------------------
+    # --- rewards (olmocr_rl/reward_registry.py) --------------------------------------------------
     rewards: dict = opt(help="reward name (or package.module:function) -> weight", factory=lambda: {"bench": 1.0})
     reward_threads: Optional[int] = opt(None, "Rust scoring threads per rank (default: cores / local ranks)")
     bench_guard: Literal["short-output", "none"] = opt("short-output", "bench rewards: olmocr PR #462's short-output guard, or none")
 
-    # --- the GRPO recipe (olmOCR 2) --------------------------------------------------------
+    # --- the GRPO recipe (olmOCR 2; olmocr_rl/recipes/olmocr2.yaml cites each source) -------------
+    num_generations: Optional[int] = trl_opt(28)  # completions per page
+    num_generations_eval: Optional[int] = trl_opt(4)
+    per_device_train_batch_size: int = trl_opt(1)  # completions (not pages) per rank per micro-step
+    # olmOCR ran 8 with 7 GPUs (7 * 1 * 8 = 56 = 2 pages x 28); 28 divides at any world size.
+    gradient_accumulation_steps: int = trl_opt(28)
+    steps_per_generation: Optional[int] = trl_opt()
+    per_device_eval_batch_size: int = trl_opt(4)
+    num_train_epochs: float = trl_opt(1.0)
+    max_steps: int = trl_opt()
+    learning_rate: float = trl_opt(2e-6)
+    lr_scheduler_type: str = trl_opt()
+    warmup_steps: float = trl_opt(100)
+    weight_decay: float = trl_opt()
+    max_grad_norm: float = trl_opt()
+    max_completion_length: Optional[int] = trl_opt(8000)
     max_prompt_tokens: int = opt(3000, "prompt text + image tokens at most (checked against the prepared rows)")
+    temperature: float = trl_opt(0.8)
+    top_p: float = trl_opt()
+    beta: float = trl_opt()
+    loss_type: str = trl_opt("bnpo")
+    scale_rewards: str = trl_opt()
+    importance_sampling_level: str = trl_opt()
+    num_iterations: int = trl_opt()
+    epsilon: float = trl_opt()
+    mask_truncated_completions: bool = trl_opt()
+    seed: int = trl_opt()
 
     # --- model -----------------------------------------------------------------------------
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = opt(
@@ -184,6 +111,7 @@ class TrainConfig:
     bf16: Optional[bool] = opt(None, "bf16 autocast over float32 weights (None: with CUDA; true on CPU: CPU autocast)")
     attn_implementation: Optional[str] = opt(None, "transformers' attention implementation (sdpa, flash_attention_2, ...)")
     trust_remote_code: bool = opt(False, "allow the model's own code from the hub")
+    gradient_checkpointing: bool = trl_opt()
     max_pixels: Optional[int] = opt(None, "override the processor's image budget (pixels)")
 
     # --- LoRA (peft) -----------------------------------------------------------------------
@@ -193,22 +121,41 @@ class TrainConfig:
     lora_dropout: float = opt(0.05, "LoRA dropout")
     lora_target_modules: list = opt(help="modules that get adapters", factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
 
-    # --- vLLM generation (optional) --------------------------------------------------------
+    # --- vLLM generation (optional; trl's vllm_* options reach GRPOConfig only with use_vllm) -----
+    use_vllm: bool = trl_opt()
+    vllm_mode: str = trl_opt()
+    vllm_gpu_memory_utilization: float = trl_opt()
+    vllm_tensor_parallel_size: int = trl_opt()
+    vllm_server_base_url: Optional[str] = trl_opt()
+    vllm_server_host: str = trl_opt()
+    vllm_server_port: int = trl_opt()
+    vllm_enable_sleep_mode: bool = trl_opt()
     vllm_max_model_length: Optional[int] = opt(None, "vLLM's context (None: max_prompt_tokens + max_completion_length)")
     vllm_enforce_eager: bool = opt(False, "vLLM without CUDA graphs or torch.compile (starts faster; on CPU, compiling takes minutes)")
     # The server `olmocr-rl train --vllm-gpus K` starts on the last K GPUs (trl's `vllm serve` command):
     vllm_data_parallel_size: int = opt(1, "--vllm-gpus server: data parallel replicas (tensor parallel = K / this)")
     vllm_server_gpu_memory_utilization: float = opt(0.9, "--vllm-gpus server: its share of its GPUs")
+    vllm_server_timeout: float = trl_opt(900.0)  # a 7B model's server takes minutes to start
     vllm_server_args: list = opt(help="--vllm-gpus server: extra `vllm serve` arguments, as is", factory=list)
     vllm_server_command: Optional[str] = opt(None, "--vllm-gpus server: replaces `vllm serve` (e.g. a container wrapper)")
+    vllm_importance_sampling_correction: bool = trl_opt()
+    vllm_importance_sampling_mode: str = trl_opt()
     vllm_importance_sampling_cap: float = opt(3.0, "the ratio bound (trl >= 1.6: vllm_importance_sampling_clip_max)")
 
     # --- checkpoints, eval, logging --------------------------------------------------------
+    save_steps: float = trl_opt(25)
+    save_total_limit: Optional[int] = trl_opt()
     resume: Optional[str] = opt(None, '"auto" (latest checkpoint in output_dir) or a checkpoint folder')
     eval_steps: int = opt(50, "evaluate every N steps (0: only at the end)")
+    eval_on_start: bool = trl_opt()
+    logging_steps: float = trl_opt(5)
     report_to: list = opt(help="tensorboard, wandb or none", factory=lambda: ["tensorboard"])
+    run_name: Optional[str] = trl_opt()
+    log_completions: bool = trl_opt(True)
+    num_completions_to_print: Optional[int] = trl_opt(2)
     write_failing_completions: bool = opt(True, "completions/failing_<split>.jsonl with the failed tests")
     progress: bool = opt(True, "rich progress display on rank 0")
+    dataloader_num_workers: int = trl_opt(2)
 
     # --- after training: bench-style candidate files ---------------------------------------
     final_outputs: Literal["eval", "train", "all", "none"] = opt("eval", "pages transcribed into output_dir/outputs/")
@@ -216,41 +163,18 @@ class TrainConfig:
     final_temperature: float = opt(0.0, "0 = greedy")
     final_batch_size: int = opt(8, "pages per generate call")
 
-    # --- trl.GRPOConfig options set explicitly (checked against its fields) ------------------
+    # --- any other trl.GRPOConfig option set for this run (checked against its fields) -----------
     trl: dict = opt(help="trl.GRPOConfig options set for this run, e.g. trl.top_k=50 (or top_k=50)", factory=dict)
 
-    # ------------------------------------------------------------------------------------------
-    def __init__(self, **values: Any) -> None:
-        for f in dataclasses.fields(self):
-            object.__setattr__(self, f.name, f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)  # type: ignore[misc]
-        for k, v in values.items():
-            setattr(self, k, v)
-
-    def __getattr__(self, name: str) -> Any:  # only for names that are not our fields
-        if name.startswith("_"):
-            raise AttributeError(name)
-        explicit = self.__dict__.get("trl", {})
-        if name in explicit:
-            return explicit[name]
-        if name in GRPO_OVERRIDES or name in GRPO_SHOWN or name in trl_fields():
-            return trl_default(name)
-        raise AttributeError(f"TrainConfig has no option {name!r}")
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _OWN or name.startswith("_"):
-            object.__setattr__(self, name, value)
-        elif name in GRPO_OVERRIDES or name in GRPO_SHOWN or name in trl_fields():
-            self.trl[name] = value
-        else:
-            raise unknown_key_error(name, "TrainConfig")
+    def __post_init__(self) -> None:
+        for f in TRL_STATED:
+            if getattr(self, f.name) is TRL_DEFAULT:
+                setattr(self, f.name, trl_default(f.name))
 
     def to_dict(self) -> dict:
-        """The resolved config: every key of LAYOUT (ours and the trl options it states), then
-        under `trl` the other GRPOConfig options set for this run."""
-        own = dataclasses.asdict(self)
-        out = {k: own[k] if k in _OWN else getattr(self, k) for k in LAYOUT}
-        out["trl"] = {k: v for k, v in self.trl.items() if k not in LAYOUT}
-        return out
+        """The resolved config: every field (ours and the trl options it states), then under `trl`
+        the other GRPOConfig options set for this run."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def to_json(self, path: str | os.PathLike[str]) -> Path:
         p = Path(path)
@@ -269,129 +193,118 @@ class TrainConfig:
         return bool(self.eval_split) and self.eval_split.lower() != "none"
 
 
-_OWN = frozenset(f.name for f in dataclasses.fields(TrainConfig))
-# The trl options the resolved config always states (our code reads them); any other GRPOConfig
-# option set for a run is listed under `trl:`.
-GRPO_SHOWN = tuple(k for k in LAYOUT if k not in _OWN)
+def _plain(value: Any) -> Any:
+    """A copy of a field's value (the resolved config shares no list or dict with the config)."""
+    return json.loads(json.dumps(value, default=str)) if isinstance(value, (dict, list)) else value
 
 
-def _field_types() -> dict[str, Any]:
+OWN = tuple(f for f in dataclasses.fields(TrainConfig) if not f.metadata.get("trl"))
+TRL_STATED = tuple(f for f in dataclasses.fields(TrainConfig) if f.metadata.get("trl"))
+# olmOCR 2's departures from trl's defaults: the trl options declared with a value.
+GRPO_OVERRIDES: dict[str, Any] = {f.name: f.default for f in TRL_STATED if f.default is not TRL_DEFAULT}
+_OWN_NAMES = frozenset(f.name for f in OWN)
+_STATED_NAMES = frozenset(f.name for f in TRL_STATED)
+
+
+def trl_default(name: str) -> Any:
+    """The value of a trl option no one set: olmOCR 2's, else the installed trl's default (None
+    when the installed trl does not have the option)."""
+    if name in GRPO_OVERRIDES:
+        return GRPO_OVERRIDES[name]
+    return trl_fields()[name][1] if name in trl_fields() else None
+
+
+def trl_options_set(cfg: TrainConfig) -> dict[str, Any]:
+    """The trl options this run sets away from the recipe: the stated ones it changed, then `trl:`."""
+    return {f.name: getattr(cfg, f.name) for f in TRL_STATED if getattr(cfg, f.name) != trl_default(f.name)} | cfg.trl
+
+
+def is_trl_key(name: str) -> bool:
+    """A trl.GRPOConfig option (stated here, or only trl's)."""
+    return name in _STATED_NAMES or name in trl_fields()
+
+
+def precision(cfg: TrainConfig, cuda: bool) -> bool:
+    """Whether the run trains with bf16 autocast, the one rule: as set, else with CUDA (on CPU only
+    when asked for)."""
+    return cuda if cfg.bf16 is None else bool(cfg.bf16)
+
+
+def resolve_precision(cfg: TrainConfig, cuda: bool) -> bool:
+    """bf16 decided once per run (`precision`) and written into the config: the parent resolves it
+    before it writes the ranks' config, so every rank and accelerate's mixed precision agree; a
+    rank a user's own launcher started resolves it the same way."""
+    cfg.bf16 = precision(cfg, cuda)
+    return cfg.bf16
+
+
+def engine_settings(cfg: TrainConfig, *, model: str | None = None, eager: bool | None = None) -> Any:
+    """What the run's generation engines are told (olmocr_rl/engines.py): the trainer's processor
+    bounds, seed and completion length; `model` instead of cfg.model (the trained one); `eager`
+    (the command line's) over vllm_enforce_eager."""
+    from olmocr_rl.engines import EngineSettings
+
+    return EngineSettings(model or cfg.model, max_new_tokens=cfg.max_completion_length, seed=cfg.seed, max_pixels=cfg.max_pixels,
+                          trust_remote_code=cfg.trust_remote_code, eager=eager if eager is not None else (cfg.vllm_enforce_eager or None))  # fmt: skip
+
+
+def options_table() -> list[tuple[str, str, str, str]]:
+    """(key, type, default, help) of every option, for `olmocr-rl train --options`: ours, then
+    every trl GRPOConfig option with its default here (olmOCR 2's marked)."""
+    from typing import get_type_hints
+
     hints = get_type_hints(TrainConfig)
-    return {f.name: hints[f.name] for f in dataclasses.fields(TrainConfig)}
-
-
-def _suggest(key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
-    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
-
-
-def known_keys() -> list[str]:
-    """Every valid key: ours and the installed trl's GRPOConfig options."""
-    return sorted(_OWN | set(GRPO_OVERRIDES) | set(trl_fields()))
-
-
-def unknown_key_error(key: str, source: str) -> ConfigError:
-    return ConfigError(f"{source}: unknown key {key!r}{_suggest(key, known_keys())}: neither an olmocr-rl option nor a trl.GRPOConfig one")
-
-
-def _coerce(name: str, typ: Any, value: Any, source: str) -> Any:
-    """Checks (and mildly converts) one value against the field's annotation (ours, or trl's)."""
-    origin = get_origin(typ)
-    if origin is Union or origin is types.UnionType:
-        args = [a for a in get_args(typ) if a is not type(None)]
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null") and str not in args):
-            if len(args) < len(get_args(typ)) or value is None:
-                return None
-        if len(args) > 1:  # the first member that takes the value
-            for a in args:
-                try:
-                    return _coerce(name, a, value, source)
-                except ConfigError:
-                    continue
-            raise ConfigError(f"{source}: {name} must be {' or '.join(getattr(a, '__name__', str(a)) for a in args)}, got {value!r}")
-        typ = args[0]
-        origin = get_origin(typ)
-    if origin is Literal:
-        choices = get_args(typ)
-        if value in choices:
-            return value
-        raise ConfigError(
-            f"{source}: {name} must be one of {', '.join(map(str, choices))}, not {value!r}{_suggest(str(value), [str(c) for c in choices])}"
-        )
-    if typ is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
-            return value.lower() in ("true", "yes", "1")
-    elif typ is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-    elif typ is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-    elif typ is str:
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            return str(value)
-    elif typ is list or origin is list:
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        if isinstance(value, (list, tuple)):
-            return list(value)
-    elif typ is dict or origin is dict:
-        if isinstance(value, dict):
-            return dict(value)
-    else:  # a type of trl's this reader does not know: as given (trl checks it)
-        return value
-    tname = getattr(typ, "__name__", str(typ))
-    raise ConfigError(f"{source}: {name} must be {tname}, got {value!r}")
-
-
-def _trl_type(name: str) -> Any:
-    return trl_fields()[name][0] if name in trl_fields() else type(GRPO_OVERRIDES[name])
-
-
-def _trl_value(name: str, value: Any, source: str) -> Any:
-    """A trl option's value checked against trl's annotation; a whole number stays an int where
-    trl annotates float (transformers 5's steps may also be ratios)."""
-    if isinstance(GRPO_OVERRIDES.get(name), float) and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)  # as the override's own type
-    if _trl_type(name) is float and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return _coerce(name, _trl_type(name), value, source)
+    rows = []
+    for f in OWN:
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default  # type: ignore[misc]
+        rows.append((f.name, type_name(hints[f.name]), json.dumps(default), f.metadata.get("help", "")))
+    for name, (typ, default, help_) in sorted(trl_fields().items()):
+        if name in _OWN_NAMES:
+            continue
+        mark = "(olmOCR 2; trl: %s) " % json.dumps(default, default=str) if name in GRPO_OVERRIDES else ""
+        shown = GRPO_OVERRIDES.get(name, default)
+        rows.append((name, type_name(typ), json.dumps(shown, default=str), mark + "trl: " + " ".join(help_.split())[:200]))
+    return rows
 
 
 def set_option(cfg: TrainConfig, key: str, value: Any, source: str) -> None:
     """One key of ours (checked against its annotation) or of trl's GRPOConfig (against trl's)."""
+    from typing import get_type_hints
+
     name = key.replace("-", "_")
-    if name in _OWN and name != "trl":
-        if name == "rewards" and isinstance(value, dict):
-            value = {str(k): v for k, v in value.items()}
-        setattr(cfg, name, _coerce(name, _field_types()[name], value, source))
-    elif name == "trl":
+    if name == "trl":
         if not isinstance(value, dict):
             raise ConfigError(f"{source}: trl must be a mapping of trl.GRPOConfig options, got {value!r}")
         for k, v in value.items():
             k = str(k)
-            if k not in trl_fields() and k not in GRPO_OVERRIDES:
-                raise ConfigError(f"{source}: trl.{k}: not a GRPOConfig option in trl {_trl_version()}{_suggest(k, sorted(trl_fields()))}")
-            cfg.trl[k] = _trl_value(k, v, source)
-    elif name in GRPO_OVERRIDES or name in trl_fields():
-        cfg.trl[name] = _trl_value(name, value, source)
+            if not is_trl_key(k):
+                raise ConfigError(f"{source}: trl.{k}: not a GRPOConfig option in trl {trl_version()}{suggest(k, sorted(trl_fields()))}")
+            _set_trl(cfg, k, v, source)
+    elif name in _OWN_NAMES:
+        if name == "rewards" and isinstance(value, dict):
+            value = {str(k): v for k, v in value.items()}
+        setattr(cfg, name, coerce(name, get_type_hints(TrainConfig)[name], value, source))
+    elif is_trl_key(name):
+        _set_trl(cfg, name, value, source)
     else:
         raise unknown_key_error(key, source)
 
 
-def _trl_version() -> str:
-    import trl
+def _set_trl(cfg: TrainConfig, name: str, value: Any, source: str) -> None:
+    value = trl_value(name, value, source, GRPO_OVERRIDES.get(name))
+    if name in _STATED_NAMES:
+        setattr(cfg, name, value)
+    else:
+        cfg.trl[name] = value
 
-    return str(trl.__version__)
+
+def known_keys() -> list[str]:
+    """Every valid key: ours and the installed trl's GRPOConfig options."""
+    return sorted(_OWN_NAMES | _STATED_NAMES | set(trl_fields()))
+
+
+def unknown_key_error(key: str, source: str) -> ConfigError:
+    return ConfigError(f"{source}: unknown key {key!r}{suggest(key, known_keys())}: neither an olmocr-rl option nor a trl.GRPOConfig one")
 
 
 def apply_mapping(cfg: TrainConfig, data: dict, *, source: str) -> None:
@@ -510,15 +423,12 @@ def validate(cfg: TrainConfig) -> None:
         if not getattr(cfg, name):
             raise ConfigError(f"{name} is required")
     for name, weight in cfg.rewards.items():
-        if name not in REWARD_NAMES and not is_user_reward(name):
-            raise ConfigError(
-                f"unknown reward {name!r}{_suggest(name, list(REWARD_NAMES))}; choose from {', '.join(REWARD_NAMES)}, "
-                "or name a function of your own as 'package.module:function'"
-            )
+        if (error := unknown_reward(name)) is not None:
+            raise error
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
             raise ConfigError(f"reward {name!r}: the weight must be a number, got {weight!r}")
     if not cfg.rewards:
-        raise ConfigError(f"no rewards configured; set e.g. rewards.bench=1.0 (choose from {', '.join(REWARD_NAMES)})")
+        raise ConfigError(f"no rewards configured; set e.g. rewards.bench=1.0 (choose from {', '.join(REWARDS)})")
     bad = [r for r in cfg.report_to if r not in REPORT_TO]
     if bad:
         raise ConfigError(f"report_to: unknown {bad[0]!r}; choose from {', '.join(REPORT_TO)}")
@@ -530,123 +440,3 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"vllm_server_timeout must be positive, got {cfg.vllm_server_timeout}")
     if cfg.final_output_repeats < 1 or cfg.final_batch_size < 1:
         raise ConfigError("final_output_repeats and final_batch_size must be >= 1")
-
-
-# ---------------------------------------------------------------------------------------------
-# The builder: TrainConfig -> trl.GRPOConfig
-# ---------------------------------------------------------------------------------------------
-
-# Our fields that trl.GRPOConfig takes under the same name (always, or only with use_vllm).
-# What GRPOConfig always gets under the same name, and what only with use_vllm.
-_DIRECT = ("output_dir", *(k for k in GRPO_SHOWN if k not in VLLM_ONLY))
-_VLLM = tuple(k for k in GRPO_SHOWN if k in VLLM_ONLY)
-# Renames across trl versions: ours -> candidates, newest first.
-_RENAMES = {
-    "vllm_importance_sampling_cap": ("vllm_importance_sampling_clip_max", "vllm_importance_sampling_cap"),
-}
-
-
-def max_model_length(cfg: TrainConfig) -> int:
-    """vLLM's context length: prompt (text + image tokens) plus completion, unless set."""
-    return cfg.vllm_max_model_length or cfg.max_prompt_tokens + cfg.max_completion_length
-
-
-def deepspeed_active(env: dict[str, str] | None = None) -> bool:
-    """This process is a rank of a DeepSpeed job (`accelerate launch` with a DeepSpeed config, or
-    our `deepspeed` launcher's ranks, which export the same variable)."""
-    env = os.environ if env is None else env  # type: ignore[assignment]
-    return env.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
-
-
-def cuda_available() -> bool:
-    import torch
-
-    return bool(torch.cuda.is_available())
-
-
-def grpo_kwargs(
-    cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = True, world_size: int | None = None, deepspeed: bool | None = None
-) -> dict[str, Any]:
-    """The keyword arguments for trl.GRPOConfig (for the installed trl), before construction.
-    Raises ConfigError on a `trl:` key the installed GRPOConfig does not have."""
-    import trl
-    from trl import GRPOConfig
-
-    if cuda is None:
-        cuda = cuda_available()
-    names = {f.name for f in dataclasses.fields(GRPOConfig)}
-    kw: dict[str, Any] = {}
-
-    def put(ours: str, value: Any, *, required: bool = False) -> None:
-        for cand in _RENAMES.get(ours, (ours,)):
-            if cand in names:
-                kw[cand] = value
-                return
-        if required:
-            raise ConfigError(f"{ours}: not supported by the installed trl {trl.__version__} (need trl >= 1.10)")
-
-    for name in _DIRECT:
-        put(name, getattr(cfg, name), required=name not in ("num_generations_eval", "steps_per_generation"))
-    if cfg.use_vllm:
-        for name in _VLLM:
-            put(name, getattr(cfg, name), required=True)
-        put("vllm_importance_sampling_cap", cfg.vllm_importance_sampling_cap)
-        put("vllm_max_model_length", max_model_length(cfg))
-    else:
-        put("vllm_mode", cfg.vllm_mode)  # trl's default changed across versions: always explicit
-
-    kw["reward_weights"] = [float(w) for w in cfg.rewards.values()]
-    kw["remove_unused_columns"] = False  # the rewards read test_ids etc. from the dataset columns
-    # bf16 autocast (float32 weights, see modeling.training_dtype); without CUDA only when asked
-    # for (CPU autocast: slow, but the same numerics as a GPU run).
-    kw["bf16"] = cuda if cfg.bf16 is None else bool(cfg.bf16)
-    kw["fp16"] = False
-    if world_size is None:
-        world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if deepspeed is None:
-        deepspeed = deepspeed_active()
-    if not cuda and world_size > 1:
-        # Several CPU ranks. gloo: else accelerate sees 1 process while torch.distributed has N
-        # (docs/training.md: without CUDA the ranks use gloo). use_cpu: makes accelerate's state
-        # MULTI_CPU (else "NO", and its gather silently returns the local slice), but must stay
-        # off under DeepSpeed: with use_cpu set, accelerate skips DeepSpeed altogether.
-        kw["ddp_backend"] = "gloo"
-        if not deepspeed:
-            kw["use_cpu"] = True
-    elif not cuda:
-        kw["use_cpu"] = True  # one process: gloo would ask for a process group that does not exist
-    if "activation_checkpointing" in names:  # transformers >= 5 renamed it; the old name warns
-        kw["activation_checkpointing"] = kw.pop("gradient_checkpointing")
-        kw["gradient_checkpointing"] = None
-    kw["report_to"] = [r for r in cfg.report_to if r != "none"] or "none"
-    kw["save_strategy"] = "steps" if cfg.save_steps > 0 else "no"
-    if cfg.save_steps <= 0:
-        kw.pop("save_steps", None)
-    kw["logging_strategy"] = "steps"
-    if cfg.eval_enabled and has_eval and cfg.eval_steps > 0:
-        kw["eval_strategy"] = "steps"
-        kw["eval_steps"] = cfg.eval_steps
-    else:
-        kw["eval_strategy"] = "no"
-        kw.pop("eval_on_start", None)
-    for key, value in cfg.trl.items():
-        if key in GRPO_SHOWN:
-            continue  # given above
-        if key not in names:
-            raise ConfigError(f"trl.{key}: not a GRPOConfig option in trl {trl.__version__}{_suggest(key, sorted(names))}")
-        kw[key] = value
-    return kw
-
-
-def build_grpo_config(
-    cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = True, world_size: int | None = None, deepspeed: bool | None = None
-) -> Any:
-    """THE builder: TrainConfig -> trl.GRPOConfig. trl's own checks (e.g. the divisibility of
-    the generation batch) surface as ConfigError with trl's message."""
-    from trl import GRPOConfig
-
-    kw = grpo_kwargs(cfg, cuda=cuda, has_eval=has_eval, world_size=world_size, deepspeed=deepspeed)
-    try:
-        return GRPOConfig(**kw)
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"trl rejected the configuration: {e}") from e

@@ -1,43 +1,61 @@
-"""A prepared folder's split as the dataset trl's GRPOTrainer takes: one row per page, the page
-image loaded lazily on access, the page's reference output (if any) as `claude_original`. The
-folder is read by `olmocr_rl.prepared` (its errors become ConfigError here)."""
+"""The prepared folder as a run reads it: once per process (`load_inputs`: the manifest, the rows of
+the train and eval splits, the tests; pre-flight checks what was read, the trainer trains on it),
+and a split's rows as the dataset trl's GRPOTrainer takes (`build_dataset`: one row per page, the
+page image loaded lazily on access, the page's reference output, if any, as `claude_original`).
+The folder itself is read by olmocr_rl/prepared.py."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.prepared import tests_dir  # noqa: F401  (re-exported for the trainer)
+from olmocr_rl.prepared import PreparedError, read_manifest, read_split, tests_dir
 from olmocr_rl.prompts import IMAGE_FIRST, Prompt, conversation
-from olmocr_rl.train.config import ConfigError
 
 
-def read_manifest(prepared_dir: str | os.PathLike[str]) -> dict:
-    """`olmocr_rl.prepared.read_manifest`, its errors as ConfigError (the trainer's one error)."""
-    from olmocr_rl.prepared import PreparedError
-    from olmocr_rl.prepared import read_manifest as read
+@dataclass
+class Inputs:
+    """What a run reads of its prepared folder, read once per process."""
 
+    prepared: Path
+    manifest: dict | None = None  # None: not a prepared folder (`problems["manifest"]` says why)
+    train_rows: list[dict] = field(default_factory=list)
+    eval_rows: list[dict] = field(default_factory=list)  # [] when evaluation is off
+    test_files: int = 0  # tests/*.jsonl
+    suite: Any = None  # the tests as a BenchSuite, loaded when a reward scores them
+    problems: dict[str, str] = field(default_factory=dict)  # "manifest" | "splits" | "tests" -> why it could not be read
+
+
+def load_inputs(prepared_dir: str | os.PathLike[str], train_split: str, eval_split: str | None, *, load_tests: bool) -> Inputs:
+    """Reads the prepared folder's manifest, the two splits (`eval_split` None: evaluation off) and,
+    with `load_tests`, its tests; what cannot be read is recorded, not raised."""
+    from olmocr_rl.suite import BenchSuite, SuiteError
+
+    inputs = Inputs(Path(prepared_dir))
     try:
-        return read(prepared_dir)
+        inputs.manifest = read_manifest(prepared_dir)
     except PreparedError as e:
-        raise ConfigError(str(e)) from None
-
-
-def read_split(prepared_dir: str | os.PathLike[str], split: str) -> list[dict]:
-    """`olmocr_rl.prepared.read_split`, its errors as ConfigError."""
-    from olmocr_rl.prepared import PreparedError
-    from olmocr_rl.prepared import read_split as read
-
+        inputs.problems["manifest"] = str(e)
+        return inputs
     try:
-        return read(prepared_dir, split)
+        inputs.train_rows = read_split(prepared_dir, train_split)
+        inputs.eval_rows = read_split(prepared_dir, eval_split) if eval_split is not None else []
     except PreparedError as e:
-        raise ConfigError(str(e)) from None
+        inputs.problems["splits"] = str(e)
+    inputs.test_files = len(list(tests_dir(prepared_dir).glob("*.jsonl")))
+    if load_tests and inputs.test_files:
+        try:
+            inputs.suite = BenchSuite.load(tests_dir(prepared_dir))
+        except (SuiteError, OSError) as e:
+            inputs.problems["tests"] = f"{tests_dir(prepared_dir)}: the tests do not load ({e})"
+    return inputs
 
 
 def build_dataset(prepared_dir: str | os.PathLike[str], rows: list[dict], prompt: Prompt | None = None) -> Any:
     """A `datasets.Dataset` of the rows whose `image` column is a PIL image loaded on access
-    (trl >= 1.10 takes only `datasets` datasets). `prompt`: instead of the rows' own instruction."""
+    (trl >= 1.11 takes only `datasets` datasets). `prompt`: instead of the rows' own instruction."""
     from datasets import Dataset
 
     root = Path(prepared_dir).resolve()

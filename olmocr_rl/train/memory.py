@@ -168,108 +168,113 @@ def generation_sequences(cfg: TrainConfig, world: int) -> int:
     return cfg.per_device_train_batch_size * steps_per_generation(cfg, world)
 
 
+@dataclass(frozen=True)
+class _Sizes:
+    """What every component reads: the model, the layout and the bytes a weight takes."""
+
+    cfg: TrainConfig
+    shape: ModelShape
+    layout: Layout
+    trained: int  # T
+    w: int  # bytes of a loaded weight
+    w16: int  # bytes of DeepSpeed's 16-bit copy
+
+    @classmethod
+    def of(cls, cfg: TrainConfig, shape: ModelShape, layout: Layout) -> _Sizes:
+        return cls(cfg, shape, layout, trained_params(cfg, shape), weight_bytes(cfg, layout), 2 if layout.bf16 else 4)
+
+
 def estimate_memory(cfg: TrainConfig, shape: ModelShape, layout: Layout, tokens: Tokens) -> Memory:
     """Per-GPU bytes of one training rank, by component (module docstring)."""
-    n, zero, P = layout.world, layout.zero, shape.params
-    T = trained_params(cfg, shape)
-    w = weight_bytes(cfg, layout)
-    w16 = 2 if layout.bf16 else 4
-    lora = cfg.lora
-    trained_w = 4 if lora else w  # peft keeps adapters in float32 over a half base
-    parts: list[Part] = []
-    add = parts.append
+    z = _Sizes.of(cfg, shape, layout)
+    return Memory([*_model_states(z), *_gradients(z), *_loss(z, tokens), *_generation(z, tokens)], layout.gpu_bytes)
 
-    # --- model states ------------------------------------------------------------------------
+
+def _model_states(z: _Sizes) -> list[Part]:
+    cfg, n, zero, P, T, w, w16 = z.cfg, z.layout.world, z.layout.zero, z.shape.params, z.trained, z.w, z.w16
     if zero == 3:
-        layer = 2 * (shape.text.linear_params // max(1, shape.text.layers)) * w
-        add(Part("weights", P * w // n, f"{w} B x P / {n} ranks"))
-        add(Part("gathered layers", layer, "ZeRO-3: the running and the prefetched text layer", "train"))
+        layer = 2 * (z.shape.text.linear_params // max(1, z.shape.text.layers)) * w
+        parts = [Part("weights", P * w // n, f"{w} B x P / {n} ranks"),
+                 Part("gathered layers", layer, "ZeRO-3: the running and the prefetched text layer", "train")]  # fmt: skip
     elif zero is not None:
-        add(Part("weights", P * w16, f"{w16} B x P (whole on every rank under ZeRO-{zero})"))
-    elif lora:
-        add(Part("weights", P * w + T * 4, f"frozen base {w} B x P + adapter 4 B x {T:,}"))
+        parts = [Part("weights", P * w16, f"{w16} B x P (whole on every rank under ZeRO-{zero})")]
+    elif cfg.lora:
+        parts = [Part("weights", P * w + T * 4, f"frozen base {w} B x P + adapter 4 B x {T:,}")]
     else:
-        add(Part("weights", P * w, f"{w} B x P"))
+        parts = [Part("weights", P * w, f"{w} B x P")]
     if zero is not None:
-        add(Part("master weights", 4 * T // n, f"float32 partition: 4 B x trained / {n}"))
-        add(Part("optimizer", 8 * T // n, f"AdamW moments: 8 B x trained / {n}"))
+        parts += [Part("master weights", 4 * T // n, f"float32 partition: 4 B x trained / {n}"),
+                  Part("optimizer", 8 * T // n, f"AdamW moments: 8 B x trained / {n}")]  # fmt: skip
     else:
-        add(Part("optimizer", 8 * T, "AdamW moments: 8 B x trained"))
-    if cfg.beta != 0 and not lora:
-        ref_w = w if zero is None else w16
-        split = n if zero == 3 else 1
-        add(Part("reference model", P * ref_w // split, f"beta={cfg.beta:g}: {ref_w} B x P{f' / {n}' if split > 1 else ''} (trl's copy)"))
-
-    # --- the loss --------------------------------------------------------------------------------
-    if zero is None:
-        add(Part("gradients", T * trained_w, f"{trained_w} B x trained", "train"))
-        if n > 1:
-            add(Part("DDP buckets", T * trained_w, "torch's Reducer: a copy of every gradient", "train"))
-    else:
-        # ZeRO-1/2 keep whole the tensors their partition boundaries cut (at most two per rank).
-        low = T * w16 if zero == 1 else (T // n + (2 * shape.largest if zero == 2 else 0)) * w16
-        add(
-            Part(
-                "gradients",
-                low + 4 * T // n,
-                f"{w16}-byte {'whole' if zero == 1 else 'partition'} + the float32 partition the step reads",
-                "train",
-            )
+        parts.append(Part("optimizer", 8 * T, "AdamW moments: 8 B x trained"))
+    if cfg.beta != 0 and not cfg.lora:
+        ref_w, split = (w if zero is None else w16), (n if zero == 3 else 1)
+        parts.append(
+            Part("reference model", P * ref_w // split, f"beta={cfg.beta:g}: {ref_w} B x P{f' / {n}' if split > 1 else ''} (trl's copy)")
         )
-        bucket = 2 * shape.text.hidden**2 * w16 if zero == 3 else ZERO2_BUCKET * w16
-        add(Part("reduce buckets", bucket, "2 x hidden^2 (accelerate's auto, double-buffered)" if zero == 3 else
-                 "reduce_bucket_size 5e8 (DeepSpeed's default)", "train"))  # fmt: skip
-    autocast = layout.bf16 and w == 4
+    return parts
+
+
+def _gradients(z: _Sizes) -> list[Part]:
+    n, zero, T, w16 = z.layout.world, z.layout.zero, z.trained, z.w16
+    if zero is None:
+        tw = 4 if z.cfg.lora else z.w  # peft keeps adapters in float32 over a half base
+        ddp = [Part("DDP buckets", T * tw, "torch's Reducer: a copy of every gradient", "train")] if n > 1 else []
+        return [Part("gradients", T * tw, f"{tw} B x trained", "train"), *ddp]
+    # ZeRO-1/2 keep whole the tensors their partition boundaries cut (at most two per rank).
+    low = T * w16 if zero == 1 else (T // n + (2 * z.shape.largest if zero == 2 else 0)) * w16
+    how = f"{w16}-byte {'whole' if zero == 1 else 'partition'} + the float32 partition the step reads"
+    bucket = 2 * z.shape.text.hidden**2 * w16 if zero == 3 else ZERO2_BUCKET * w16
+    bucket_how = "2 x hidden^2 (accelerate's auto, double-buffered)" if zero == 3 else "reduce_bucket_size 5e8 (DeepSpeed's default)"
+    return [Part("gradients", low + 4 * T // n, how, "train"), Part("reduce buckets", bucket, bucket_how, "train")]
+
+
+def _loss(z: _Sizes, tokens: Tokens) -> list[Part]:
+    cfg, shape, w = z.cfg, z.shape, z.w
+    autocast = z.layout.bf16 and w == 4
     checkpointing = bool(cfg.gradient_checkpointing)
     b = cfg.per_device_train_batch_size
     act = stack_activations(shape.text, b * tokens.sequence, w, autocast, checkpointing)
     if shape.vision is not None:
         act += stack_activations(shape.vision, b * tokens.image * shape.merge, w, autocast, checkpointing)
     ck = "gradient checkpointing" if checkpointing else "no checkpointing"
-    add(Part("activations", act, f"{b} x {tokens.sequence:,} tokens, {ck}", "train"))
+    parts = [Part("activations", act, f"{b} x {tokens.sequence:,} tokens, {ck}", "train")]
     if autocast:
         linear = shape.text.linear_params + (shape.vision.linear_params if shape.vision else 0)
-        add(Part("autocast copies", 2 * linear, "bf16 copies of the float32 Linear weights", "train"))
-    tokens_kept = b * (tokens.completion + 1)
-    h = shape.text.hidden
-    if layout.fused_loss:
-        compute = 4 if (w == 4 or cfg.cast_lm_head_to_fp32) else 2
-        tile = min(tokens_kept, TOKEN_TILE) * VOCAB_TILE * compute
-        head_grad = 0 if lora else shape.vocab * h * 4
-        add(
-            Part(
-                "loss (fused LM head)",
-                tile + head_grad + tokens_kept * h * 4,
-                "a logit tile, float32 LM-head and hidden gradients",
-                "train",
-            )
+        parts.append(Part("autocast copies", 2 * linear, "bf16 copies of the float32 Linear weights", "train"))
+    kept, h = b * (tokens.completion + 1), shape.text.hidden
+    if z.layout.fused_loss:
+        from olmocr_rl.train.config import trl_default
+
+        fp32_head = cfg.trl.get("cast_lm_head_to_fp32", trl_default("cast_lm_head_to_fp32"))
+        tile = min(kept, TOKEN_TILE) * VOCAB_TILE * (4 if (w == 4 or fp32_head) else 2)
+        head_grad = 0 if cfg.lora else shape.vocab * h * 4
+        parts.append(
+            Part("loss (fused LM head)", tile + head_grad + kept * h * 4, "a logit tile, float32 LM-head and hidden gradients", "train")
         )
     else:
-        add(
-            Part(
-                "loss logits",
-                tokens_kept * shape.vocab * 12,
-                f"{tokens_kept:,} tokens x {shape.vocab:,} vocab x 12 B (trl < 1.15)",
-                "train",
-            )
-        )
+        parts.append(Part("loss logits", kept * shape.vocab * 12, f"{kept:,} tokens x {shape.vocab:,} vocab x 12 B (trl < 1.15)", "train"))
+    return parts
 
-    # --- generation -----------------------------------------------------------------------------
+
+def _generation(z: _Sizes, tokens: Tokens) -> list[Part]:
+    cfg, layout = z.cfg, z.layout
     if cfg.use_vllm and cfg.vllm_mode == "colocate" and not layout.vllm_server:
         share = int(cfg.vllm_gpu_memory_utilization * (layout.gpu_bytes or 0))
         how = f"vllm_gpu_memory_utilization={cfg.vllm_gpu_memory_utilization:g} of the card"
         if cfg.vllm_enable_sleep_mode:
-            add(Part("vLLM (colocated)", share, how + "; asleep during the loss", "generate"))
-        else:
-            add(Part("vLLM (colocated)", share, how + ", held throughout"))
-    elif not cfg.use_vllm:
-        seqs = generation_sequences(cfg, n)
-        kv_bytes = w if zero is None else w16
-        kv = seqs * tokens.sequence * shape.text.layers * 2 * shape.text.kv_dim * kv_bytes
-        add(Part("KV cache", kv, f"{seqs} sequences x {tokens.sequence:,} tokens (transformers generate)", "generate"))
-        if zero == 3:
-            add(Part("ZeRO-3 gathered model", P * w16, f"{w16} B x P for generate (ds3_gather_for_generation)", "generate"))
-    return Memory(parts, layout.gpu_bytes)
+            return [Part("vLLM (colocated)", share, how + "; asleep during the loss", "generate")]
+        return [Part("vLLM (colocated)", share, how + ", held throughout")]
+    if cfg.use_vllm:
+        return []  # a server on GPUs of its own
+    seqs = generation_sequences(cfg, layout.world)
+    kv = seqs * tokens.sequence * z.shape.text.layers * 2 * z.shape.text.kv_dim * (z.w if layout.zero is None else z.w16)
+    parts = [Part("KV cache", kv, f"{seqs} sequences x {tokens.sequence:,} tokens (transformers generate)", "generate")]
+    if layout.zero == 3:
+        parts.append(
+            Part("ZeRO-3 gathered model", z.shape.params * z.w16, f"{z.w16} B x P for generate (ds3_gather_for_generation)", "generate")
+        )
+    return parts
 
 
 def alternatives(cfg: TrainConfig, layout: Layout, ranks_available: int | None) -> list[tuple[str, TrainConfig, Layout]]:

@@ -9,13 +9,14 @@ them exactly as olmOCR-bench would.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.train.data import read_manifest, read_split, tests_dir
+from olmocr_rl.atomic import atomic_write, write_text
+from olmocr_rl.engines import GenerateFn
+from olmocr_rl.prepared import read_manifest, read_split, tests_dir
 
 CANDIDATE = "outputs"
 
@@ -46,36 +47,28 @@ def select_rows(
 
 
 def write_outputs(
-    model: Any,
-    processor: Any,
+    generate: GenerateFn,
     prepared_dir: str | os.PathLike[str],
     output_dir: str | os.PathLike[str],
     rows: list[dict],
     *,
     repeats: int = 1,
-    max_new_tokens: int = 512,
     temperature: float = 0.0,
     batch_size: int = 8,
     progress: Any = None,
 ) -> dict:
-    """Transcribes the rows with `olmocr-rl generate`'s code (greedy when temperature is 0: one
-    generation, copied; the page text with the front matter parsed off) and lays out the bench
-    folder. Returns a summary."""
-    from olmocr_rl.generate import transcribe, transformers_generate
+    """Transcribes the rows with `generate` (an engine's, olmocr_rl/engines.py) through `olmocr-rl
+    generate`'s code (greedy when temperature is 0: one generation, copied; the page text with the
+    front matter parsed off) and lays out the bench folder. Returns a summary."""
+    from olmocr_rl.generate import transcribe
 
     prepared = Path(prepared_dir)
     out = Path(output_dir)
     cand = out / CANDIDATE
     if cand.exists():
         shutil.rmtree(cand)  # the outputs of this model only
-    was_training = getattr(model, "training", False)
-    model.eval()
-    try:
-        summary = transcribe(transformers_generate(model, processor, max_new_tokens=max_new_tokens), prepared, rows, cand,
-                             repeats=repeats, temperature=temperature, batch_size=batch_size, progress=progress)  # fmt: skip
-    finally:
-        if was_training:
-            model.train()
+    summary = transcribe(generate, prepared, rows, cand, repeats=repeats, temperature=temperature, batch_size=batch_size,
+                         progress=progress)  # fmt: skip
     if summary["errors"]:
         first = summary["errors"][0]
         raise RuntimeError(
@@ -86,8 +79,14 @@ def write_outputs(
 
 
 def make_bench_folder(prepared_dir: Path, output_dir: Path, rows: list[dict]) -> dict:
-    """Copies the PDFs of `rows` (from the manifest's bench_dir) under output_dir/pdfs and
-    writes the prepared tests on those pages as top-level JSONL files."""
+    """Copies the PDFs of `rows` (from the manifest's bench_dir) under output_dir/pdfs and writes
+    the prepared tests on those pages as top-level JSONL files, each line as the prepared file holds
+    it. The tests are read as every command reads them (olmocr_rl/suite.py: which page a record
+    tests, by the suite's own rules; its lines split by olmocr_rl/jsonl.py), every file written
+    through olmocr_rl/atomic.py."""
+    from olmocr_rl.jsonl import read_jsonl
+    from olmocr_rl.suite import BenchSuite
+
     manifest = read_manifest(prepared_dir)
 
     def folder(value: str) -> Path:
@@ -105,20 +104,19 @@ def make_bench_folder(prepared_dir: Path, output_dir: Path, rows: list[dict]) ->
             if not src.is_file():
                 raise FileNotFoundError(f"{src}: the PDF of {r['pdf']} page {r['page']} is gone; bench needs it next to the outputs")
             dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dst)
+            with src.open("rb") as f, atomic_write(dst, "wb") as g:
+                shutil.copyfileobj(f, g)
+    files = sorted(tests_dir(prepared_dir).glob("*.jsonl"))
+    suite = BenchSuite.load(files, strict=False) if files else None
+    wanted = {(i.source, i.line) for i in map(suite.info, suite.ids) if (i.pdf, i.page) in pages} if suite is not None else set()
     n_tests = 0
     written = []
-    for f in sorted(tests_dir(prepared_dir).glob("*.jsonl")):
-        keep = []
-        for line in f.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            t = json.loads(line)
-            if (t.get("pdf"), t.get("page")) in pages:
-                keep.append(line)
+    for f in files:
+        lines = read_jsonl(f).lines
+        keep = [lines[n - 1] for n in range(1, len(lines) + 1) if (str(f), n) in wanted]
         target = output_dir / f.name
         if keep:
-            target.write_text("\n".join(keep) + "\n", encoding="utf-8")
+            write_text(target, "\n".join(keep) + "\n")
             written.append(target.name)
             n_tests += len(keep)
         elif target.exists():

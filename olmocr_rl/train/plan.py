@@ -1,17 +1,16 @@
 """The training plan: everything `olmocr-rl train` decides before it starts a process, as one typed
 object, and the one function that carries it out.
 
-    build_plan(cfg, LaunchOptions(...))   world size, GPU split, launcher and server commands, their
-                                          environment, trl's options, the pre-flight problems
+    build_plan(cfg, LaunchOptions(...))   precision, world size, GPU split, launcher and server
+                                          commands, their environment, trl's options, the prepared
+                                          folder read once and the pre-flight problems found in it
     plan.describe()                       what `--dry-run` prints
     execute(plan)                         train here (one process) or start the launcher (and the
                                           vLLM server) and supervise them; then the final outputs
-    run_rank(cfg, zero)                   one rank of a launcher's job (the entry point every
-                                          launcher starts: `python -m olmocr_rl.train PREPARED
-                                          --config OUTPUT_DIR/train_config.json`)
 
-The command line (olmocr_rl/cli/train.py) parses options into a TrainConfig and LaunchOptions and
-calls these; nothing here imports the command line.
+A process a launcher started is one rank (olmocr_rl/train/rank.py). The command line
+(olmocr_rl/cli/train.py) parses options into a TrainConfig and LaunchOptions and calls these;
+nothing here imports the command line.
 """
 
 from __future__ import annotations
@@ -23,12 +22,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from olmocr_rl.errors import UserError
+from olmocr_rl.errors import ConfigError, UserError
 from olmocr_rl.folder_lock import folder_lock
-from olmocr_rl.train.config import ConfigError, TrainConfig
+from olmocr_rl.launch.launchers import LAUNCHERS
+from olmocr_rl.train.config import TrainConfig
+from olmocr_rl.train.data import Inputs
 from olmocr_rl.train.preflight import Problem, errors
-
-CONFIG_FILE = "train_config.json"
+from olmocr_rl.train.rank import CONFIG_FILE
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class LaunchOptions:
 
     num_processes: int | None = None  # total over all machines; None: 1, or every training GPU with vllm_gpus
     zero: int | None = None  # DeepSpeed ZeRO stage
-    launcher: str = "accelerate"  # or "deepspeed"
+    launcher: str = "accelerate"  # a name of olmocr_rl.launch.launchers.LAUNCHERS
     vllm_gpus: int | None = None  # serve generation on this node's last K GPUs
     num_machines: int = 1
     machine_rank: int = 0
@@ -50,9 +50,6 @@ class LaunchOptions:
     def __post_init__(self) -> None:
         if self.launcher not in LAUNCHERS:
             raise ConfigError(f"--launcher {self.launcher!r}: choose {' or '.join(LAUNCHERS)}")
-
-
-LAUNCHERS = ("accelerate", "deepspeed")
 
 
 class TrainingFailed(UserError):
@@ -73,8 +70,9 @@ class Plan:
     grpo_kwargs: dict  # trl.GRPOConfig's arguments
     launcher_argv: list[str] | None = None
     env: dict[str, str] | None = None
-    split: Any = None  # vllm_server.GpuSplit with vllm_gpus
+    split: Any = None  # launch.gpus.GpuSplit with vllm_gpus
     server_argv: list[str] | None = None  # on machine rank 0 with vllm_gpus
+    inputs: Inputs | None = None  # the prepared folder, read once
     problems: list[Problem] = field(default_factory=list)
     target: Any = None  # memory.Target: the node planned for
     recipe: str | None = None  # the packaged recipe the config came from (--config olmocr2)
@@ -83,9 +81,17 @@ class Plan:
     def config_path(self) -> Path:
         return Path(self.cfg.output_dir) / CONFIG_FILE
 
+    @property
+    def parent_writes_outputs(self) -> bool:
+        """Whether this process (not rank 0) writes the final outputs of a launched run: always,
+        but where the ranks cannot be told (PARENT_ENV) to leave them to it: the `deepspeed`
+        launcher starts the ranks of several machines over pdsh, which passes on only its own
+        list of variables. Then rank 0 writes them, as under a user's own launcher."""
+        return not (self.options.launcher == "deepspeed" and self.options.num_machines > 1)
+
     def describe(self) -> str:
         """The plan as `--dry-run` prints it."""
-        from olmocr_rl.train.launch import format_plan
+        from olmocr_rl.launch.launchers import format_plan
         from olmocr_rl.train.preflight import generation_batch
 
         cfg, world = self.cfg, self.world_size
@@ -105,7 +111,8 @@ class Plan:
             lines.append("departures from upstream's olmOCR 2 runs (allenai/olmocr f7cfe4c; docs/training.md):")
             lines += [f"  {d.what}: {d.ours} (upstream: {d.upstream}): {d.why}" for d in made]
         if self.split is not None:
-            from olmocr_rl.train.vllm_server import server_env, weight_sync_port
+            from olmocr_rl.launch.server import server_env
+            from olmocr_rl.train.vllm_server import weight_sync_port
 
             lines.append(self.split.describe())
             if self.server_argv is not None:
@@ -132,46 +139,30 @@ class Plan:
 
     def _budget_lines(self) -> list[str]:
         from olmocr_rl.train.budget import estimate
-        from olmocr_rl.train.data import read_split
 
-        cfg = self.cfg
-
-        def pages(split: str, limit: int | None) -> int:
-            try:
-                return len(read_split(cfg.prepared_dir, split)[:limit])
-            except ConfigError:
-                return 0
-
-        evaluated = pages(cfg.eval_split, cfg.max_eval_pages) if cfg.eval_enabled else 0
-        budget = estimate(
-            cfg, self.world_size, pages(cfg.train_split, cfg.max_train_pages), evaluated, deepspeed=self.options.zero is not None
-        )
-        return budget.lines()
+        cfg, inputs = self.cfg, self.inputs
+        train = len(inputs.train_rows[: cfg.max_train_pages]) if inputs is not None else 0
+        evaluated = len(inputs.eval_rows[: cfg.max_eval_pages]) if inputs is not None else 0
+        return estimate(cfg, self.world_size, train, evaluated, deepspeed=self.options.zero is not None).lines()
 
     def _memory_lines(self) -> list[str]:
         """The estimate per training GPU, by component (olmocr_rl/train/memory.py)."""
         from olmocr_rl.train import memory
-        from olmocr_rl.train.data import read_split
         from olmocr_rl.train.preflight import Context, plan_layout
         from olmocr_rl.train.shape import ShapeUnknown, read_shape
 
-        target = self.target
+        target, cfg = self.target, self.cfg
         lines = [target.describe()] if target is not None else []
-        if target is None or not target.gpus:
+        if target is None or not target.gpus or self.inputs is None:
             return lines + ["memory: not estimated for a CPU plan (give --gpus N --gpu-memory GIB to plan a GPU node)"]
-        cfg = self.cfg
         try:
             shape = read_shape(str(cfg.model))
         except ShapeUnknown as e:
             return lines + [f"memory: not estimated ({e})"]
-        try:
-            rows = read_split(cfg.prepared_dir, cfg.train_split)[: cfg.max_train_pages]
-        except ConfigError:
-            rows = []
-        ctx = Context(cfg, self.world_size, Path(cfg.prepared_dir), self.options.zero is not None, True, self.options.zero, target,
-                      self.split is not None)  # fmt: skip
+        ctx = Context(cfg, self.world_size, self.inputs, self.options.zero is not None, True, zero=self.options.zero, target=target,
+                      vllm_server=self.split is not None)  # fmt: skip
         layout = plan_layout(ctx)
-        tokens = memory.tokens_of(cfg, rows)
+        tokens = memory.tokens_of(cfg, self.inputs.train_rows[: cfg.max_train_pages])
         est = memory.estimate_memory(cfg, shape, layout, tokens)
         zero = f"ZeRO-{layout.zero}" if layout.zero else "no ZeRO"
         lines.append(f"memory per training GPU (estimate; {shape.params / 1e9:.2f} B parameters, {layout.world} ranks, {zero}, "
@@ -201,59 +192,43 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
     """Decides how the run starts (see the module docstring); `cfg` is updated in place (bf16
     resolved; with vllm_gpus, server mode and the server's address). Raises ConfigError for
     options that cannot work together; the pre-flight problems are returned on the plan."""
-    from olmocr_rl.train.config import cuda_available, grpo_kwargs
-    from olmocr_rl.train.launch import launch_env, launcher_argv
+    from olmocr_rl.launch.gpus import cuda_available
+    from olmocr_rl.launch.launchers import PARENT_ENV, launch_env, launcher_argv
+    from olmocr_rl.train.config import resolve_precision
+    from olmocr_rl.train.grpo import grpo_kwargs
     from olmocr_rl.train.memory import node_target
-    from olmocr_rl.train.preflight import preflight
+    from olmocr_rl.train.preflight import preflight, run_inputs
+    from olmocr_rl.train.rank import rank_program
 
     o = options
     # The node planned for: this machine, or one described by --gpus/--gpu-memory (a GPU node
     # planned from a machine without GPUs gets what that node will run: bf16, NCCL, its server).
-    per_node = (o.num_processes or 1) // max(1, o.num_machines) + (o.vllm_gpus or 0)
     here = cuda_available()
-    target = node_target(o.gpus, o.gpu_memory, cuda_here=here, at_least=per_node)
+    target = node_target(
+        o.gpus, o.gpu_memory, cuda_here=here, at_least=(o.num_processes or 1) // max(1, o.num_machines) + (o.vllm_gpus or 0)
+    )
     cuda = target.gpus > 0
-    if cfg.bf16 is None:
-        cfg.bf16 = cuda  # resolved here so every rank (and accelerate's mixed precision) agrees
-    split = server = gpus = None
-    num_processes = o.num_processes or 1
-    if o.vllm_gpus:
-        from olmocr_rl.train.vllm_server import client_host, server_argv, split_gpus, visible_gpus
-
-        gpus_here = [str(i) for i in range(target.gpus)] if o.gpus is not None else visible_gpus()
-        split = split_gpus(gpus_here, o.vllm_gpus, cfg.vllm_data_parallel_size)
-        per_node = len(split.train) if o.num_processes is None else o.num_processes // o.num_machines
-        if per_node > len(split.train):
-            raise ConfigError(
-                f"--num-processes {o.num_processes} needs {per_node} training GPUs per machine; "
-                f"--vllm-gpus {o.vllm_gpus} leaves {len(split.train)} ({','.join(split.train)})"
-            )
-        num_processes = per_node * o.num_machines
-        gpus = list(split.train)
-        cfg.use_vllm, cfg.vllm_mode, cfg.vllm_server_base_url = True, "server", None
-        cfg.vllm_server_host = client_host(o.num_machines, o.main_process_ip)
-        if o.machine_rank == 0:
-            bind = "0.0.0.0" if o.num_machines > 1 else "127.0.0.1"
-            server = server_argv(cfg, split, host=bind, port=cfg.vllm_server_port, for_node=target.described)
-    elif o.launcher == "deepspeed" and os.environ.get("CUDA_VISIBLE_DEVICES"):
-        from olmocr_rl.train.vllm_server import visible_gpus
-
-        gpus = visible_gpus()  # the deepspeed launcher ignores CUDA_VISIBLE_DEVICES once told a count
+    resolve_precision(cfg, cuda)  # here, so that every rank (and accelerate's mixed precision) agrees
+    num_processes, split, server, gpus = _placement(cfg, o, target)
     distributed = num_processes > 1 or o.zero is not None or o.num_machines > 1 or split is not None or o.launcher == "deepspeed"
     plan = Plan(cfg, o, cuda, num_processes, distributed, grpo_kwargs(cfg, cuda=cuda, world_size=num_processes, deepspeed=o.zero is not None),
                 split=split, server_argv=server, target=target, recipe=recipe)  # fmt: skip
     if distributed:
         plan.launcher_argv = launcher_argv(
-            cfg.prepared_dir, plan.config_path, o.launcher, num_processes=num_processes, zero=o.zero, num_machines=o.num_machines,
-            machine_rank=o.machine_rank, main_process_ip=o.main_process_ip, main_process_port=o.main_process_port,
-            hostfile=o.hostfile, gpus=gpus, mixed_precision="bf16" if cfg.bf16 else "no",  # from the config in hand
+            o.launcher, rank_program(cfg.prepared_dir, plan.config_path, o.zero if o.launcher == "deepspeed" else None),
+            num_processes=num_processes, zero=o.zero, num_machines=o.num_machines, machine_rank=o.machine_rank,
+            main_process_ip=o.main_process_ip, main_process_port=o.main_process_port, hostfile=o.hostfile, gpus=gpus,
+            mixed_precision="bf16" if cfg.bf16 else "no",  # from the config in hand
         )  # fmt: skip
         plan.env = launch_env(num_processes // o.num_machines)
+        if plan.parent_writes_outputs:
+            plan.env[PARENT_ENV] = "1"  # the ranks leave the final outputs to this process
         if split is not None and o.launcher == "accelerate":
             plan.env["CUDA_VISIBLE_DEVICES"] = ",".join(split.train)
         elif gpus is not None:
             plan.env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher's --include names them
-    plan.problems = preflight(cfg, num_processes, cfg.prepared_dir, cuda=cuda, deepspeed=True if o.zero is not None else None, zero=o.zero,
+    plan.inputs = run_inputs(cfg)
+    plan.problems = preflight(cfg, num_processes, plan.inputs, cuda=cuda, deepspeed=True if o.zero is not None else None, zero=o.zero,
                               target=target, vllm_server=split is not None, elsewhere=target.described and cuda and not here,
                               server_tensor_parallel=split.tensor_parallel if split is not None else 1)  # fmt: skip
     if server is not None:
@@ -265,10 +240,42 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
     return plan
 
 
+def _placement(cfg: TrainConfig, o: LaunchOptions, target: Any) -> tuple[int, Any, list[str] | None, list[str] | None]:
+    """(training processes in all, the GPU split, the server command, the training GPUs to name):
+    with vllm_gpus, the last K GPUs serve and `cfg` is pointed at the server. A node described by
+    --gpus is split as its GPUs 0..N-1, and its server command is the one trl builds there."""
+    from olmocr_rl.launch.gpus import split_gpus, visible_gpus
+
+    if not o.vllm_gpus:
+        # The deepspeed launcher ignores CUDA_VISIBLE_DEVICES once told a count: name the GPUs.
+        gpus = visible_gpus() if o.launcher == "deepspeed" and os.environ.get("CUDA_VISIBLE_DEVICES") else None
+        return o.num_processes or 1, None, None, gpus
+    from olmocr_rl.launch.server import client_host
+    from olmocr_rl.train.vllm_server import server_argv
+
+    split = split_gpus(
+        [str(i) for i in range(target.gpus)] if o.gpus is not None else visible_gpus(), o.vllm_gpus, cfg.vllm_data_parallel_size
+    )
+    per_node = len(split.train) if o.num_processes is None else o.num_processes // o.num_machines
+    if per_node > len(split.train):
+        raise ConfigError(
+            f"--num-processes {o.num_processes} needs {per_node} training GPUs per machine; "
+            f"--vllm-gpus {o.vllm_gpus} leaves {len(split.train)} ({','.join(split.train)})"
+        )
+    cfg.use_vllm, cfg.vllm_mode, cfg.vllm_server_base_url = True, "server", None
+    cfg.vllm_server_host = client_host(o.num_machines, o.main_process_ip)
+    server = None
+    if o.machine_rank == 0:
+        bind = "0.0.0.0" if o.num_machines > 1 else "127.0.0.1"
+        server = server_argv(cfg, split, host=bind, port=cfg.vllm_server_port, for_node=target.described)
+    return per_node * o.num_machines, split, server, list(split.train)
+
+
 def execute(plan: Plan, echo: Callable[[str], None] = print) -> dict | None:
     """Runs the plan: writes the resolved config, trains (here, or through the launcher and the
-    server, every process supervised), then on machine rank 0 writes the final outputs. Returns
-    their summary (None without). UserError on a refusal, a failed or interrupted run."""
+    server, every process supervised), then writes the final outputs when this process is their
+    one writer (`Plan.parent_writes_outputs`). Returns their summary (None without). UserError on a
+    refusal, a failed or interrupted run."""
     from olmocr_rl.procs import Interrupted
 
     if errors(plan.problems):
@@ -279,38 +286,42 @@ def execute(plan: Plan, echo: Callable[[str], None] = print) -> dict | None:
     lock = folder_lock(cfg.output_dir, "train") if plan.options.num_machines == 1 else contextlib.nullcontext()
     with lock:
         cfg.to_json(plan.config_path)
-        from olmocr_rl.train.worker import run as run_worker
         from olmocr_rl.train.worker import write_final_outputs
 
         try:
             if not plan.distributed:
-                return _in_process(cfg, run_worker)
+                return _in_process(plan)
             code = _launch(plan, echo)
         except Interrupted as e:
             raise TrainingFailed(f"interrupted ({e}); every process it started was stopped. {resume_hint(cfg)}", 130) from None
         if code != 0:
             raise TrainingFailed(f"training exited with status {code}", code)
-        # Ranks do not generate: one process writes the outputs from the saved model.
-        return write_final_outputs(cfg) if plan.options.machine_rank == 0 and cfg.final_outputs != "none" else None
+        # The ranks were told to leave them to this process (PARENT_ENV): it writes them from the saved model.
+        return (
+            write_final_outputs(cfg)
+            if plan.parent_writes_outputs and plan.options.machine_rank == 0 and cfg.final_outputs != "none"
+            else None
+        )
 
 
-def _in_process(cfg: TrainConfig, run_worker: Callable[..., dict]) -> dict | None:
+def _in_process(plan: Plan) -> dict | None:
     """One process: training here; its DataLoader workers stopped with it on SIGINT/SIGTERM/SIGHUP."""
     from olmocr_rl.procs import Interrupted, ProcessTree, interrupts
+    from olmocr_rl.train.worker import run as run_worker
 
     tree = ProcessTree()
     try:
         with interrupts():
-            return run_worker(cfg).get("outputs")
+            return run_worker(plan.cfg, plan.inputs, cuda=plan.cuda).get("outputs")
     except Interrupted:
         tree.stop(grace=10)
         raise
 
 
 def _launch(plan: Plan, echo: Callable[[str], None]) -> int:
-    from olmocr_rl.train.launch import launch
-    from olmocr_rl.train.supervise import supervise
-    from olmocr_rl.train.vllm_server import VLLMServer, server_env
+    from olmocr_rl.launch.launchers import launch
+    from olmocr_rl.launch.server import VLLMServer, server_env
+    from olmocr_rl.launch.supervise import supervise
 
     assert plan.launcher_argv is not None and plan.env is not None
     if plan.split is None:
@@ -331,25 +342,3 @@ def resume_hint(cfg: TrainConfig) -> str:
     if last is None:
         return "No checkpoint was written yet."
     return f"Last checkpoint: {last}; continue with the same command and --resume auto."
-
-
-def run_rank(cfg: TrainConfig, zero: int | None, echo: Callable[[str], None] = print) -> None:
-    """This process is one rank of a launcher's job: train here, then rank 0 writes the outputs.
-    `zero`: the ZeRO stage the `deepspeed` launcher's ranks are told (accelerate's know it)."""
-    from olmocr_rl.train.launch import launch_env, shutdown_process_group, use_deepspeed_preset
-    from olmocr_rl.train.worker import run as run_worker
-    from olmocr_rl.train.worker import write_final_outputs
-
-    rank = int(os.environ.get("RANK", "0"))
-    # What `olmocr-rl train` gives the ranks it launches: ninja on PATH, the stable op cache.
-    env = launch_env(base=dict(os.environ))
-    os.environ["PATH"], os.environ["TORCH_EXTENSIONS_DIR"] = env["PATH"], env["TORCH_EXTENSIONS_DIR"]
-    if rank == 0:
-        cfg.to_json(Path(cfg.output_dir) / CONFIG_FILE)
-    if zero is not None:
-        use_deepspeed_preset(zero, "bf16" if cfg.bf16 else "no")
-    run_worker(cfg, final_outputs=False)
-    shutdown_process_group()
-    if rank == 0 and cfg.final_outputs != "none":
-        outputs = write_final_outputs(cfg)
-        echo(f"outputs: {outputs['candidate']}  (score them: {outputs['bench_command']})")

@@ -1,19 +1,22 @@
 """Pre-flight checks run before anything is launched: each problem says what is wrong and how
 to fix it, so a misconfigured 64-GPU job fails in a second on the login node rather than after
 the model loaded on every rank. `preflight` runs CHECKS, small named functions over one Context
-(each tested on its own: tests/test_preflight_checks.py)."""
+(each tested on its own: tests/test_preflight_checks.py), once per process: the prepared folder is
+read once before them (olmocr_rl/train/data.py `load_inputs`) and the checks read what was read."""
 
 from __future__ import annotations
 
 import importlib.util
 import math
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.train.config import NEEDS_REFERENCE, ConfigError, TrainConfig, is_user_reward
-from olmocr_rl.train.data import read_manifest, read_split, tests_dir
+from olmocr_rl.errors import ConfigError
+from olmocr_rl.reward_registry import REWARDS, bench_names, is_user_reward, uses_tests
+from olmocr_rl.train.config import TrainConfig
+from olmocr_rl.train.data import Inputs, load_inputs
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ def trl_problem() -> Problem | None:
 
 def precision_problem(cfg: TrainConfig, deepspeed: bool) -> Problem | None:
     """Half-precision weights that an optimizer updates directly: at lr 2e-6 most updates round
-    away (olmocr_rl/train/modeling.py, training_dtype). DeepSpeed keeps float32 master weights of
+    away (olmocr_rl/train/model.py, training_dtype). DeepSpeed keeps float32 master weights of
     its own; LoRA trains float32 adapters over the frozen base."""
     if cfg.dtype in ("bfloat16", "float16") and not cfg.lora and not deepspeed:
         return Problem(
@@ -85,11 +88,11 @@ def _batch_fix(cfg: TrainConfig, world_size: int) -> str:
 
 @dataclass
 class Context:
-    """What the checks look at: the config, the world size, the prepared folder and its rows."""
+    """What the checks look at: the config, the world size, what was read of the prepared folder."""
 
     cfg: TrainConfig
     world_size: int
-    prepared: Path
+    inputs: Inputs
     deepspeed: bool
     cuda: bool | None = None  # None: asked of torch when a check needs it
     zero: int | None = None  # the ZeRO stage (for the memory estimate)
@@ -97,13 +100,26 @@ class Context:
     vllm_server: bool = False  # generation on GPUs of its own
     elsewhere: bool = False  # the plan is for another machine (--gpus on a machine without CUDA)
     server_tensor_parallel: int = 1  # the --vllm-gpus server's tensor parallel size
-    manifest: dict | None = None
-    train_rows: list[dict] = field(default_factory=list)
-    eval_rows: list[dict] = field(default_factory=list)
+
+    @property
+    def prepared(self) -> Path:
+        return self.inputs.prepared
+
+    @property
+    def manifest(self) -> dict | None:
+        return self.inputs.manifest
+
+    @property
+    def train_rows(self) -> list[dict]:
+        return self.inputs.train_rows
+
+    @property
+    def eval_rows(self) -> list[dict]:
+        return self.inputs.eval_rows
 
     def has_cuda(self) -> bool:
         if self.cuda is None:
-            from olmocr_rl.train.config import cuda_available
+            from olmocr_rl.launch.gpus import cuda_available
 
             self.cuda = cuda_available()
         return self.cuda
@@ -153,18 +169,18 @@ def check_batch(ctx: Context) -> list[Problem]:
 
 
 def check_inputs(ctx: Context) -> list[Problem]:
-    """The prepared folder: its manifest, splits and tests (and the environment its tests need).
-    Fills ctx.manifest and the rows the later checks read."""
-    cfg, prepared, out = ctx.cfg, ctx.prepared, []
-    try:
-        ctx.manifest = read_manifest(prepared)
-    except ConfigError as e:
-        return [Problem("prepared_dir", str(e), f"run `olmocr-rl prepare BENCH_DIR {prepared}` first, or point at a prepared folder")]
-    try:
-        ctx.train_rows = read_split(prepared, cfg.train_split)
-        ctx.eval_rows = read_split(prepared, cfg.eval_split) if cfg.eval_enabled else []
-    except ConfigError as e:
-        out.append(Problem("prepared_dir", str(e), "re-run `olmocr-rl prepare`"))
+    """The prepared folder: its manifest, splits and tests (and the environment its tests need)."""
+    cfg, prepared, inputs, out = ctx.cfg, ctx.prepared, ctx.inputs, []
+    if "manifest" in inputs.problems:
+        return [
+            Problem(
+                "prepared_dir",
+                inputs.problems["manifest"],
+                f"run `olmocr-rl prepare BENCH_DIR {prepared}` first, or point at a prepared folder",
+            )
+        ]
+    if "splits" in inputs.problems:
+        out.append(Problem("prepared_dir", inputs.problems["splits"], "re-run `olmocr-rl prepare`"))
     if not ctx.train_rows:
         out.append(
             Problem(
@@ -173,10 +189,14 @@ def check_inputs(ctx: Context) -> list[Problem]:
                 "check train_split, or re-run prepare with more pages",
             )
         )
-    if not any(tests_dir(prepared).glob("*.jsonl")):
-        out.append(Problem("prepared_dir", f"{tests_dir(prepared)} holds no test files", "re-run `olmocr-rl prepare`"))
-    elif any(n.startswith("bench") for n in cfg.rewards):
-        add_environment_problem(out.append, tests_dir(prepared))
+    if not inputs.test_files:
+        out.append(Problem("prepared_dir", f"{prepared / 'tests'} holds no test files", "re-run `olmocr-rl prepare`"))
+    elif "tests" in inputs.problems:
+        out.append(Problem("prepared_dir", inputs.problems["tests"], "re-run `olmocr-rl prepare`"))
+    elif inputs.suite is not None and (problem := inputs.suite.environment_problem()):
+        # Tests this environment would turn into error verdicts (math tests without KaTeX
+        # 0.16.21): a silently wrong reward.
+        out.append(Problem("rewards", f"{prepared / 'tests'}: {problem}", "install KaTeX 0.16.21 as said above, then train again"))
     if cfg.eval_enabled and not ctx.eval_rows:
         out.append(
             Problem(
@@ -316,31 +336,29 @@ def check_rewards(ctx: Context) -> list[Problem]:
                 "give at least one reward a non-zero weight, e.g. rewards.bench=1.0",
             )
         )
-    if not any(n.startswith("bench") for n in cfg.rewards):
+    if not uses_tests(cfg.rewards):
         out.append(
             Problem(
                 "rewards",
                 "no bench reward: the olmOCR-bench tests are not used for training",
-                "add rewards.bench=1.0 (or bench-macro / bench-graded)",
+                f"add rewards.bench=1.0 (or {' / '.join(bench_names()[1:])})",
                 "warning",
             )
         )
-    needing = [n for n in cfg.rewards if n in NEEDS_REFERENCE]
+    needing = [n for n in cfg.rewards if n in REWARDS and REWARDS[n].needs_reference]
     if needing and (ctx.train_rows or ctx.manifest is None) and not any(r.get("reference") for r in ctx.train_rows):
-        what = {"front-matter": "scores only the format (0 or 0.5)", "edit-distance": "is 0 for every completion",
-                "element-count": "is 0 for every completion"}  # fmt: skip
         for n in needing:
             out.append(
                 Problem(
                     f"rewards.{n}",
-                    f"no prepared page has a reference output (claude_original/), so {n} {what[n]}",
+                    f"no prepared page has a reference output (claude_original/), so {n} {REWARDS[n].without_reference}",
                     "prepare a bench folder with claude_original/ files, or drop it",
                     "warning",
                 )
             )
     for n in cfg.rewards:
         if is_user_reward(n):
-            from olmocr_rl.train.rewards import load_user_reward
+            from olmocr_rl.reward_registry import load_user_reward
 
             try:
                 load_user_reward(n)
@@ -445,15 +463,21 @@ def check_resume(ctx: Context) -> list[Problem]:
     return []
 
 
-# In this order: check_inputs fills the rows the checks after it read.
+# In this order (what `--dry-run` and the error list show): the inputs before what reads them.
 CHECKS = (check_model, check_precision, check_batch, check_inputs, check_steps, check_disk, check_memory, check_eval_batch, check_rewards,
           check_prompt, check_generation, check_packages, check_resume)  # fmt: skip
+
+
+def run_inputs(cfg: TrainConfig, prepared_dir: str | os.PathLike[str] | None = None) -> Inputs:
+    """What the run reads of its prepared folder (the tests loaded when a reward scores them)."""
+    prepared = prepared_dir if prepared_dir is not None else cfg.prepared_dir
+    return load_inputs(prepared, cfg.train_split, cfg.eval_split if cfg.eval_enabled else None, load_tests=uses_tests(cfg.rewards))
 
 
 def preflight(
     cfg: TrainConfig,
     world_size: int,
-    prepared_dir: str | os.PathLike[str] | None = None,
+    inputs: Inputs | str | os.PathLike[str] | None = None,
     *,
     cuda: bool | None = None,
     deepspeed: bool | None = None,
@@ -463,16 +487,18 @@ def preflight(
     elsewhere: bool = False,
     server_tensor_parallel: int = 1,
 ) -> list[Problem]:
-    """Everything that can be checked without loading the model (CHECKS, in order). `world_size`
-    is the total number of training processes (all machines); `cuda`: whether CUDA is available
-    (None: ask torch when needed); `deepspeed`: whether the ranks run DeepSpeed (None: this
-    process's environment says)."""
+    """Everything that can be checked without loading the model (CHECKS, in order), over `inputs`
+    (what `run_inputs` read; a folder, or None for cfg.prepared_dir: read here). `world_size` is the
+    total number of training processes (all machines); `cuda`: whether CUDA is available (None: ask
+    torch when needed); `deepspeed`: whether the ranks run DeepSpeed (None: this process's
+    environment says)."""
     if deepspeed is None:
-        from olmocr_rl.train.config import deepspeed_active
+        from olmocr_rl.launch.launchers import deepspeed_active
 
         deepspeed = deepspeed_active()
-    ctx = Context(cfg, world_size, Path(prepared_dir if prepared_dir is not None else cfg.prepared_dir), deepspeed, cuda, zero, target,
-                  vllm_server, elsewhere, server_tensor_parallel)  # fmt: skip
+    if not isinstance(inputs, Inputs):
+        inputs = run_inputs(cfg, inputs)
+    ctx = Context(cfg, world_size, inputs, deepspeed, cuda, zero, target, vllm_server, elsewhere, server_tensor_parallel)
     return [p for check in CHECKS for p in check(ctx)]
 
 
@@ -597,20 +623,6 @@ def cpu_engine_cannot_take_weights() -> str | None:
     if tuple(layer.weight.shape) != (64, 64):
         return "it repacks linear weights into its own kernels' layout, dropping the parameters trl writes into"
     return None
-
-
-def add_environment_problem(add, tests: Path) -> None:
-    """An error when the tests the bench reward will score include ones this environment would
-    turn into error verdicts (math tests without KaTeX 0.16.21): a silently wrong reward."""
-    from olmocr_rl.suite import BenchSuite, SuiteError
-
-    try:
-        problem = BenchSuite.load(tests, strict=False).environment_problem()
-    except (SuiteError, OSError) as e:
-        add(Problem("prepared_dir", f"{tests}: the tests do not load ({e})", "re-run `olmocr-rl prepare`"))
-        return
-    if problem:
-        add(Problem("rewards", f"{tests}: {problem}", "install KaTeX 0.16.21 as said above, then train again"))
 
 
 def errors(problems: list[Problem]) -> list[Problem]:

@@ -1,5 +1,7 @@
-"""Reward functions chosen by name, with weights; and the recorder that writes completions
-with their failing tests for inspection."""
+"""What training adds to the rewards (olmocr_rl/reward_registry.py builds them by name): the bench
+rewards log per-type pass rates over every rank and record failing completions
+(`TrainRewardContext`), the medoid reward gathers page groups across ranks, and the recorder writes
+completions with their failing tests for inspection."""
 
 from __future__ import annotations
 
@@ -7,23 +9,13 @@ import json
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.rewards import (
-    BenchReward,
-    EditDistanceReward,
-    ElementCountReward,
-    EosReward,
-    FrontMatterReward,
-    MedoidReward,
-    RectTablesReward,
-    rates,
-)
+from olmocr_rl.reward_registry import RewardContext
+from olmocr_rl.rewards import BenchReward, rates
 from olmocr_rl.suite import BenchSuite, Guard, PageScore
-from olmocr_rl.train.config import REWARD_NAMES, ConfigError, is_user_reward
-
-_AVERAGE = {"bench": "micro", "bench-macro": "macro", "bench-graded": "graded"}
 
 
 class CompletionRecorder:
@@ -116,45 +108,6 @@ def this_rank() -> int:
     return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
 
 
-def load_user_reward(name: str) -> Callable:
-    """`package.module:attribute` imported: a function, or a class instantiated without
-    arguments. ConfigError naming it when it does not import, is not callable, or cannot take
-    trl's keyword arguments (`prompts`, `completions` and the dataset columns)."""
-    import importlib
-    import inspect
-
-    module_name, _, attr = name.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as e:  # noqa: BLE001 - any import failure is the user's to fix
-        raise ConfigError(f"reward {name!r}: cannot import {module_name} ({type(e).__name__}: {e})") from None
-    try:
-        obj = getattr(module, attr)
-    except AttributeError:
-        raise ConfigError(f"reward {name!r}: {module_name} has no attribute {attr!r}") from None
-    if inspect.isclass(obj):
-        try:
-            obj = obj()
-        except Exception as e:  # noqa: BLE001
-            raise ConfigError(
-                f"reward {name!r}: {attr}() failed ({type(e).__name__}: {e}); a reward class must take no arguments"
-            ) from None
-    if not callable(obj):
-        raise ConfigError(f"reward {name!r}: {type(obj).__name__} is not callable")
-    try:
-        params = inspect.signature(obj).parameters.values()
-    except (TypeError, ValueError):
-        return obj
-    kinds = {p.kind for p in params}
-    named = {p.name for p in params}
-    if inspect.Parameter.VAR_KEYWORD not in kinds or not ({"completions"} <= named or inspect.Parameter.VAR_POSITIONAL in kinds):
-        raise ConfigError(
-            f"reward {name!r}: its signature {inspect.signature(obj)} cannot take trl's call; "
-            "write it as def reward(prompts, completions, **kwargs) -> list[float]"
-        )
-    return obj
-
-
 class TrainBenchReward(BenchReward):
     """BenchReward that also logs per-type pass rates (only when `log_metrics`: with several
     bench rewards one logs them), records failing tests, and adds the failing test ids to trl's
@@ -206,63 +159,22 @@ class TrainBenchReward(BenchReward):
         return self.rewards_of(scores)
 
 
-def eos_token_ids(processor: Any, model: Any = None) -> list[int]:
-    """The end token the eos reward looks for: the tokenizer's `eos_token_id`, as upstream's reward
-    (grpo_train.py: `processor.tokenizer.eos_token_id`; for Qwen2.5-VL <|im_end|>, not the
-    <|endoftext|> that generation also stops at). The generation config's end tokens only when the
-    tokenizer names none."""
-    tok = getattr(getattr(processor, "tokenizer", processor), "eos_token_id", None)
-    source = tok if tok is not None else getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    ids = [source] if isinstance(source, int) else [int(x) for x in source or ()]
-    if not ids:
-        raise ConfigError("the eos reward needs an end-of-sequence token, but neither the tokenizer nor the generation config has one")
-    return sorted(set(ids))
+@dataclass
+class TrainRewardContext(RewardContext):
+    """The training run's reward context (olmocr_rl/reward_registry.py): the bench rewards share one
+    suite and log per-type pass rates (the first of them: with several, one logs) and record
+    failing completions; the medoid reward gathers each page's group from every rank."""
 
+    gather: Callable[[list], list[list]] = gather_over_ranks
+    rank: int = -1  # -1: this process's rank in torch.distributed (0 without)
+    recorder: CompletionRecorder | None = None
+    _logged: bool = field(default=False, repr=False)
 
-def build_rewards(
-    rewards: dict[str, float],
-    tests: str | os.PathLike[str] | BenchSuite,
-    *,
-    processor: Any = None,
-    model: Any = None,
-    recorder: CompletionRecorder | None = None,
-    threads: int | None = None,
-    guard: Guard = "short-output",
-) -> tuple[list[Callable], list[float]]:
-    """Reward callables and their weights, in the order given. Bench rewards share one suite
-    (the prepared folder's accepted tests) and score under `guard`; the first one logs
-    bench/<type>/pass_rate."""
-    funcs: list[Callable] = []
-    weights: list[float] = []
-    suite: BenchSuite | None = None
-    logged = False
-    for name, weight in rewards.items():
-        if name in _AVERAGE:
-            if suite is None:
-                suite = tests if isinstance(tests, BenchSuite) else BenchSuite.load(tests)
-            funcs.append(
-                TrainBenchReward(
-                    suite, _AVERAGE[name], log_metrics=not logged, recorder=None if logged else recorder, threads=threads, guard=guard
-                )
-            )
-            logged = True
-        elif name == "eos":
-            funcs.append(EosReward(eos_token_ids(processor, model)))
-        elif name == "front-matter":
-            funcs.append(FrontMatterReward())
-        elif name == "medoid":
-            funcs.append(MedoidReward("page", threads=threads, gather=gather_over_ranks, rank=this_rank()))
-        elif name == "medoid-batch":
-            funcs.append(MedoidReward("batch", threads=threads))
-        elif name == "edit-distance":
-            funcs.append(EditDistanceReward(threads=threads))
-        elif name == "element-count":
-            funcs.append(ElementCountReward(threads=threads))
-        elif name == "rect-tables":
-            funcs.append(RectTablesReward(threads=threads))
-        elif is_user_reward(name):
-            funcs.append(load_user_reward(name))
-        else:
-            raise ConfigError(f"unknown reward {name!r}; choose from {', '.join(REWARD_NAMES)}")
-        weights.append(float(weight))
-    return funcs, weights
+    def __post_init__(self) -> None:
+        if self.rank < 0:
+            self.rank = this_rank()
+
+    def bench(self, average: str) -> Callable:
+        first, self._logged = not self._logged, True
+        return TrainBenchReward(self.suite(), average, log_metrics=first, recorder=self.recorder if first else None,
+                                threads=self.threads, guard=self.guard)  # fmt: skip

@@ -1,20 +1,24 @@
 """GRPO training in the current process (`run`): the whole run in one process, or one rank of a
-launcher's job (trl and accelerate read the rank from the environment; olmocr_rl.train.plan calls
-this either way); and the bench-style outputs of a trained model (`write_final_outputs`).
+launcher's job (trl and accelerate read the rank from the environment; olmocr_rl/train/plan.py and
+olmocr_rl/train/rank.py call this, with the prepared folder they read and checked); and the
+bench-style outputs of a trained model (`write_final_outputs`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from olmocr_rl.engines import rank_seed
-from olmocr_rl.train.config import ConfigError, TrainConfig, build_grpo_config, cuda_available, deepspeed_active
-from olmocr_rl.train.preflight import errors, preflight
+from olmocr_rl.errors import ConfigError
+from olmocr_rl.train.config import TrainConfig, engine_settings, trl_options_set
+from olmocr_rl.train.data import Inputs
 
 
 def world_size() -> int:
@@ -27,52 +31,16 @@ def rank() -> int:
 
 def refused(cfg: TrainConfig, error: BaseException) -> ConfigError:
     """trl / transformers / accelerate refusing the configuration while the trainer is built, as
-    one ConfigError naming the keys to change: the `trl:` keys you set that the message names,
-    else all the `trl:` keys you set (the usual cause), else the message alone."""
+    one ConfigError naming the keys to change: the trl options you set that the message names,
+    else all the trl options you set (the usual cause), else the message alone."""
     import re
 
     message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     named = set(re.findall(r"\b[a-z][a-z0-9_]+\b", str(error)))
-    keys = [f"trl.{k}" for k in cfg.trl if k in named] or [f"trl.{k}" for k in cfg.trl]
+    chosen = trl_options_set(cfg)
+    keys = [f"trl.{k}" for k in chosen if k in named] or [f"trl.{k}" for k in chosen]
     fix = f"; check {', '.join(keys)}" if keys else ""
     return ConfigError(f"trl refused the configuration while building the trainer: {message}{fix}")
-
-
-def engine_settings(cfg: TrainConfig):
-    """What trl's colocated vLLM engine gets besides trl's own arguments (olmocr_rl/engines.py)."""
-    import contextlib
-
-    if not (cfg.use_vllm and cfg.vllm_mode == "colocate"):
-        return contextlib.nullcontext()
-    from olmocr_rl.engines import colocated_engine, pixel_bounds
-
-    return colocated_engine(
-        seed=cfg.seed,
-        tensor_parallel_size=cfg.vllm_tensor_parallel_size,
-        mm_processor_kwargs=pixel_bounds(cfg.max_pixels, cfg.model),
-        enforce_eager=cfg.vllm_enforce_eager,
-    )
-
-
-def zero3_partitioned(model: Any) -> bool | None:
-    """Under ZeRO-3: whether the model was loaded partitioned (its parameters carry DeepSpeed's
-    ids); a whole model per rank is warned about. None when ZeRO-3 is off."""
-    from transformers.integrations import is_deepspeed_zero3_enabled
-
-    if not is_deepspeed_zero3_enabled():
-        return None
-    partitioned = all(hasattr(p, "ds_id") for p in model.parameters())
-    if not partitioned:
-        warnings.warn("ZeRO-3: the model was loaded whole on this rank, not partitioned", stacklevel=2)
-    # transformers 5's ZeRO-3 loading path keeps every checkpoint-key conversion it tried, where the
-    # regular path keeps those that matched; save_pretrained reverses them all and writes keys such
-    # as `model.model.embed_tokens.weight` for Qwen2.5-VL, which transformers 4.x and vLLM cannot
-    # load. Keep the used ones, as the regular path does (the saved keys are tested equal to the base
-    # model's: tests/test_train_distributed.py).
-    conversions = getattr(model, "_weight_conversions", None)
-    if conversions:
-        model._weight_conversions = [c for c in conversions if not hasattr(c, "was_used") or c.was_used()]
-    return partitioned
 
 
 def run_prompt(cfg: TrainConfig) -> Any:
@@ -130,38 +98,78 @@ def resume_schedule_check(checkpoint: str) -> Any:
     return ResumeSchedule()
 
 
-def _rows(cfg: TrainConfig) -> tuple[list[dict], list[dict]]:
-    from olmocr_rl.train.data import read_split
-
-    train = read_split(cfg.prepared_dir, cfg.train_split)[: cfg.max_train_pages]
-    ev = read_split(cfg.prepared_dir, cfg.eval_split)[: cfg.max_eval_pages] if cfg.eval_enabled else []
-    return train, ev
-
-
-def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
-    """Trains, saves the final model + processor to output_dir, evaluates, and (one process)
+def run(cfg: TrainConfig, inputs: Inputs | None = None, *, cuda: bool | None = None, final_outputs: bool | None = None) -> dict:
+    """Trains on `inputs` (what the caller read of the prepared folder and checked; None: read and
+    checked here), saves the final model + processor to output_dir, evaluates, and (one process)
     writes the bench-style outputs. Returns a summary (also written to train_summary.json)."""
-    from trl import GRPOTrainer
-
-    from olmocr_rl.engines import transformers_suppression, vllm_suppression
-    from olmocr_rl.modeling import load_model, load_processor, lora_config
-    from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback, StepTimer, WeightsMoved
+    from olmocr_rl.launch.gpus import cuda_available
     from olmocr_rl.train.console import quiet_libraries, use_compact_table
-    from olmocr_rl.train.data import build_dataset, tests_dir
-    from olmocr_rl.train.rewards import CompletionRecorder, build_rewards
 
     # trl 1.16 still calls the name transformers 5 deprecated, once per step.
     warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
-    world = world_size()
-    problems = preflight(cfg, world, cfg.prepared_dir)
-    if errors(problems):
-        raise ConfigError("\n".join(str(p) for p in errors(problems)))
-    cuda = cuda_available()
+    cuda = cuda_available() if cuda is None else cuda
+    if inputs is None:
+        inputs = _checked_inputs(cfg, cuda)
     quiet_libraries(cuda)
     use_compact_table()
-    train_rows, eval_rows = _rows(cfg)
+    run_ = _build(cfg, inputs, cuda)
+    trainer, processor, resume = run_.trainer, run_.processor, run_.resume
+    result = trainer.train(resume_from_checkpoint=resume)
+    trainer.save_model(cfg.output_dir)
+    if trainer.is_world_process_zero():
+        processor.save_pretrained(cfg.output_dir)
+    summary = _summary(cfg, run_, result)
+    if final_outputs is None:
+        final_outputs = world_size() == 1
+    if final_outputs and cfg.final_outputs != "none":
+        summary["outputs"] = write_final_outputs(cfg, trainer.model, processor)
+    if trainer.is_world_process_zero():
+        (Path(cfg.output_dir) / "train_summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    return summary
+
+
+def _checked_inputs(cfg: TrainConfig, cuda: bool) -> Inputs:
+    """The prepared folder read and checked here (a caller that did neither: a test, a script)."""
+    from olmocr_rl.train.preflight import errors, preflight, run_inputs
+
+    inputs = run_inputs(cfg)
+    problems = errors(preflight(cfg, world_size(), inputs, cuda=cuda))
+    if problems:
+        raise ConfigError("\n".join(str(p) for p in problems))
+    return inputs
+
+
+@dataclass
+class _Built:
+    """What `_build` made: the trainer and what the summary reads."""
+
+    trainer: Any
+    processor: Any
+    resume: str | None
+    partitioned: bool | None  # under ZeRO-3: the model loaded partitioned
+    moved: Any  # the WeightsMoved callback
+    schedule: Any  # the resume-schedule callback, or None
+    timer: Any  # the StepTimer callback (its run_peak: the largest step's CUDA peak)
+    train_rows: list  # the pages trained on (the memory estimate's longest sequence)
+
+
+def _build(cfg: TrainConfig, inputs: Inputs, cuda: bool) -> _Built:
+    """The GRPOTrainer of this run: config, model, rewards, datasets, callbacks, seeds."""
+    from accelerate.utils import set_seed
+    from trl import GRPOTrainer
+
+    from olmocr_rl.engines import colocated_engine, transformers_suppression, vllm_suppression
+    from olmocr_rl.launch.launchers import deepspeed_active
+    from olmocr_rl.reward_registry import build_rewards
+    from olmocr_rl.train.data import build_dataset
+    from olmocr_rl.train.grpo import build_grpo_config
+    from olmocr_rl.train.model import load_model, lora_config, zero3_partitioned
+    from olmocr_rl.train.rewards import CompletionRecorder, TrainRewardContext
+
+    train_rows, eval_rows = inputs.train_rows[: cfg.max_train_pages], inputs.eval_rows[: cfg.max_eval_pages]
     prompt = run_prompt(cfg)
-    processor = load_processor(cfg.model, trust_remote_code=cfg.trust_remote_code, max_pixels=cfg.max_pixels)
+    settings = engine_settings(cfg, eager=cfg.vllm_enforce_eager)
+    processor = settings.processor()  # the engines' processor: the run's image budget
     resume = resolve_resume(cfg)
     # Resuming a full model: load its weights with from_pretrained, which maps the checkpoint's key
     # names; the Trainer (transformers 4.57 and 5.23 alike) loads them raw and, for Qwen-VL, matches
@@ -177,38 +185,24 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     args.generation_kwargs = {**suppression, **(args.generation_kwargs or {})}
     if cfg.progress:
         args.disable_tqdm = True  # our rich display replaces the tqdm bar
-
+    world = world_size()
     recorder = (
         CompletionRecorder(cfg.output_dir, rank=rank(), world_size=world, every=cfg.logging_steps)
         if cfg.write_failing_completions
         else None
     )
-    funcs, weights = build_rewards(
-        cfg.rewards,
-        tests_dir(cfg.prepared_dir),
-        processor=processor,
-        model=model,
-        recorder=recorder,
-        threads=cfg.reward_threads,
-        guard=cfg.bench_guard,
-    )
+    context = TrainRewardContext(inputs.suite if inputs.suite is not None else inputs.prepared / "tests", threads=cfg.reward_threads,
+                                 guard=cfg.bench_guard, processor=processor, model=model, recorder=recorder)  # fmt: skip
+    funcs, weights = build_rewards(cfg.rewards, context)
     if list(args.reward_weights) != weights:  # both come from cfg.rewards, in order
         raise RuntimeError(f"reward weights {args.reward_weights} do not match the reward functions' {weights}")
-    # The timer first: it adds its figures to a log before the metrics file writes it.
-    timer, moved = StepTimer(), WeightsMoved()
-    callbacks: list[Any] = [timer, MetricsJsonlCallback(cfg.output_dir), moved]
-    schedule = resume_schedule_check(resume) if resume else None
-    if schedule is not None:
-        callbacks.append(schedule)
-    if cfg.progress:
-        callbacks.append(RichProgressCallback())
+    callbacks, timer, moved, schedule = _callbacks(cfg, resume)
     # A LoRA adapter is initialised randomly when the trainer wraps the model: seed first, or two runs
     # with one seed start from different adapters (trl seeds there itself only from 1.15 on).
-    from accelerate.utils import set_seed
-
     set_seed(cfg.seed)
+    colocated = colocated_engine(settings) if cfg.use_vllm and cfg.vllm_mode == "colocate" else contextlib.nullcontext()
     try:
-        with engine_settings(cfg):
+        with colocated:
             trainer = GRPOTrainer(
                 model=model,
                 reward_funcs=funcs,
@@ -233,73 +227,79 @@ def run(cfg: TrainConfig, *, final_outputs: bool | None = None) -> dict:
     timer.install(trainer)
     if recorder is not None:
         recorder.trainer = trainer
-    result = trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(cfg.output_dir)
-    if trainer.is_world_process_zero():
-        processor.save_pretrained(cfg.output_dir)
+    return _Built(trainer, processor, resume, partitioned, moved, schedule, timer, train_rows)
 
+
+def _callbacks(cfg: TrainConfig, resume: str | None) -> tuple[list[Any], Any, Any, Any]:
+    """The trainer's callbacks: the timer first (it adds its figures to a log before the metrics
+    file writes it), the metrics file, the weights-moved check, the resume warning, the display."""
+    from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback, StepTimer, WeightsMoved
+
+    timer, moved = StepTimer(), WeightsMoved()
+    callbacks: list[Any] = [timer, MetricsJsonlCallback(cfg.output_dir), moved]
+    schedule = resume_schedule_check(resume) if resume else None
+    if schedule is not None:
+        callbacks.append(schedule)
+    if cfg.progress:
+        callbacks.append(RichProgressCallback())
+    return callbacks, timer, moved, schedule
+
+
+def _summary(cfg: TrainConfig, run_: _Built, result: Any) -> dict[str, Any]:
+    """train_summary.json: steps, metrics (the last evaluation), checkpoints, what was checked."""
+    trainer = run_.trainer
     eval_metrics: dict = {}
     if trainer.eval_dataset is not None:
         step = trainer.state.global_step
         last = [h for h in trainer.state.log_history if h.get("step") == step and any(k.startswith("eval_") for k in h)]
         eval_metrics = last[-1] if last else trainer.evaluate()  # the final step may just have been evaluated
-
     summary: dict[str, Any] = {
         "global_step": trainer.state.global_step,
-        "resumed_from": resume,
+        "resumed_from": run_.resume,
         "train_metrics": result.metrics,
         "eval_metrics": eval_metrics,
         "checkpoints": sorted(p.name for p in Path(cfg.output_dir).glob("checkpoint-*")),
     }
-    if partitioned is not None:
-        summary["zero3_partitioned_load"] = partitioned
+    if run_.partitioned is not None:
+        summary["zero3_partitioned_load"] = run_.partitioned
     from olmocr_rl.train.memory import run_record
 
-    if (memory := run_record(cfg, trainer, train_rows, timer.run_peak)) is not None:
-        summary["memory"] = memory
+    if (memory := run_record(cfg, trainer, run_.train_rows, run_.timer.run_peak)) is not None:
+        summary["memory"] = memory  # the plan's estimate next to the peak this CUDA run allocated
+    moved = run_.moved
     if moved.result is not None:
         summary["weights_moved"] = moved.result
         if moved.result["share"] < 0.1 and trainer.state.global_step > 0 and trainer.is_world_process_zero():
             print(f"warning: training barely moved the weights: {100 * moved.result['share']:.1f} % of a sample of them changed "
                   "(every reward in each group equal, so no advantage? half-precision weights? nothing trainable?)",
                   file=sys.stderr)  # fmt: skip
-    if schedule is not None and schedule.message:
-        summary["resume_warning"] = schedule.message
-    if final_outputs is None:
-        final_outputs = world == 1
-    if final_outputs and cfg.final_outputs != "none":
-        summary["outputs"] = write_final_outputs(cfg, trainer.model, processor)
-    if trainer.is_world_process_zero():
-        (Path(cfg.output_dir) / "train_summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    if run_.schedule is not None and run_.schedule.message:
+        summary["resume_warning"] = run_.schedule.message
     return summary
 
 
 def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = None) -> dict:
     """The model's output on the configured pages (`final_outputs`) as output_dir/outputs/*.md,
-    with output_dir laid out as a bench folder. Loads the saved model when none is given."""
-    from olmocr_rl.modeling import inference_dtype, load_processor, load_trained
+    with output_dir laid out as a bench folder: the trained `model` (with its processor), or the
+    saved one loaded by the engine builder as `olmocr-rl generate` loads a model (olmocr_rl/engines.py),
+    with the run's engine settings."""
+    from olmocr_rl.engines import build_engine, transformers_generate
     from olmocr_rl.train.outputs import select_rows, write_outputs
 
-    if model is None:
-        cuda = cuda_available()
-        model = load_trained(cfg.output_dir, dtype=inference_dtype(cuda), trust_remote_code=cfg.trust_remote_code)
-        if cuda:
-            model = model.to("cuda")
-    if processor is None:
-        processor = load_processor(cfg.output_dir, trust_remote_code=cfg.trust_remote_code, max_pixels=cfg.max_pixels)
+    settings = engine_settings(cfg, model=cfg.output_dir)
     eval_split = cfg.eval_split if cfg.eval_enabled else ""
     limits = {cfg.train_split: cfg.max_train_pages, eval_split: cfg.max_eval_pages}
     rows = select_rows(cfg.prepared_dir, cfg.final_outputs, cfg.train_split, eval_split, limits)
     if (prompt := run_prompt(cfg)) is not None:
         rows = [{**r, "prompt": prompt.text, "prompt_layout": prompt.layout} for r in rows]
-    return write_outputs(
-        model,
-        processor,
-        cfg.prepared_dir,
-        cfg.output_dir,
-        rows,
-        repeats=cfg.final_output_repeats,
-        max_new_tokens=cfg.max_completion_length,
-        temperature=cfg.final_temperature,
-        batch_size=cfg.final_batch_size,
-    )
+    options = {"repeats": cfg.final_output_repeats, "temperature": cfg.final_temperature, "batch_size": cfg.final_batch_size}
+    if model is None:
+        return write_outputs(build_engine("transformers", settings, rows).generate, cfg.prepared_dir, cfg.output_dir, rows, **options)
+    was_training = getattr(model, "training", False)
+    model.eval()
+    try:
+        generate = transformers_generate(model, processor, max_new_tokens=settings.max_new_tokens)
+        return write_outputs(generate, cfg.prepared_dir, cfg.output_dir, rows, **options)
+    finally:
+        if was_training:
+            model.train()

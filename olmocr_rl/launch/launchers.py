@@ -1,10 +1,8 @@
-"""Launch commands for `olmocr-rl train` on several processes: `accelerate launch` or the
-`deepspeed` launcher, both starting the one rank entry point with one argv form,
-
-    python -m olmocr_rl.train PREPARED --config OUTPUT_DIR/train_config.json [--zero N]
-
-(`olmocr_rl/train/__main__.py` = `olmocr-rl train`, which sees that a launcher started it and runs
-one rank: `olmocr_rl.train.plan.run_rank`), and both using one set of DeepSpeed presets,
+"""The launchers that start a program on several processes (and machines), one table (`LAUNCHERS`:
+name -> its argv builder) behind one flat dispatcher (`launcher_argv`): `accelerate launch` and the
+`deepspeed` launcher, each starting the same program on every rank (`olmocr-rl train` gives them its
+rank entry point, `-m olmocr_rl.train PREPARED --config OUTPUT_DIR/train_config.json`), one
+environment for the ranks (`launch_env`), and both using one set of DeepSpeed presets,
 olmocr_rl/configs/ds_zero{1,2,3}.json (accelerate takes it with `--deepspeed_config_file`; a rank of
 the `deepspeed` launcher exports what accelerate would, ACCELERATE_USE_DEEPSPEED and
 ACCELERATE_DEEPSPEED_CONFIG_FILE, before the trainer exists), so both build the same engine.
@@ -27,11 +25,15 @@ import shlex
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
-from olmocr_rl.train.config import ConfigError
+from olmocr_rl.errors import ConfigError
 
-ENTRY_MODULE = "olmocr_rl.train"  # what every rank runs (olmocr_rl/train/__main__.py)
 ZERO_STAGES = (1, 2, 3)
+# Set in the environment of the ranks a command launches (`launch_env`): a rank that sees it was
+# started by an olmocr-rl command, which does what is done once per run (the final outputs of
+# `train`); a rank a user's own `deepspeed -m` / `torchrun -m` started has no such parent.
+PARENT_ENV = "OLMOCR_RL_PARENT"
 
 
 def ddp_config_file() -> Path:
@@ -71,15 +73,8 @@ def torch_extensions_dir() -> Path:
     return cache / "olmocr-rl" / "torch_extensions" / tag
 
 
-def rank_program(prepared_dir: str | Path, config_path: str | Path, zero: int | None = None) -> list[str]:
-    """What every rank runs (after `-m`): the entry module, the prepared folder, the resolved config."""
-    program = [ENTRY_MODULE, str(Path(prepared_dir).resolve()), "--config", str(Path(config_path).resolve())]
-    return program + (["--zero", str(zero)] if zero is not None else [])
-
-
-def build_launch_argv(
-    prepared_dir: str | Path,
-    config_path: str | Path,
+def accelerate_argv(
+    program: list[str],
     *,
     num_processes: int,
     zero: int | None,
@@ -88,11 +83,15 @@ def build_launch_argv(
     main_process_ip: str | None = None,
     main_process_port: int | None = None,
     mixed_precision: str = "no",
-    program: list[str] | None = None,
+    hostfile: str | Path | None = None,
+    gpus: list[str] | None = None,
 ) -> list[str]:
-    """The `accelerate launch` command (as an argv list, starting with this Python) that runs the
-    rank entry point on `num_processes` ranks in total across `num_machines` machines.
-    `program` replaces `-m olmocr_rl.train PREPARED --config CONFIG` (e.g. `[script.py, args...]`)."""
+    """The `accelerate launch` command (as an argv list, starting with this Python) that runs
+    `program` (what follows `python`: `[-m, module, args...]` or `[script.py, args...]`) on
+    `num_processes` ranks in total across `num_machines` machines. accelerate sees the devices
+    through CUDA_VISIBLE_DEVICES (`gpus` is the caller's to put there); it takes no hostfile."""
+    if hostfile:
+        raise ConfigError("--hostfile is for --launcher deepspeed (accelerate: --num-machines, --machine-rank, --main-process-ip)")
     if num_processes < 1:
         raise ConfigError(f"--num-processes must be at least 1, got {num_processes}")
     if num_machines < 1:
@@ -124,27 +123,27 @@ def build_launch_argv(
         # 29500. Several nodes must agree on a port: torch's default.
         main_process_port = 0 if num_machines == 1 else 29500
     argv += ["--main_process_port", str(main_process_port)]
-    argv += program if program is not None else ["-m", *rank_program(prepared_dir, config_path)]
-    return argv
+    return argv + list(program)
 
 
-def build_deepspeed_argv(
-    prepared_dir: str | Path,
-    config_path: str | Path,
+def deepspeed_argv(
+    program: list[str],
     *,
     num_processes: int,
     zero: int | None,
     num_machines: int = 1,
+    machine_rank: int = 0,
     main_process_ip: str | None = None,
     main_process_port: int | None = None,
+    mixed_precision: str = "no",
     hostfile: str | Path | None = None,
     gpus: list[str] | None = None,
-    program: list[str] | None = None,
 ) -> list[str]:
-    """The `deepspeed` launcher command (as an argv list, starting with this Python) that runs the
-    rank entry point on `num_processes` ranks. One node: `--num_gpus` (or `--include localhost:IDS`
-    when `gpus` picks the devices); several: a DeepSpeed hostfile, from which the launcher starts
-    every node itself (pdsh/ssh), `num_processes / num_machines` ranks on each."""
+    """The `deepspeed` launcher command (as an argv list, starting with this Python) that runs
+    `program` on `num_processes` ranks. One node: `--num_gpus` (or `--include localhost:IDS` when
+    `gpus` picks the devices); several: a DeepSpeed hostfile, from which the launcher starts every
+    node itself (pdsh/ssh), `num_processes / num_machines` ranks on each (so `machine_rank` is not
+    its to take). Each rank reads the mixed precision from what it runs (`use_deepspeed_preset`)."""
     if zero is None:
         raise ConfigError("--launcher deepspeed runs DeepSpeed: give --zero 1, 2 or 3 (plain data parallelism: --launcher accelerate)")
     deepspeed_config_file(zero)  # validates the stage
@@ -172,8 +171,7 @@ def build_deepspeed_argv(
         argv += ["--num_gpus", str(per_node)]
     port = main_process_port if main_process_port is not None else (29500 if num_machines > 1 else free_port())
     argv += ["--master_port", str(port)]
-    argv += ["--module"] + (program if program is not None else rank_program(prepared_dir, config_path, zero))
-    return argv
+    return argv + (["--module", *program[1:]] if program[:1] == ["-m"] else list(program))
 
 
 def use_deepspeed_preset(zero: int, mixed_precision: str = "no", env: dict[str, str] | None = None) -> dict[str, str]:
@@ -209,26 +207,29 @@ def format_plan(argv: list[str], env: dict[str, str] | None = None, shown: dict[
     return " ".join(words + [shlex.join(argv)])
 
 
-def launcher_argv(prepared_dir: str | Path, config_path: str | Path, launcher: str = "accelerate", **kw) -> list[str]:
-    """The launch command for `launcher` ("accelerate" or "deepspeed"); `kw` as `olmocr-rl train`'s
-    flags (num_processes, zero, num_machines, machine_rank, main_process_ip, main_process_port,
-    hostfile, gpus) and the config's mixed precision."""
-    if launcher == "deepspeed":
-        kw.pop("machine_rank", None)  # the launcher starts every node from the hostfile
-        kw.pop("mixed_precision", None)  # each rank reads it from the resolved config
-        return build_deepspeed_argv(prepared_dir, config_path, **kw)
-    if launcher != "accelerate":
-        raise ConfigError(f"--launcher must be accelerate or deepspeed, got {launcher!r}")
-    if kw.pop("hostfile", None):
-        raise ConfigError("--hostfile is for --launcher deepspeed (accelerate: --num-machines, --machine-rank, --main-process-ip)")
-    kw.pop("gpus", None)  # accelerate sees the devices through CUDA_VISIBLE_DEVICES
-    return build_launch_argv(prepared_dir, config_path, **kw)
+LAUNCHERS = {"accelerate": accelerate_argv, "deepspeed": deepspeed_argv}
+
+
+def launcher_argv(launcher: str, program: list[str], **kw: Any) -> list[str]:
+    """The command that starts `program` on every rank with `launcher` (a name of LAUNCHERS); `kw`:
+    num_processes, zero, num_machines, machine_rank, main_process_ip, main_process_port, hostfile,
+    gpus, mixed_precision (`olmocr-rl train`'s flags and the config's precision)."""
+    if launcher not in LAUNCHERS:
+        raise ConfigError(f"--launcher must be {' or '.join(LAUNCHERS)}, got {launcher!r}")
+    return LAUNCHERS[launcher](program, **kw)
+
+
+def deepspeed_active(env: dict[str, str] | None = None) -> bool:
+    """This process is a rank of a DeepSpeed job (`accelerate launch` with a DeepSpeed config, or
+    the `deepspeed` launcher's ranks, which export the same variable: `use_deepspeed_preset`)."""
+    env = os.environ if env is None else env  # type: ignore[assignment]
+    return env.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
 
 
 def launch(argv: list[str], env: dict[str, str]) -> int:
     """Run a launcher command and return its exit code; every process it starts is stopped with it
-    (olmocr_rl/train/supervise.py). Raises Interrupted on SIGINT, SIGTERM or SIGHUP."""
-    from olmocr_rl.train.supervise import supervise
+    (olmocr_rl/launch/supervise.py). Raises Interrupted on SIGINT, SIGTERM or SIGHUP."""
+    from olmocr_rl.launch.supervise import supervise
 
     Path(env["TORCH_EXTENSIONS_DIR"]).mkdir(parents=True, exist_ok=True)
     return supervise(argv, env)

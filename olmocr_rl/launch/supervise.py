@@ -1,6 +1,6 @@
-"""Running the training processes `olmocr-rl train` starts, and nothing left behind: the launcher
-(`accelerate launch` or `deepspeed`, and the ranks it starts), with `--vllm-gpus` the vLLM server
-before it. SIGINT, SIGTERM and SIGHUP stop them all; so does the end of training, a failure, or a
+"""Running the processes a command starts, and nothing left behind: a launcher (`accelerate launch`
+or `deepspeed`, and the ranks it starts; `olmocr-rl train`'s), with a vLLM server before it when
+there is one (`train --vllm-gpus`). SIGINT, SIGTERM and SIGHUP stop them all; so does the end of training, a failure, or a
 server that dies mid-run (olmocr_rl/procs.py says how every descendant is found, the ranks torchrun
 puts in sessions of their own included).
 """
@@ -11,8 +11,8 @@ import signal
 import time
 from collections.abc import Callable
 
+from olmocr_rl.launch.server import STOP_GRACE_S, ServerError, VLLMServer
 from olmocr_rl.procs import Interrupted, ProcessTree, interrupts
-from olmocr_rl.train.vllm_server import STOP_GRACE_S, ServerError, VLLMServer
 
 
 def supervise(

@@ -1,0 +1,169 @@
+"""The work of `olmocr-rl curate`, from its options to the split: the bench rewards of the training
+config, the engine (olmocr_rl/engines.py, built only when a page is left to sample), the pages
+sampled and scored, the selection by the keep rule, the split written, and what it saves. The
+command line (olmocr_rl/cli/curate.py) reads the training config into a `CurateJob` and prints."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from olmocr_rl.curate.records import CurateError, Settings
+from olmocr_rl.curate.sampling import Result, bench_rewards, curate, training_reward
+from olmocr_rl.curate.selection import Selection, select, write_split
+from olmocr_rl.engines import Engine, EngineSettings, build_engine
+from olmocr_rl.keep_rule import KeepRule
+
+
+class CurateInterrupted(CurateError):
+    """Ctrl-C or SIGTERM: the finished pages are in the difficulty file (exit status 130)."""
+
+    code = 130
+
+
+@dataclass(frozen=True)
+class CurateJob:
+    prepared: Path
+    output: Path  # the difficulty file
+    engine: str  # a name of olmocr_rl.engines.ENGINES
+    settings: EngineSettings  # what the engine is told (the training config's, for this model)
+    samples: int
+    temperature: float
+    rewards: dict[str, float]  # the training config's rewards (difficulty is measured on the bench ones)
+    guard: str
+    threads: int | None = None
+    prompt: Any = None  # the training config's instruction (olmocr_rl.prompts.Prompt), or each row's own
+    top_p: float = 1.0  # the training config's (not applied: curate samples the whole distribution)
+    include_eval: bool = False
+    batch_size: int = 16
+    rule: KeepRule = KeepRule()
+    name: str = "curated"  # the selection's split
+    num_generations: int = 28  # the training config's, for what the selection saves
+    config: str | None = None  # the training config's file, for the train command shown
+
+
+def run_job(job: CurateJob, echo: Callable[..., None], progress: Callable[[int, int], None] | None = None,
+        progress_done: Callable[[], None] = lambda: None) -> Path:  # fmt: skip
+    """Scores the pages (`progress(done, todo)` after each group, `progress_done()` at the end),
+    selects, writes the split (returned); prints what it did with `echo`. CurateError (a UserError)
+    when nothing can be kept, a page failed, or the run was stopped."""
+    settings, result = score(job, echo, progress, progress_done)
+    _report_scoring(job, settings, result, echo)
+    sel = select(result.pages, result.records, job.rule, top=sum(settings.rewards.values()))
+    c = sel.counts
+    echo(f"train pages: {c['all_pass']} all samples pass, {c['all_fail']} all fail, {c['uniform']} all the same otherwise, "
+         f"{c['disagree']} disagree")  # fmt: skip
+    if not sel.kept:
+        raise CurateError(f"no train page kept ({job.rule.describe()}): nothing to train on; {job.output} holds every page's figures "
+                          "(lower the thresholds, raise the temperature, or sample more)")  # fmt: skip
+    split = write_split(job.prepared, job.name, sel.kept)
+    _report_selection(job, settings, result, sel, split, echo)
+    return split
+
+
+def score(job: CurateJob, echo: Callable[..., None], progress: Callable[[int, int], None] | None,
+          progress_done: Callable[[], None]) -> tuple[Settings, Result]:  # fmt: skip
+    """The pages not yet in the difficulty file sampled and scored with the config's bench rewards."""
+    rewards, left_out = bench_rewards(job.rewards)
+    if not rewards:
+        raise CurateError(f"the config's rewards ({', '.join(job.rewards)}) have no bench reward with a weight: difficulty is measured "
+                          "on bench, bench-macro or bench-graded")  # fmt: skip
+    if left_out:
+        echo(f"note: {', '.join(left_out)}: not part of the difficulty (measured on {', '.join(rewards)})", err=True)
+    if job.top_p != 1.0:
+        echo(f"warning: top_p={job.top_p} is not applied: curate samples the whole distribution at temperature {job.temperature}", err=True)
+    settings = Settings(job.settings.model, job.samples, job.temperature, job.settings.max_new_tokens, rewards, job.guard)
+    reward = training_reward(job.prepared, rewards, job.guard, job.threads)
+    term = SigtermAsInterrupt()
+
+    def engine_for(rows: list[dict]) -> Engine:
+        engine = build_engine(job.engine, job.settings, rows, warn=lambda m: echo(m, err=True))
+        return Engine(term.interruptible(engine.generate), engine.count_tokens)
+
+    term.install()
+    try:
+        result = curate(job.prepared, settings, engine_for, reward, prompt=job.prompt, output=job.output,
+                        splits=("train", "eval") if job.include_eval else ("train",), batch_size=job.batch_size,
+                        engine=job.engine, progress=progress, stopped=term.came.is_set)  # fmt: skip
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (typer alone would end with a silent status 130)
+        raise CurateInterrupted("interrupted: the pages finished are in the difficulty file; run again to go on") from None
+    finally:
+        progress_done()
+        term.restore()
+    return settings, result
+
+
+def _report_scoring(job: CurateJob, settings: Settings, result: Result, echo: Callable[..., None]) -> None:
+    path = job.output
+    echo(f"{path}: {len(result.records)} page(s), {result.scored} scored now in {result.seconds:.1f} s, {result.reused} already there"
+         f" ({settings.samples} samples each; {settings.describe()})")  # fmt: skip
+    if result.torn:
+        echo(f"note: {path} ended in a line cut short (a killed run); it was dropped and that page scored again", err=True)
+    if result.errors:
+        for e in result.errors[:5]:
+            echo(f"  {e['pdf']} page {e['page']}: {e['error']}", err=True)
+        raise CurateError(f"{len(result.errors)} page(s) failed to generate; the others are in {path}: run again to retry them")
+    samples = [len(r["rewards"]) for r in result.records.values()]
+    empty = sum(r.get("empty", 0) for r in result.records.values())
+    if samples and empty * 2 > sum(samples):
+        echo(f"warning: {empty} of {sum(samples)} samples are empty or whitespace: the model is not transcribing (check the "
+             "model and prompt); such pages all earn the same and are dropped, not kept as hard", err=True)  # fmt: skip
+
+
+def _report_selection(job: CurateJob, settings: Settings, result: Result, sel: Selection, split: Path, echo: Callable[..., None]) -> None:
+    train_pages = [p for p in result.pages if p.split == "train"]
+    g, budget = job.num_generations, settings.max_new_tokens
+    echo(f"kept {len(sel.kept)} of {len(train_pages)} train pages ({job.rule.describe()}): {split}")
+    measured = f"; by the sampled lengths, {sel.saved_tokens:.1%} of the tokens" if sel.saved_tokens is not None else ""
+    echo(f"generation saved per epoch: {len(sel.dropped)} pages x {g} generations x <= {budget} tokens = {sel.saved_pages:.1%} of the "
+         f"completion budget{measured}")  # fmt: skip
+    echo(f"curation sampled {settings.samples} per page: {settings.samples / g:.2g} epoch(s) of generation at num_generations={g}")
+    cmd = f"olmocr-rl train {job.prepared} --model {settings.model} -o OUTPUT_DIR train_split={job.name}"
+    echo(f"train on them: {cmd}" + (f" --config {job.config}" if job.config else ""))
+
+
+class SigtermAsInterrupt:
+    """SIGTERM ends the command as Ctrl-C does (`error: interrupted`, status 130) instead of Python's
+    instant death, which leaves vLLM's engine processes running: the interpreter then shuts down
+    in order and vLLM stops them. While the engine generates, the signal interrupts it at once (a
+    KeyboardInterrupt, as Ctrl-C); elsewhere (vLLM's start-up, which can hang when an exception is
+    raised inside it; a page being written) it is remembered and the run stops before its next
+    pages."""
+
+    def __init__(self) -> None:
+        self.came = threading.Event()
+        self.generating = False
+        self.previous: Any = None
+
+    def install(self) -> None:
+        import signal
+
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._handle)
+
+    def restore(self) -> None:
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+            self.previous = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.came.set()
+        if self.generating:
+            raise KeyboardInterrupt
+
+    def interruptible(self, generate: Callable[[list, list, float], list[str]]) -> Callable[[list, list, float], list[str]]:
+        def run(images: list, messages: list, temperature: float) -> list[str]:
+            if self.came.is_set():
+                raise KeyboardInterrupt
+            self.generating = True
+            try:
+                return generate(images, messages, temperature)
+            finally:
+                self.generating = False
+
+        return run

@@ -20,7 +20,7 @@ from olmocr_rl.rewards import (
     RectTablesReward,
     rates,
 )
-from olmocr_rl.suite import BenchSuite, Guard, PageScore
+from olmocr_rl.suite import TRAINING_GUARD, BenchSuite, Guard, PageScore
 from olmocr_rl.train.config import REWARD_NAMES, ConfigError, is_user_reward
 
 _AVERAGE = {"bench": "micro", "bench-macro": "macro", "bench-graded": "graded"}
@@ -168,7 +168,7 @@ class TrainBenchReward(BenchReward):
         log_metrics: bool = True,
         recorder: CompletionRecorder | None = None,
         threads: int | None = None,
-        guard: Guard = "short-output",
+        guard: Guard = TRAINING_GUARD,
     ):
         super().__init__(suite, average, threads=threads, guard=guard)  # type: ignore[arg-type]
         self.log_metrics = log_metrics
@@ -227,7 +227,7 @@ def build_rewards(
     model: Any = None,
     recorder: CompletionRecorder | None = None,
     threads: int | None = None,
-    guard: Guard = "short-output",
+    guard: Guard = TRAINING_GUARD,
 ) -> tuple[list[Callable], list[float]]:
     """Reward callables and their weights, in the order given. Bench rewards share one suite
     (the prepared folder's accepted tests) and score under `guard`; the first one logs

@@ -239,6 +239,12 @@ def test_train_options_lists_every_config_key_with_help():
         assert f.metadata.get("help"), f"{f.name} has no help text"
     assert "colocate | server" in res.stdout or "float or none" in res.stdout  # our annotated types
     # trl's GRPOConfig options are listed from trl itself, olmOCR 2's overrides marked.
-    row = next(line for line in res.stdout.splitlines() if line.lstrip("│ ").startswith("num_generations "))
-    assert "28" in row and "(olmOCR 2; trl: 8)" in row
-    assert any(line.lstrip("│ ").startswith("top_k ") for line in res.stdout.splitlines())  # any other trl option too
+    lines = res.stdout.splitlines()
+    k = lines.index("num_generations (int or none) = 28")
+    assert lines[k + 1].startswith("    (olmOCR 2; trl: 8) trl: Number of generations")
+    assert any(line.startswith("top_k (int) = ") for line in lines)  # any other trl option too
+    # At 80 columns, in a pipe: every line fits and every meaning is whole (issue 37, row 3).
+    narrow = invoke(["train", "--options"], env={"COLUMNS": "80"})
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
+    assert " ".join(narrow.stdout.split()) == " ".join(res.stdout.split())
+    assert len(narrow.stdout.splitlines()) < 1000

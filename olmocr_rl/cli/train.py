@@ -16,19 +16,20 @@ ABOUT = "Train a VLM with GRPO, the olmOCR-bench pass rate as the reward (olmOCR
 
 def _options(value: bool) -> None:
     if value:
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.table import Table
+        import shutil
+        import textwrap
 
         from olmocr_rl.train.config import options_table
 
-        table = Table(title="training config keys (YAML/TOML --config, KEY=VALUE, --set)", title_justify="left")
-        table.add_column("key", no_wrap=True)
-        for col in ("type", "default", "meaning"):
-            table.add_column(col, overflow="fold")
-        for row in options_table():
-            table.add_row(*(escape(c) for c in row))  # help texts hold [brackets], not markup
-        Console().print(table)
+        # A list, not a table: each key on its own line with its type and default, its meaning
+        # wrapped below it, readable at any width and in a pipe (a table squeezed the meanings
+        # into a 10-character column at 80 columns).
+        width = max(40, shutil.get_terminal_size().columns)
+        wrap = lambda text, indent: textwrap.wrap(text, width, initial_indent=indent, subsequent_indent="    ", break_on_hyphens=False)
+        lines = [*wrap("training config keys (YAML/TOML --config, KEY=VALUE, --set), as key (type) = default:", ""), ""]
+        for key, kind, default, meaning in options_table():
+            lines += wrap(f"{key} ({kind}) = {default}", "") + (wrap(meaning, "    ") or [""])
+        echo("\n".join(lines))
         raise typer.Exit(0)
 
 

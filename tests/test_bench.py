@@ -444,3 +444,34 @@ def test_line_separators_inside_json_strings_round_trip(tmp_path):
     report = json.loads(data.removeprefix("window.REPORT_DATA=").removesuffix(";\n"))
     shown = {t[0]: dict((field, value) for field, value, _ in t[4]) for t in report["tests"]}
     assert {i: shown[i]["text"] for i in texts} == texts
+
+
+def test_suggested_bench_command_works_as_printed(prepared, tmp_path):
+    """Issue 37, row 6: after training on a curated split that kept page 2 of the fixtures'
+    two-page PDF (whose page-2 baseline test means no baseline is added for page 1), the command
+    `train` prints scores the outputs as printed: with --force, whose warning no longer says to
+    use it. A folder whose pages all have tests gets no --force; a path with a space is quoted."""
+    import shlex
+
+    from olmocr_rl.bench.plan import command_line
+    from olmocr_rl.train.data import read_split
+    from olmocr_rl.train.outputs import CANDIDATE, make_bench_folder
+
+    out = tmp_path / "run dir"
+    rows = [
+        r for r in read_split(prepared, "train") + read_split(prepared, "eval") if (r["pdf"], r["page"]) == ("reports/annual_report.pdf", 2)
+    ]
+    assert len(rows) == 1
+    (out / CANDIDATE / "reports").mkdir(parents=True)
+    (out / CANDIDATE / "reports" / "annual_report_pg2_repeat1.md").write_text("Demand held up.", encoding="utf-8")
+    printed = make_bench_folder(prepared, out, rows)["bench_command"]
+    assert printed == f"olmocr-rl bench '{out}' --candidate outputs --force"
+    words = shlex.split(printed)
+    res = invoke(words[1:])
+    assert res.exit_code == 0, res.output
+    assert "no test for reports/annual_report.pdf page 1 (scored anyway: --force)" in " ".join(res.stdout.split())
+    assert "use --force" not in res.output
+    assert invoke([w for w in words[1:] if w != "--force"]).exit_code == 1  # without it, as bench says
+
+    covered = make_bench(tmp_path / "covered", [baseline("b")], files={"m/a_pg1_repeat1.md": SHORT})
+    assert command_line(covered, "m") == f"olmocr-rl bench {covered} --candidate m"

@@ -474,6 +474,42 @@ def test_run_report_views(tmp_path):
     assert res.exit_code == 1 and "no logs/metrics.jsonl" in res.stderr
 
 
+def test_run_report_names_the_split_and_labels_axes_apart(tmp_path):
+    """Issue 37, row 6: the run report names the split trained on (a curated one here, cut by
+    max_train_pages) and the eval split, with their pages; every axis labels distinct values
+    (entropy between 5.545 and 5.555 printed "5.55" twice)."""
+    from olmocr_rl.report.charts import nice_ticks, tick_labels
+
+    run = fake_run(tmp_path)
+    prep = tmp_path / "prep"
+    (prep / "curated.jsonl").write_text("".join(json.dumps({"pdf": p, "page": n, "image": "images/p.pdf.png"}) + "\n"
+                                                for p, n in (("p.pdf", 1), ("p.pdf", 2), ("q.pdf", 1))))  # fmt: skip
+    config = json.loads((run / "train_config.json").read_text())
+    config |= {"train_split": "curated", "max_train_pages": 2, "eval_split": "train", "bench_guard": "short-output+footnote"}
+    (run / "train_config.json").write_text(json.dumps(config))
+    with (run / "logs" / "metrics.jsonl").open("a") as f:  # after the cut line: entropy within a hundredth
+        f.write("\n" + "".join(json.dumps({"step": s, "entropy": 5.5455 + 0.0025 * s}) + "\n" for s in range(1, 5)))
+    res = invoke(["report", str(run)])
+    assert res.exit_code == 0, res.output
+    with open_report(run / "report.html", tmp_path / "run.png") as page:
+        facts = dict(page.evaluate("[...document.querySelectorAll('#run dt')].map(d => [d.textContent, d.nextElementSibling.textContent])"))
+        assert facts["training split"] == "curated: 3 pages of 2 PDFs; the first 2 used (max_train_pages)"
+        assert facts["eval split"] == "train: 2 pages of 2 PDFs"
+        assert facts["bench guard"] == "short-output+footnote"
+        for metric in page.evaluate("[...document.querySelectorAll('figure.chart')].map(f => f.dataset.metric)"):
+            labels = page.evaluate(
+                f"[...document.querySelectorAll('figure[data-metric=\"{metric}\"] svg text[text-anchor=end]')].map(t => t.textContent)"
+            )
+            assert len(labels) == len(set(labels)) > 1, (metric, labels)
+        entropy = page.evaluate(
+            "[...document.querySelectorAll('figure[data-metric=entropy] svg text[text-anchor=end]')].map(t => t.textContent)"
+        )
+        assert "5.545" in entropy or "5.555" in entropy
+    assert tick_labels(nice_ticks(5.541, 5.558)) == ["5.545", "5.55", "5.555"]
+    assert tick_labels(nice_ticks(1234.5, 1236)) == ["1234.5", "1235", "1235.5", "1236"]  # was "1.2e+03" four times
+    assert tick_labels([0.0, 0.25, 0.5]) == ["0", "0.25", "0.5"]
+
+
 def test_run_report_of_a_real_run(tmp_path):
     need("trl")
     from tiny_vlm import build_tiny_vlm

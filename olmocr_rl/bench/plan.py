@@ -7,6 +7,8 @@
     execute(options)         the run (with a progress bar on a terminal), the summary on stdout
                              (`--json` or the tables), then the optional outputs; raises BenchError
                              (a UserError: one `error:` line) for what the user must fix
+    command_line(folder, c)  the `olmocr-rl bench` line other commands print to score what they
+                             wrote: it works as printed
 
 The summary is printed before the optional outputs are written, so a failing output loses no
 score; `--strict` fails after everything else is done.
@@ -139,6 +141,23 @@ def execute(options: BenchOptions) -> None:
     bad = [c.name for c in summary.candidates if c.failed]
     if options.strict and bad:
         raise BenchError(f"--strict: {len(bad)} candidate(s) FAILED (errors): {', '.join(bad)}")
+
+
+def command_line(folder: str | os.PathLike[str], candidate: str) -> str:
+    """The `olmocr-rl bench` line that scores `candidate` in `folder`, as `train` and `generate`
+    print it: shell-quoted, with `--force` when a page of the folder's PDFs has no test (a curated
+    split keeps some pages of a PDF), so that it works as printed."""
+    import shlex
+
+    from olmocr_rl.bench.folder import load_bench
+
+    words = ["olmocr-rl", "bench", os.fspath(folder), "--candidate", candidate]
+    try:
+        if load_bench(folder, force=True).uncovered:
+            words.append("--force")
+    except BenchError:  # bench will say what is wrong with the folder, printed or not
+        pass
+    return shlex.join(shown(w) for w in words)
 
 
 def _comparisons(options: BenchOptions, summary: Any) -> list[Any]:

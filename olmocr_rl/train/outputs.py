@@ -106,6 +106,8 @@ def make_bench_folder(prepared_dir: Path, output_dir: Path, rows: list[dict]) ->
                 raise FileNotFoundError(f"{src}: the PDF of {r['pdf']} page {r['page']} is gone; bench needs it next to the outputs")
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
+    from olmocr_rl.bench.plan import command_line
+
     n_tests = 0
     written = []
     for f in sorted(tests_dir(prepared_dir).glob("*.jsonl")):
@@ -127,5 +129,5 @@ def make_bench_folder(prepared_dir: Path, output_dir: Path, rows: list[dict]) ->
         "pdfs": len({p for p, _ in pages}),
         "tests": n_tests,
         "test_files": written,
-        "bench_command": f"olmocr-rl bench {output_dir} --candidate {CANDIDATE}",
+        "bench_command": command_line(output_dir, CANDIDATE),  # with --force when a PDF has pages the split left out
     }

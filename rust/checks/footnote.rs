@@ -47,7 +47,7 @@ pub fn check(test: &Test, raw: &[char], guard: Guard) -> Verdict {
     let found = |want: &[char], side_before: bool| -> bool {
         let target = clean(want);
         let thr = threshold(test.max_diffs, want.len());
-        let need = if guard.short_footnote() { needed(want, side_before, test.max_diffs, &clean) } else { None };
+        let need = if guard.short_footnote() { needed(want, side_before, test.max_diffs, clean) } else { None };
         // Identical windows give identical answers: pages with thousands of markers (model
         // output that loops) are judged once per distinct window.
         let mut seen: HashSet<&[char]> = HashSet::new();

@@ -4,7 +4,11 @@ newlines: `\\r\\n`, `\\r` and `\\n`, as the reference's `open()` reads them and 
 them), each line decoded as UTF-8 on its own, so that one undecodable line is reported by its
 file:line and the others still load (the reference cannot read such a file at all). A byte-order
 mark is left in place: the core refuses that line with its own message, as the reference's
-json.loads does.
+json.loads does. The lines split here are the lines every reader sees: a raw U+2028, U+2029 or
+U+0085 inside a JSON string is no line end (`str.splitlines()` would cut there).
+
+`json_line` writes one line of the JSONL files the commands write (`bench --details`, `probe
+--details`), those three characters escaped so that any reader finds one record per line.
 """
 
 from __future__ import annotations

@@ -231,9 +231,13 @@ def test_bench_and_check_keep_the_published_semantics_unless_asked(tmp_path):
 def test_guard_names_list_their_rules():
     """A guard's name is its rules' names joined by "+", each rule described once (GUARD_RULES);
     the core and the command line accept exactly these names."""
+    import typing
+
     from olmocr_rl.cli import GuardChoice
+    from olmocr_rl.train.config import TrainConfig
 
     assert [g.value for g in GuardChoice] == list(GUARDS)
+    assert set(typing.get_args(typing.get_type_hints(TrainConfig)["bench_guard"])) == set(GUARDS)
     assert guard_rules("none") == []
     for guard in GUARDS[1:]:
         names = guard.split("+")

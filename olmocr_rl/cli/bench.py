@@ -22,7 +22,10 @@ def bench_command(
         Optional[list[str]], typer.Option("--candidate", "-c", help="Evaluate only this candidate folder (repeatable).")
     ] = None,
     details: Annotated[
-        Optional[Path], typer.Option("--details", help="Write one JSON line per (test, md file): id, type, jsonl, md, passed, explanation.")
+        Optional[Path],
+        typer.Option(
+            "--details", help="Write one JSON line per (test, md file): candidate, id, type, jsonl, md, passed, explanation, semantics."
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     skip_baseline: Annotated[

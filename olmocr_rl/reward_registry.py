@@ -30,7 +30,7 @@ from olmocr_rl.rewards import (
     RectTablesReward,
     single_process,
 )
-from olmocr_rl.suite import BenchSuite, Guard
+from olmocr_rl.suite import TRAINING_GUARD, BenchSuite, Guard
 
 
 @dataclass
@@ -41,7 +41,7 @@ class RewardContext:
 
     tests: str | os.PathLike[str] | BenchSuite
     threads: int | None = None
-    guard: Guard = "short-output"
+    guard: Guard = TRAINING_GUARD
     processor: Any = None
     model: Any = None
     gather: Callable[[list], list[list]] = single_process

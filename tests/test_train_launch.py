@@ -240,7 +240,7 @@ def test_the_final_outputs_have_one_writer(prepared, tmp_path, monkeypatch, laun
     monkeypatch.setattr(worker, "run", lambda cfg, inputs, **kw: {})
     monkeypatch.setattr(worker, "write_final_outputs", lambda cfg: written.append("x") or {"candidate": "c", "bench_command": "b"})
     monkeypatch.setattr(plan_module, "_launch", lambda plan, echo: 0)
-    args = ["final_outputs=eval"]
+    args = ["final_outputs=eval", "num_generations=4", "gradient_accumulation_steps=2"]  # 1 or 2 pages a generation batch (3 here)
     cfg = load_config(None, args, prepared_dir=str(prepared), model="org/model", output_dir=str(tmp_path / "run"))
     plan = build_plan(cfg, LaunchOptions(**LAUNCHES[launch]))
     execute(plan, echo=lambda *a, **k: None)

@@ -31,10 +31,12 @@ _state = {"debug": False}
 
 
 class GuardChoice(str, enum.Enum):
-    """`--guard` of bench, check and probe: the rule set of the checks (olmocr_rl.suite.GUARDS)."""
+    """`--guard` of bench and check: the rule set of the checks, one member per olmocr_rl.suite.GUARDS
+    name (tests/test_guard.py holds them equal; the suite is not imported here, for a fast --help)."""
 
     none = "none"
     short_output = "short-output"
+    short_output_footnote = "short-output+footnote"
 
 
 class CliError(UserError):

@@ -22,9 +22,9 @@ class Departure:
 
 
 DEPARTURES = (
-    Departure("bench reward", "PR #462's short-output guard (bench_guard: short-output)", "no guard",
-              "a near-empty page passes every absent test and some present ones; the guard makes it fail them "
-              "(docs/checks.md §3.1.1)", lambda c: c.bench_guard != "none" and any(n.startswith("bench") for n in c.rewards)),
+    Departure("bench reward", "PR #462's short-output and PR #476's footnote guards (bench_guard: short-output+footnote)", "no guard",
+              "a near-empty page passes every absent test and some present ones, a stray marker footnote tests; the guard makes "
+              "them fail (docs/checks.md §3.1.1, §3.7.1)", lambda c: c.bench_guard != "none" and any(n.startswith("bench") for n in c.rewards)),
     Departure("evaluation", "every eval_steps on max_eval_pages pages x num_generations_eval samples", "never (no eval strategy set)",
               "the eval curve is the only sign of overfitting a run gives", lambda c: c.eval_enabled and c.eval_steps > 0),
     Departure("save_total_limit", "as set (the recipe: 3)", "30", "30 DeepSpeed checkpoints of a 7-8 B model take ~4 TB",

@@ -315,6 +315,7 @@ class StandIn:
         self.behaviour = behaviour
         self.delay = delay
         self.requests: list[dict] = []
+        self.sizes: list[tuple[int, int]] = []  # the page image's size of each request
         self.headers: list[dict] = []
         self.seen: set[tuple[str, tuple[int, int]]] = set()
         self.in_flight = 0
@@ -348,6 +349,12 @@ class StandIn:
         size = png_size(next(p["image_url"]["url"] for p in parts if p["type"] == "image_url"))
         text = "\n".join(p["text"] for p in parts if p["type"] == "text")
         how = self.behaviour.get(size, "ok")
+        with self.lock:
+            self.sizes.append(size)
+        if how == "429-always":
+            handler.send_response(429)
+            handler.end_headers()
+            return
         first = (how, size) not in self.seen
         self.seen.add((how, size))
         time.sleep(self.delay)
@@ -430,6 +437,9 @@ def test_from_pdf_against_a_standin_endpoint(tmp_path):
     assert (out / "html" / "synthetic" / "d_429_page1.html").read_text().startswith("<!DOCTYPE html>")
     # Four requests per page kept (orientation, analysis, HTML, revision), each as the wheel's turn says.
     assert server.max_in_flight == 2
+    assert all(r["model"] == "stand-in" for r in server.requests)
+    # The first request of the timeout page and of the 429 page was asked again (--retries 1, --request-timeout 1).
+    assert server.sizes.count(size_of(*shapes["c_timeout"])) == 5 and server.sizes.count(size_of(*shapes["d_429"])) == 5
     assert {r["max_tokens"] for r in server.requests} == {1000, 3000}  # 20000 and 40000 capped by --max-tokens
     assert {r["temperature"] for r in server.requests} == {0.0, 0.1, 0.2, 1.0}
     assert all(h.get("Authorization") == "Bearer sk-test" for h in server.headers)
@@ -445,8 +455,9 @@ def test_from_pdf_against_a_standin_endpoint(tmp_path):
     assert sorted(o["key"] for o in again["kept"]) == sorted([*kept, "a_ok_page1"])
 
 
-def test_from_pdf_budget_and_all_pages(tmp_path):
+def test_from_pdf_budget_all_pages_and_retries(tmp_path):
     need_chromium()
+    from olmocr_rl.synth.run import png_size as png_size_of
     pdfs = tmp_path / "pdfs"
     pdfs.mkdir()
     blank_pdf(pdfs / "a_two.pdf", [(612, 792), (600, 800)])
@@ -462,3 +473,146 @@ def test_from_pdf_budget_and_all_pages(tmp_path):
     assert sorted(s["key"] for s in manifest["skipped"]) == ["a_two_page2", "b_one_page1"]
     assert all("token budget (300) is spent" in s["reason"] for s in manifest["skipped"])
     assert len(server.requests) == 4
+    # A server that always answers 429: the request is tried 1 + --retries times, then the page is skipped.
+    blank_pdf(tmp_path / "c.pdf", [(300, 300)])
+    server = StandIn({png_size_of(300, 300): "429-always"})
+    res = invoke(["synth", tmp_path / "out2", "--from-pdf", tmp_path / "c.pdf", "--endpoint", server.url, "--model", "m",
+                  "--retries", "2", "-q"])  # fmt: skip
+    assert res.exit_code == 1 and "no page could be synthesized" in res.stderr
+    (skip,) = json.loads((tmp_path / "out2" / "synth.json").read_text())["skipped"]
+    assert "HTTP 429" in skip["reason"] and "after 2 retries" in skip["reason"] and len(server.requests) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# synth -> validate -> prepare -> train -> bench
+# ---------------------------------------------------------------------------------------------
+
+
+def test_synth_validate_prepare_train_bench(tmp_path, tiny_model):
+    need_chromium()
+    need("trl")
+    from training import RECIPE
+
+    site = tmp_path / "site"
+    site.mkdir()
+    for name in ("table_spans", "header_footer", "footnotes", "clipped"):
+        shutil.copy(PAGES / f"{name}.html", site / f"{name}.html")
+    out = tmp_path / "bench"
+    strict = invoke(["synth", site, out, "--strict"])
+    assert strict.exit_code == 1 and "1 page(s) dropped or skipped and --strict was given" in strict.output, strict.output
+    assert "synthesizing" in strict.output  # the progress bar, without --quiet
+    assert "text cut off" in strict.output and "clipped" in strict.output
+    res = invoke(["synth", site, out, "-q"])  # a rerun: everything reused, exit 0 without --strict
+    assert res.exit_code == 0 and "synthesizing" not in res.output and "0 / 4" in res.output, res.output
+    # The bench folder: tests, one-page PDFs, the reference markdown as files, all of it valid.
+    tests = jsonl(out / "synthetic.jsonl")
+    assert {t["pdf"] for t in tests} == {f"synthetic/{n}.pdf" for n in ("table_spans", "header_footer", "footnotes")}
+    refs = sorted((out / "claude_original" / "synthetic").iterdir())
+    assert [p.name for p in refs] == [f"{n}_pg1_repeat1.md" for n in ("footnotes", "header_footer", "table_spans")]
+    assert all(p.is_file() and not p.is_symlink() for p in refs)
+    assert (out / "claude_original" / "synthetic" / "table_spans_pg1_repeat1.md").read_text() == next(
+        c["markdown"] for c in CASES if c["page"] == "table_spans.html"
+    )
+    assert json.loads((out / "synth.json").read_text())["tests_failing_their_reference"] == []
+    res = invoke(["validate", out])
+    assert res.exit_code == 0 and f"{len(tests)} valid tests" in res.output and "0 invalid" in res.output, res.output
+    res = invoke(["bench", out, "--candidate", "claude_original", "--json"])
+    (cand,) = json.loads(res.output[res.output.index("{") :])["candidates"]
+    assert res.exit_code == 0 and cand["score"] == 1.0, res.output  # every test passes on its own reference
+    # prepare -> train (the tiny model, 2 steps) -> bench on what it wrote.
+    prepared = tmp_path / "prepared"
+    res = invoke(["prepare", out, prepared, "--eval-fraction", "0.34", "--longest-side", "140", "--strict", "--quiet"])
+    assert res.exit_code == 0 and "2 train + 1 eval pages" in res.output, res.output
+    run = tmp_path / "run"
+    res = invoke(["train", prepared, "--model", tiny_model, "-o", run, "--config", RECIPE])
+    assert res.exit_code == 0 and "step 2/2" in res.output, res.output[-3000:]
+    res = invoke(["bench", run, "--candidate", "outputs", "--json"])
+    assert res.exit_code == 0, res.output
+    (cand,) = json.loads(res.output[res.output.index("{") :])["candidates"]
+    assert cand["name"] == "outputs" and not cand.get("errors")
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line, the conversation, the wheel's files
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["OUT"], "give HTML_DIR and OUT_BENCH"),
+        (["A", "B", "C"], "give HTML_DIR and OUT_BENCH"),
+        (["A", "OUT", "--model", "m"], "--model is an option of --from-pdf"),
+        (["A", "OUT", "--budget", "5"], "--budget is an option of --from-pdf"),
+        (["OUT", "--from-pdf", "x.pdf"], "--from-pdf needs --endpoint and --model"),
+        (["A", "OUT", "--from-pdf", "x.pdf", "--endpoint", "u", "--model", "m"], "with --from-pdf, give only OUT_BENCH"),
+        (["A", "OUT", "--name", "a/b"], "--name 'a/b': give a plain name"),
+    ],
+)
+def test_usage_errors_name_what_is_wrong(args, message):
+    res = invoke(["synth", *args])
+    assert res.exit_code == 2 and message in res.stderr, res.output
+
+
+def test_bad_inputs_are_one_error_line(tmp_path):
+    need_synth()
+    res = invoke(["synth", tmp_path / "missing", tmp_path / "out"])
+    assert res.exit_code == 1 and res.stderr.strip() == f"error: {tmp_path / 'missing'}: no such folder (give a folder of .html files)"
+    (tmp_path / "empty").mkdir()
+    res = invoke(["synth", tmp_path / "empty", tmp_path / "out"])
+    assert res.exit_code == 1 and "no .html files in this folder" in res.stderr
+    res = invoke(["synth", tmp_path / "out", "--from-pdf", tmp_path / "nothing", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m"])
+    assert res.exit_code == 1 and "--from-pdf" in res.stderr and "no such file or folder" in res.stderr
+
+
+def test_the_conversation_is_read_from_the_wheel():
+    need_synth()
+    from olmocr_rl.synth.assets import pipeline_module
+    from olmocr_rl.synth.endpoint import fill, read_conversation
+
+    turns = read_conversation(pipeline_module())
+    assert [(t.max_tokens, t.temperature) for t in turns] == [(1000, 0.0), (20000, 0.1), (20000, 0.2), (40000, 1.0)]
+    assert [k for k, _ in turns[3].parts] == ["text", "image", "text", "image", "text", "text"]
+    values = {"analysis_text": "<ANALYSIS>", "png_width": 791, "png_height": 1024, "initial_html": "<INITIAL>"}
+    step2 = fill(turns[2].parts[1][1], values)
+    assert "<ANALYSIS>" in step2 and "791" in step2 and "1024" in step2 and "{" not in step2.replace("{left", "")
+    assert "<INITIAL>" in fill(turns[3].parts[5][1], values)
+
+
+def test_a_conversation_that_would_run_code_is_refused(tmp_path):
+    need_synth()
+    from olmocr_rl.synth.endpoint import ConversationError, read_conversation
+
+    module = tmp_path / "m.py"
+    module.write_text('async def generate_html_from_image(client, image_base64):\n'
+                      '    for _ in range(4):\n'
+                      '        await client.messages.create(max_tokens=10, temperature=0, messages=[{"role": "user", "content": [\n'
+                      '            {"type": "text", "text": f"{__import__(\'os\').system(\'true\')}"}]}])\n')  # fmt: skip
+    with pytest.raises(ConversationError, match="does not understand"):
+        read_conversation(module)
+
+
+def test_install_katex_stores_what_synth_takes_from_the_wheel(tmp_path):
+    need_synth()
+    import zipfile
+
+    from olmocr_rl import _katex
+    from olmocr_rl.prompts import olmocr_prompts_file
+    from olmocr_rl.synth.assets import katex_files, pipeline_module
+
+    css, js, auto_render = katex_files()
+    members = {_katex.WHEEL_MEMBER: js, _katex.PROMPTS_MEMBER: olmocr_prompts_file(), "olmocr/bench/katex/katex.min.css": css,
+               "olmocr/bench/katex/auto-render.min.js": auto_render, "olmocr/bench/synth/mine_html_templates.py": pipeline_module()}  # fmt: skip
+    wheel = tmp_path / "olmocr.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for member, path in members.items():
+            z.writestr(member, path.read_bytes())
+    res = invoke(["install-katex", "--from-wheel", wheel, "--dir", tmp_path / "k"])
+    assert res.exit_code == 0, res.output
+    for name in ("katex.min.js", "katex.min.css", "auto-render.min.js", "mine_html_templates.py", "prompts.py"):
+        assert (tmp_path / "k" / name).is_file(), name
+    with zipfile.ZipFile(tmp_path / "bad.whl", "w") as z:
+        for member, path in members.items():
+            z.writestr(member, path.read_bytes() + (b"\n" if member.endswith("auto-render.min.js") else b""))
+    res = invoke(["install-katex", "--from-wheel", tmp_path / "bad.whl", "--dir", tmp_path / "k2"])
+    assert res.exit_code == 1 and "auto-render.min.js is not olmocr 0.4.27's" in res.stderr

@@ -329,8 +329,13 @@ class StandIn:
                 with standin.lock:
                     standin.requests.append(body)
                     standin.headers.append(dict(self.headers))
-                    standin.in_flight += 1
-                    standin.max_in_flight = max(standin.max_in_flight, standin.in_flight)
+                    stall = standin.stalls(body)
+                    if not stall:
+                        standin.in_flight += 1
+                        standin.max_in_flight = max(standin.max_in_flight, standin.in_flight)
+                if stall:  # the client gives up on this one: not counted as in flight
+                    time.sleep(3)
+                    return
                 try:
                     standin.answer(self, body)
                 finally:
@@ -344,6 +349,15 @@ class StandIn:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
+    def stalls(self, body) -> bool:
+        """The first request of a "timeout-once" page (called with the lock held)."""
+        size = png_size(next(p["image_url"]["url"] for p in body["messages"][0]["content"] if p["type"] == "image_url"))
+        if self.behaviour.get(size) != "timeout-once" or ("timeout-once", size) in self.seen:
+            return False
+        self.seen.add(("timeout-once", size))
+        self.sizes.append(size)
+        return True
+
     def answer(self, handler, body) -> None:
         parts = body["messages"][0]["content"]
         size = png_size(next(p["image_url"]["url"] for p in parts if p["type"] == "image_url"))
@@ -351,15 +365,13 @@ class StandIn:
         how = self.behaviour.get(size, "ok")
         with self.lock:
             self.sizes.append(size)
+            first = (how, size) not in self.seen
+            self.seen.add((how, size))
         if how == "429-always":
             handler.send_response(429)
             handler.end_headers()
             return
-        first = (how, size) not in self.seen
-        self.seen.add((how, size))
         time.sleep(self.delay)
-        if how == "timeout-once" and first:
-            time.sleep(3)
         if how == "429-once" and first:
             handler.send_response(429)
             handler.send_header("Retry-After", "0")

@@ -264,7 +264,7 @@ class Renderer:
         remaining = max(1.0, (self.watchdog.deadline or time.monotonic()) - time.monotonic())
         context.set_default_timeout(remaining * 1000)
         context.route("**/*", lambda route: _serve(route, folder))
-        context.route_web_socket("**/*", lambda ws: ws.close())
+        context.route_web_socket("**/*", lambda ws: None)  # a WebSocket never connected to a server: mocked, it reaches nothing
         page = context.new_page()
         page.goto(ORIGIN)
         page.set_content(html, wait_until="load")

@@ -14,9 +14,12 @@ browser download), one browser for the whole run, a fresh context per load as up
 Untrusted HTML, and what bounds it:
 * no network: every request goes through a route that serves only files of the page's own folder
   (under the made-up origin http://synth.invalid/, resolved paths checked to stay inside the folder)
-  and aborts anything else; WebSockets are closed unanswered; service workers are blocked; and
-  Chromium itself resolves no host name and sends everything through a proxy that does not exist,
-  should a request get past the route. file:// URLs are refused by Chromium from an http page.
+  and aborts anything else; WebSockets are never connected to a server; service workers are
+  blocked; and Chromium itself resolves no host name and sends everything through a proxy that does
+  not exist. The route alone is not enough: Chromium preconnects (opens an empty TCP connection)
+  to the hosts a page names before the route sees the request; the proxy setting stops that
+  (tests/test_synth.py listens on loopback and counts connections). file:// URLs are refused by
+  Chromium from an http page.
 * time: the whole page (all loads and prints) within `timeout_s`; memory: Chromium's renderer
   processes within `memory_mb` (proportional set size, polled every 0.1 s). Past either, a watchdog
   thread kills the browser (SIGKILL), the page is dropped with that reason and a new browser is

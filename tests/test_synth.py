@@ -470,6 +470,7 @@ def test_from_pdf_against_a_standin_endpoint(tmp_path):
 def test_from_pdf_budget_all_pages_and_retries(tmp_path):
     need_chromium()
     from olmocr_rl.synth.run import png_size as png_size_of
+
     pdfs = tmp_path / "pdfs"
     pdfs.mkdir()
     blank_pdf(pdfs / "a_two.pdf", [(612, 792), (600, 800)])
@@ -628,3 +629,12 @@ def test_install_katex_stores_what_synth_takes_from_the_wheel(tmp_path):
             z.writestr(member, path.read_bytes() + (b"\n" if member.endswith("auto-render.min.js") else b""))
     res = invoke(["install-katex", "--from-wheel", tmp_path / "bad.whl", "--dir", tmp_path / "k2"])
     assert res.exit_code == 1 and "auto-render.min.js is not olmocr 0.4.27's" in res.stderr
+
+
+def test_where_the_reference_raises_the_page_is_refused_with_a_reason():
+    """A <header> outside an empty <body>: upstream's generator raises IndexError on it."""
+    need_synth()
+    from olmocr_rl.synth.page_tests import PageTestError, generate_page_tests
+
+    with pytest.raises(PageTestError, match="IndexError"):
+        generate_page_tests("<html><head><header>Running head</header></head><body></body></html>", "p", 1, random.Random(0))

@@ -419,7 +419,8 @@ def test_from_pdf_against_a_standin_endpoint(tmp_path):
     shapes = {"a_ok": (612, 792), "b_malformed": (600, 800), "c_timeout": (595, 842), "d_429": (620, 800), "e_nohtml": (610, 790)}
     for stem, shape in shapes.items():
         blank_pdf(pdfs / f"{stem}.pdf", [shape])
-    blank_pdf(pdfs / "f_three.pdf", [(500, 700), (501, 700), (502, 700)])
+    (pdfs / "sub").mkdir()
+    blank_pdf(pdfs / "sub" / "f_three.pdf", [(500, 700), (501, 700), (502, 700)])  # in a sub-folder: named sub/f_three_pageN
     bench_pdfs = tmp_path / "benchmark"
     bench_pdfs.mkdir()
     blank_pdf(bench_pdfs / "a_page_of_the_benchmark.pdf", [(612, 792)])  # the same bytes as a_ok.pdf
@@ -433,7 +434,7 @@ def test_from_pdf_against_a_standin_endpoint(tmp_path):
     assert res.exit_code == 0, res.output
     manifest = json.loads((out / "synth.json").read_text())
     kept = sorted(o["key"] for o in manifest["kept"])
-    assert kept[:2] == ["c_timeout_page1", "d_429_page1"] and len(kept) == 3 and kept[2].startswith("f_three_page"), kept
+    assert kept[:2] == ["c_timeout_page1", "d_429_page1"] and len(kept) == 3 and kept[2].startswith("sub/f_three_page"), kept
     skipped = {s["key"] if "key" in s else Path(s["source"]).stem: s["reason"] for s in manifest["skipped"]}
     assert "excluded" in skipped["a_ok"] and "a_page_of_the_benchmark.pdf" in skipped["a_ok"]
     assert "not a chat completion" in skipped["b_malformed_page1"], skipped
@@ -441,8 +442,11 @@ def test_from_pdf_against_a_standin_endpoint(tmp_path):
     # The page of f_three is the one upstream's seed picks; its tests come from the model's HTML.
     import hashlib
 
-    sha1 = hashlib.sha1((pdfs / "f_three.pdf").read_bytes()).hexdigest()
-    assert kept[2] == f"f_three_page{random.Random(int(sha1[:8], 16)).randint(1, 3)}"
+    sha1 = hashlib.sha1((pdfs / "sub" / "f_three.pdf").read_bytes()).hexdigest()
+    assert kept[2] == f"sub/f_three_page{random.Random(int(sha1[:8], 16)).randint(1, 3)}"
+    assert (out / "claude_original" / "synthetic" / f"{kept[2]}_pg1_repeat1.md").is_file()
+    res = invoke(["validate", out])
+    assert res.exit_code == 0 and " 0 invalid" in res.output, res.output
     tests = jsonl(out / "synthetic.jsonl")
     assert {t["pdf"] for t in tests} == {f"synthetic/{k}.pdf" for k in kept}
     assert any(t["type"] == "absent" and t["text"] == "Ledger of the Kestrel Mill" for t in tests)

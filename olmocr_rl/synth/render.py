@@ -331,14 +331,15 @@ def _serve(route: Any, folder: Path) -> None:
     if not path:
         route.fulfill(status=200, content_type="text/html", body="<!DOCTYPE html><html><head></head><body></body></html>")
         return
-    root = folder.resolve()
-    target = (root / path).resolve()
+    from olmocr_rl.paths import inside
+
+    target = inside(folder, path)  # links and .. resolved; None when it leads out of the folder
     try:
-        ok = target.is_relative_to(root) and target.is_file() and target.stat().st_size <= MAX_ASSET_BYTES
-        body = target.read_bytes() if ok else b""
+        ok = target is not None and target.is_file() and target.stat().st_size <= MAX_ASSET_BYTES
+        body = target.read_bytes() if ok and target is not None else b""
     except OSError:
         ok, body = False, b""
-    if not ok:
+    if not ok or target is None:
         route.fulfill(status=404, body="")
         return
     route.fulfill(status=200, body=body, content_type=mimetypes.guess_type(target.name)[0] or "application/octet-stream")

@@ -160,6 +160,7 @@ def hostile_site(root: Path, port: int) -> Path:
         base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
     )
     (site / "ok.html").write_text(OK_PAGE)
+    shutil.copy(PAGES / "a4_page.html", site / "a4.html")  # @page { size: A4 }
     (site / "net.html").write_text(f"""<!DOCTYPE html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="http://127.0.0.1:{port}/style.css"><link rel="dns-prefetch" href="//example.com"></head><body>
 <h1>Reaching out</h1><p>This page tries every way out it can think of, and none of them works.</p>
@@ -217,7 +218,7 @@ def test_hostile_pages_reach_nothing_and_are_bounded(tmp_path, monkeypatch):
     reasons = {d["key"]: d["reason"] for d in manifest["dropped"]}
     assert reasons["hang"].startswith("took longer than 8 s"), reasons
     assert reasons["memory"].startswith("used more than 300 MB"), reasons
-    assert sorted(o["key"] for o in manifest["kept"]) == ["net", "ok"]  # the browser came back after each kill
+    assert sorted(o["key"] for o in manifest["kept"]) == ["a4", "net", "ok"]  # the browser came back after each kill
     assert (out / "hostile.jsonl").is_file() and (out / "pdfs" / "hostile" / "net.pdf").is_file()
     # Every request that is not for the made-up origin was aborted; of the folder only its own files were served.
     assert any(how == "aborted" for _, how in answered) and all(u.startswith(render.ORIGIN) for u, how in answered if how != "aborted")
@@ -228,6 +229,9 @@ def test_hostile_pages_reach_nothing_and_are_bounded(tmp_path, monkeypatch):
     doc = pdfium.PdfDocument(str(out / "pdfs" / "hostile" / "net.pdf"))
     pdf_text = doc[0].get_textpage().get_text_range()
     assert "a text file of the folder itself" in pdf_text and "secret" not in pdf_text, pdf_text
+    # The page size is the HTML's CSS @page size, else US Letter.
+    sizes = {k: pdfium.PdfDocument(str(out / "pdfs" / "hostile" / f"{k}.pdf"))[0].get_size() for k in ("a4", "ok")}
+    assert abs(sizes["a4"][0] - 595.3) < 1.5 and abs(sizes["a4"][1] - 841.9) < 1.5 and sizes["ok"] == (612.0, 792.0), sizes
     assert took < 120, took
 
 

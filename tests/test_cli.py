@@ -45,6 +45,12 @@ COMMANDS = {
         ("--prompt",): None,  # #25: olmocr-v4, olmOCR 2's instruction
         ("--strict",): False, ("--quiet", "-q"): False,
     },
+    "synth": {  # #38: new
+        "paths": None, ("--name",): "synthetic", ("--page-timeout",): 120.0, ("--page-memory",): 1024, ("--from-pdf",): None,
+        ("--endpoint",): None, ("--model",): None, ("--all-pages",): False, ("--exclude",): None, ("--concurrency",): 4,
+        ("--retries",): 3, ("--request-timeout",): 300.0, ("--max-tokens",): None, ("--budget",): None, ("--strict",): False,
+        ("--quiet", "-q"): False,
+    },
     "train": {
         "prepared_dir": None, "overrides": None, ("--model",): "", ("--output-dir", "-o"): None, ("--config", "-c"): None,
         ("--set",): None, ("--resume",): None, ("--num-machines",): 1,

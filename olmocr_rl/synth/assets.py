@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from olmocr_rl import _katex
+import olmocr_rl._katex as _katex
 from olmocr_rl.errors import UserError
 
 FIX = "run `olmocr-rl install-katex` (it stores them from the olmocr 0.4.27 wheel)"

@@ -36,7 +36,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from olmocr_rl import _core
+import olmocr_rl._core as _core
 from olmocr_rl.synth.markdown import page_markdown, page_metadata, soup_of, strip_running_heads, unicode_scripts
 
 RELATIONS = ("up", "down", "left", "right", "left_heading", "top_heading")

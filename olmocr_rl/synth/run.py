@@ -193,7 +193,7 @@ def read_html(page: Page) -> tuple[str | None, str]:
 def reference_failures(records: list[dict], out: Path, name: str) -> list[dict]:
     """Tests that fail on their own page's reference markdown (upstream keeps some: an absent test
     whose text the markdown has in a table, a math test KaTeX cannot render): a sanity check."""
-    from olmocr_rl import _core
+    import olmocr_rl._core as _core
 
     failing = []
     for record in records:

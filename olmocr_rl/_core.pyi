@@ -181,8 +181,9 @@ class Suite:
     def records(self) -> list[Record]:
         """Every loaded test, in load order."""
     def check(self, test_id: str, text: str, guard: str = "none") -> Verdict:
-        """One test on one page; `guard`: "none" (the published checks) or "short-output"
-        (PR #462's guard on present/absent); anything else raises ValueError."""
+        """One test on one page; `guard`: "none" (the published checks), "short-output" (PR
+        #462's guard on present/absent) or "short-output+footnote" (also PR #476's rule on
+        footnote tests); anything else raises ValueError."""
     def check_batch(self, pages: list[tuple[str, list[str]]], threads: int | None = None, guard: str = "none") -> list[list[Verdict]]:
         """Each (text, test ids) page's verdicts; pages in parallel on `threads` threads."""
     def check_files(

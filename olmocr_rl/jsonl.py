@@ -4,7 +4,11 @@ newlines: `\\r\\n`, `\\r` and `\\n`, as the reference's `open()` reads them and 
 them), each line decoded as UTF-8 on its own, so that one undecodable line is reported by its
 file:line and the others still load (the reference cannot read such a file at all). A byte-order
 mark is left in place: the core refuses that line with its own message, as the reference's
-json.loads does.
+json.loads does. The lines split here are the lines every reader sees: a raw U+2028, U+2029 or
+U+0085 inside a JSON string is no line end (`str.splitlines()` would cut there).
+
+`json_line` writes one line of the JSONL files the commands write (`bench --details`, `probe
+--details`), those three characters escaped so that any reader finds one record per line.
 """
 
 from __future__ import annotations
@@ -60,3 +64,16 @@ def read_jsonl(path: str | os.PathLike[str]) -> JsonlText:
             errors.append((n, f"not UTF-8 text (byte 0x{ord(line[bad]) - 0xDC00:02x} at character {bad + 1})"))
             lines[n - 1] = ""
     return JsonlText(p, lines, errors)
+
+
+# JSON allows these raw inside strings, and Python's `str.splitlines()` (and other readers) take
+# them for line ends: written escaped, a line stays one line for every reader.
+_LINE_ENDS_IN_STRINGS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def json_line(value: object) -> str:
+    """`value` as one JSONL line (with its "\\n"): UTF-8 text kept as is, except U+2028, U+2029 and
+    U+0085, escaped (JSON strings may hold them raw, but `str.splitlines()` splits on them)."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False).translate(_LINE_ENDS_IN_STRINGS) + "\n"

@@ -1,5 +1,6 @@
 """How gameable a test set is: built-in degenerate candidates scored on every tested page, with
-and without the short-output guard, no model involved (`olmocr-rl probe`, docs/bench.md).
+the published checks and with the training guard (PROBE_GUARDS), no model involved
+(`olmocr-rl probe`, docs/bench.md).
 
 Candidates, built per page from the page's own tests:
 
@@ -13,7 +14,11 @@ Candidates, built per page from the page's own tests:
   one: two `first_n` texts may not both fit), not a degenerate output, so never flagged;
 * `loop`: the first line of `own-texts` repeated LOOP_REPEATS times, one per line -- a generation
   stuck in a repetition loop;
-* `common-words`: the same page of common English words everywhere (COMMON_WORDS).
+* `common-words`: the same page of common English words everywhere (COMMON_WORDS);
+* `stray-marker`: for each footnote test of the page, its marker as `[^m]` between one letter of
+  its before text and one of its after text (`a[^1]a`), the tests' blocks 200 newlines apart so
+  no marker sees another's letters -- allenai/olmocr PR #476's exploit: one character next to a
+  marker matches any text holding it under the published checks (docs/checks.md §3.7.1).
 
 Every candidate is scored on every page's tests as a training reward scores a completion: each
 test once, passed or not, the page's reward its pass rate.
@@ -28,7 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.suite import GUARDS, BenchSuite
+from olmocr_rl.suite import TRAINING_GUARD, BenchSuite
+
+PROBE_GUARDS: tuple[str, ...] = ("none", TRAINING_GUARD)  # the published checks, and what training rewards use
 
 LOOP_REPEATS = 50
 
@@ -42,23 +49,27 @@ _WORDS = (
 ).split()
 COMMON_WORDS = "\n".join(" ".join(_WORDS[i : i + 12]) for i in range(0, len(_WORDS), 12)) + "\n"
 
-CANDIDATES: tuple[str, ...] = ("empty", "newline", "own-texts", "loop", "common-words")
-DEGENERATE: tuple[str, ...] = ("empty", "newline", "loop", "common-words")  # flagged when they earn
+CANDIDATES: tuple[str, ...] = ("empty", "newline", "own-texts", "loop", "common-words", "stray-marker")
+DEGENERATE: tuple[str, ...] = ("empty", "newline", "loop", "common-words", "stray-marker")  # flagged when they earn
 DESCRIPTIONS = {
     "empty": "the empty string",
     "newline": "one newline",
     "own-texts": "the page's present/order texts, one per line (upper bound of a leaking model; not flagged)",
     "loop": f"the first line of own-texts, {LOOP_REPEATS} times",
     "common-words": f"{len(_WORDS)} common English words, the same on every page",
+    "stray-marker": "each footnote test's marker between one letter of its before and after texts (a[^1]a)",
 }
+MARKER_GAP = "\n" * 200  # between stray-marker's blocks: a footnote check looks 200 characters either side
 
 
-# Why some flags are expected, printed under them: these types pass on outputs lacking something.
+# Types whose tests pass on output that lacks something, by design: a flag on them is an expected
+# floor, printed apart from the exploits (a flag on any other type).
 BY_DESIGN = {
     "absent": "absent tests pass on any output without their text, degenerate ones included; they reward "
-    "nonsense on pages with few other tests (see the pages column)",
-    "baseline": "baseline tests pass on any text with a letter or digit, no disallowed script and no repeat of "
-    "a 1-5 character period at its end (docs/checks.md §6): a loop of a longer line passes",
+    "nonsense on pages with few other tests (see the pages row)",
+    "baseline": "baseline tests with max_length (blank pages) pass on any output with at most that many letters "
+    "or digits, the empty one included; the others on any text with a letter or digit, no disallowed script and "
+    "no repeat of a 1-5 character period at its end (docs/checks.md §3.4, §6): a loop of a longer line passes",
 }
 
 
@@ -69,6 +80,7 @@ class ProbePage:
     ids: list[str]
     texts: list[str] = field(default_factory=list)  # present texts and order before/after (see `own-texts`)
     placed: list[tuple[int, str]] = field(default_factory=list)
+    markers: list[str] = field(default_factory=list)  # stray-marker's blocks, one per footnote test
 
     def candidate(self, name: str) -> str:
         own = "\n".join(self.texts)
@@ -83,6 +95,8 @@ class ProbePage:
             return "\n".join([first] * LOOP_REPEATS) if first else ""
         if name == "common-words":
             return COMMON_WORDS
+        if name == "stray-marker":
+            return MARKER_GAP.join(self.markers)
         raise ValueError(f"no candidate {name!r}; choose from {', '.join(CANDIDATES)}")
 
 
@@ -123,6 +137,12 @@ class Flag:
     guard: str
     type: str
     counts: Counts
+
+    @property
+    def expected(self) -> bool:
+        """An expected floor (a type that passes on output lacking something, BY_DESIGN), not an
+        exploit."""
+        return self.type in BY_DESIGN
 
 
 @dataclass
@@ -168,9 +188,19 @@ def probe_pages(suite: BenchSuite) -> list[ProbePage]:
             elif info.type == "present" and _cut(record.get("last_n")):
                 place = 2
             page.placed += [(place, record[f]) for f in fields if isinstance(record.get(f), str)]
+        elif info.type == "footnote":
+            record = suite.record(test_id)
+            if isinstance(record.get("marker"), str):
+                before, after = (_first_letter(record.get(f)) for f in ("appears_before_marker", "appears_after_marker"))
+                page.markers.append(f"{before}[^{record['marker']}]{after}")
     for page in pages.values():
         page.texts = [text for _, text in sorted(page.placed, key=lambda p: p[0])]  # stable: load order within a place
     return list(pages.values())
+
+
+def _first_letter(text: object) -> str:
+    """The first letter or digit of a footnote's neighbour text, lowercased ("a" when it has none)."""
+    return next((c for c in text if c.isalnum()), "a").lower() if isinstance(text, str) else "a"
 
 
 def _cut(value: object) -> bool:
@@ -186,7 +216,7 @@ def probe(
     threads: int | None = None,
     source: str = "",
 ) -> ProbeResult:
-    """Scores every candidate on every page, under each guard (GUARDS), and flags every test type
+    """Scores every candidate on every page, under each of PROBE_GUARDS, and flags every test type
     on which a degenerate candidate passes more than `flag_share` of the tests."""
     if not 0.0 <= flag_share <= 1.0:
         raise ValueError(f"flag_share must be between 0 and 1, not {flag_share}")
@@ -195,9 +225,9 @@ def probe(
     earned: list[Earned] = []
     texts = [p.candidate(c) for c in candidates for p in pages]
     ids = [p.ids for _ in candidates for p in pages]
-    for_guard = {g: suite.score(texts, ids, details=True, threads=threads, guard=g) for g in GUARDS}
+    for_guard = {g: suite.score(texts, ids, details=True, threads=threads, guard=g) for g in PROBE_GUARDS}  # type: ignore[arg-type]
     for ci, name in enumerate(candidates):
-        for guard in GUARDS:
+        for guard in PROBE_GUARDS:
             e = Earned(name, guard)
             scores = for_guard[guard][ci * len(pages) : (ci + 1) * len(pages)]
             for s in scores:
@@ -242,6 +272,29 @@ def details_rows(result: ProbeResult) -> list[dict]:
     return rows
 
 
+def verdict(result: ProbeResult) -> dict[str, dict]:
+    """Per guard: the degenerate candidate that earns the most (its mean page reward; the first
+    in CANDIDATES on a tie) and what the page's own texts earn, the bound of a model that learned
+    the tests."""
+    out = {}
+    for guard in dict.fromkeys(e.guard for e in result.earned):
+        mine = [e for e in result.earned if e.guard == guard]
+        degenerate = [e for e in mine if e.candidate in DEGENERATE]
+        best = max(degenerate, key=lambda e: e.reward) if degenerate else None
+        own = next((e.reward for e in mine if e.candidate == "own-texts"), None)
+        out[guard] = {"best_degenerate": best.candidate if best else None, "reward": best.reward if best else None, "own_texts": own}
+    return out
+
+
+def verdict_line(result: ProbeResult) -> str:
+    parts = []
+    for guard, v in verdict(result).items():
+        part = f"{v['reward']:.3f} ({v['best_degenerate']})" if v["best_degenerate"] else "nothing (no degenerate candidate)"
+        own = f" against {v['own_texts']:.3f} for the page's own texts" if v["own_texts"] is not None else ""
+        parts.append(f"{part}{own} with guard {guard}")
+    return "verdict: the best degenerate output earns " + "; ".join(parts)
+
+
 def result_dict(result: ProbeResult) -> dict:
     """The probe as plain JSON data (what `--json` prints)."""
     return {
@@ -251,6 +304,7 @@ def result_dict(result: ProbeResult) -> dict:
         "tests_by_type": dict(sorted(result.suite.type_counts().items())),
         "flag_share": result.flag_share,
         "candidates": {name: DESCRIPTIONS[name] for name in dict.fromkeys(e.candidate for e in result.earned)},
+        "verdict": verdict(result),
         "earned": [
             {
                 "candidate": e.candidate,
@@ -263,66 +317,73 @@ def result_dict(result: ProbeResult) -> dict:
             }
             for e in result.earned
         ],
-        "flags": [{"candidate": f.candidate, "guard": f.guard, "type": f.type, **f.counts.as_dict()} for f in result.flags],
+        "flags": [
+            {"candidate": f.candidate, "guard": f.guard, "type": f.type, "expected": f.expected, **f.counts.as_dict()} for f in result.flags
+        ],
     }
 
 
 def print_result(result: ProbeResult, console: Any = None) -> None:
-    """The probe as tables: by test type, then by JSONL file; flagged cells marked `!`."""
+    """The probe: the verdict first, then the exploits (flags on types that should not pass on
+    degenerate output), the expected floors apart, then per guard a table by test type and one by
+    JSONL file (a candidate per column; flagged cells marked `!`)."""
     from rich.console import Console
-    from rich.table import Table
 
+    import olmocr_rl.tables as tables
     from olmocr_rl.paths import for_rich
 
     console = console or Console()
     flagged = {(f.candidate, f.guard, f.type) for f in result.flags}
     share = f"{result.flag_share * 100:g}%"
-
-    def cell(c: Counts | None, mark: bool = False) -> str:
-        if c is None or not c.total:
-            return ""
-        text = f"{c.rate * 100:0.1f}% ({c.passed}/{c.total})"
-        return f"[bold red]{text} ![/]" if mark else text
-
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.suite.type_counts().items()))
     console.print(f"probe: {for_rich(result.source)}: {len(result.pages)} pages, {len(result.suite)} tests ({counts})", highlight=False)
+    console.print(verdict_line(result), style="bold", highlight=False, markup=False)
+    exploits = [f for f in result.flags if not f.expected]
+    for f in exploits:
+        console.print(
+            f"[red]exploit:[/] {f.candidate} passes {f.counts.rate * 100:0.1f}% ({f.counts.passed}/{f.counts.total}) "
+            f"of the {for_rich(f.type)} tests with guard {f.guard}",
+            highlight=False,
+        )
+    if not exploits:
+        console.print(
+            f"no exploit: no degenerate candidate passes more than {share} of a test type's tests, but by design:", highlight=False
+        )
+    guards = list(dict.fromkeys(e.guard for e in result.earned))
+    for kind in sorted({f.type for f in result.flags if f.expected}):
+        who = []
+        for name in dict.fromkeys(f.candidate for f in result.flags if f.type == kind):
+            under = [g for g in guards if (name, g, kind) in flagged]
+            who.append(name + ("" if len(under) == len(guards) else f" (guard {', '.join(under)})"))
+        console.print(f"expected floor, {kind}: {', '.join(who)}. {BY_DESIGN[kind]}", style="dim", highlight=False, markup=False)
     for title, columns, get in (
         ("by test type", result.types, lambda e, k: e.by_type.get(k)),
         ("by JSONL file", result.jsonl_files, lambda e, k: e.by_jsonl.get(k)),
     ):
-        table = Table(title=f"what each candidate passes, {title}", title_justify="left")
-        table.add_column("candidate")
-        table.add_column("guard")
-        table.add_column("reward", justify="right")
-        table.add_column(f"pages > {share}", justify="right")
-        for k in columns:
-            table.add_column(for_rich(k), justify="right")
-        for e in result.earned:
-            marks = [title == "by test type" and (e.candidate, e.guard, k) in flagged for k in columns]
-            table.add_row(
-                e.candidate if e.guard == GUARDS[0] else "",
-                e.guard,
-                f"{e.reward:.3f}",
-                f"{e.pages_over_share}/{len(result.pages)}",
-                *(cell(get(e, k), m) for k, m in zip(columns, marks)),
-            )
-            if e.guard == GUARDS[-1]:
-                table.add_section()
-        console.print(table)
+        for guard in dict.fromkeys(e.guard for e in result.earned):
+            mine = [e for e in result.earned if e.guard == guard]
+            t = tables.table()
+            tables.name_column(t, "test type" if title == "by test type" else "JSONL file")
+            tables.figure_column(t, "tests")
+            for e in mine:
+                tables.figure_column(t, e.candidate.replace("-", "-\n"))  # a name wraps at its hyphen
+            t.add_row("reward", "", *(f"{e.reward:.3f}" for e in mine))
+            t.add_row(f"pages > {share}", str(len(result.pages)), *(f"{e.pages_over_share}" for e in mine), end_section=True)
+            for k in columns:
+                total = next((c.total for e in mine if (c := get(e, k)) is not None), 0)
+                cells = []
+                for e in mine:
+                    c = get(e, k)
+                    mark = title == "by test type" and (e.candidate, guard, k) in flagged
+                    text = f"{c.rate * 100:0.1f}%" if c is not None and c.total else ""
+                    cells.append(f"[bold red]{text}![/]" if mark else f"{text} ")
+                t.add_row(for_rich(k), str(total), *cells)
+            tables.show(console, t, f"guard {guard}: what each candidate passes, {title}")
     console.print(
         "reward: the mean over pages of the page's pass rate (what a policy writing this on every page earns); "
-        f"pages > {share}: pages where it earns more than the flag share; guard none: the published checks, "
-        "short-output: with allenai/olmocr PR #462's guard (the training default).",
+        f"pages > {share}: pages where it earns more than the flag share; cells: the share of the tests passed, "
+        f"! where a degenerate candidate passes more than {share}. Guard none: the published checks; "
+        f"{TRAINING_GUARD}: the training default (docs/checks.md §3.1.1, §3.7.1).",
         style="dim",
         highlight=False,
     )
-    if not result.flags:
-        console.print(f"no test type where a degenerate candidate passes more than {share} of the tests", highlight=False)
-    for f in result.flags:
-        console.print(
-            f"[red]flag:[/] {f.candidate} passes {f.counts.rate * 100:0.1f}% ({f.counts.passed}/{f.counts.total}) "
-            f"of the {for_rich(f.type)} tests with guard {f.guard}",
-            highlight=False,
-        )
-    for kind in sorted({f.type for f in result.flags} & BY_DESIGN.keys()):
-        console.print(f"{kind}: {BY_DESIGN[kind]}", style="dim", highlight=False)

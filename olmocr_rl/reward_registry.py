@@ -30,7 +30,7 @@ from olmocr_rl.rewards import (
     RectTablesReward,
     single_process,
 )
-from olmocr_rl.suite import BenchSuite, Guard
+from olmocr_rl.suite import TRAINING_GUARD, BenchSuite, Guard
 
 
 @dataclass
@@ -41,7 +41,7 @@ class RewardContext:
 
     tests: str | os.PathLike[str] | BenchSuite
     threads: int | None = None
-    guard: Guard = "short-output"
+    guard: Guard = TRAINING_GUARD
     processor: Any = None
     model: Any = None
     gather: Callable[[list], list[list]] = single_process
@@ -58,15 +58,13 @@ class RewardContext:
         return BenchReward(self.suite(), average, threads=self.threads, guard=self.guard)  # type: ignore[arg-type]
 
     def eos_token_ids(self) -> list[int]:
-        """The end-of-sequence ids of the model's generation config and of its tokenizer."""
-        ids: list[int] = []
-        gen = getattr(self.model, "generation_config", None)
-        tok = getattr(self.processor, "tokenizer", self.processor)
-        for source in (getattr(gen, "eos_token_id", None), getattr(tok, "eos_token_id", None)):
-            if isinstance(source, int):
-                ids.append(source)
-            elif isinstance(source, (list, tuple)):
-                ids.extend(int(x) for x in source)
+        """The end token the eos reward looks for: the tokenizer's `eos_token_id`, as upstream's reward
+        (grpo_train.py: `processor.tokenizer.eos_token_id`; for Qwen2.5-VL <|im_end|>, not the
+        <|endoftext|> that generation also stops at). The generation config's end tokens only when
+        the tokenizer names none."""
+        tok = getattr(getattr(self.processor, "tokenizer", self.processor), "eos_token_id", None)
+        source = tok if tok is not None else getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        ids = [source] if isinstance(source, int) else [int(x) for x in source or ()]
         if not ids:
             raise ConfigError("the eos reward needs an end-of-sequence token, but neither the tokenizer nor the generation config has one")
         return sorted(set(ids))

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Union
 
-from olmocr_rl.suite import BenchSuite, Guard, PageScore, check_guard, check_threads
+from olmocr_rl.suite import TRAINING_GUARD, BenchSuite, Guard, PageScore, check_guard, check_threads
 
 SuiteLike = Union[BenchSuite, str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 
@@ -66,11 +66,13 @@ class BenchReward:
     present/format test earns its best similarity divided by its threshold, other failures 0). A completion without test ids gets None. An id missing from the suite raises
     KeyError naming it: a dataset built for another suite is a bug, not a zero reward.
 
-    `guard="short-output"` (default) scores with allenai/olmocr PR #462's short-output guard: a
-    completion too short to hold a `present` test's text fails it (and passes the `absent`
-    tests), where the published checks would let an output of one newline pass every `present`
-    test whose text holds a space (docs/checks.md §3.1.1). `guard="none"`: the published
-    benchmark's verdicts, as `olmocr-rl bench` gives them by default.
+    `guard="short-output+footnote"` (TRAINING_GUARD, the default) scores with allenai/olmocr PR
+    #462's short-output guard: a completion too short to hold a `present` test's text fails it
+    (and passes the `absent` tests), where the published checks would let an output of one
+    newline pass every `present` test whose text holds a space (docs/checks.md §3.1.1); and with
+    PR #476's rule for footnote tests: a stray character next to a marker does not match the
+    test's before/after text (§3.7.1). `guard="short-output"`: PR #462's rule alone;
+    `guard="none"`: the published benchmark's verdicts, as `olmocr-rl bench` gives them by default.
 
     Pass a loaded `BenchSuite` or what `BenchSuite.load` takes. Raises EnvironmentProblem when
     the suite holds tests this environment cannot check (math tests without KaTeX 0.16.21).
@@ -84,7 +86,7 @@ class BenchReward:
         *,
         threads: int | None = None,
         name: str | None = None,
-        guard: Guard = "short-output",
+        guard: Guard = TRAINING_GUARD,
     ):
         if average not in ("micro", "macro", "graded"):
             raise ValueError(f"average must be 'micro', 'macro' or 'graded', not {average!r}")

@@ -18,11 +18,23 @@ _katex.configure()
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-# Rules on top of the published checks (docs/checks.md §3.1.1): "none" is the published
-# benchmark (allenai/olmocr @ f7cfe4c); "short-output" adds allenai/olmocr PR #462's guard, a page
-# shorter than `len(text) - max_diffs` fails `present` and passes `absent`.
-Guard = Literal["none", "short-output"]
-GUARDS: tuple[Guard, ...] = ("none", "short-output")
+# Rules on top of the published checks (docs/checks.md §3.1.1, §3.7.1), each named once here: a
+# guard's name is the names of the rules it turns on, joined by "+" ("none": the published
+# benchmark, allenai/olmocr @ f7cfe4c), so a report naming the guard names its rules.
+GUARD_RULES: dict[str, str] = {
+    "short-output": "allenai/olmocr PR #462: a page shorter than a present/absent test's text (less max_diffs) fails "
+    "present and passes absent",
+    "footnote": "allenai/olmocr PR #476: next to a footnote marker, text shorter than the test's before/after text "
+    "(less max_diffs) is no match there",
+}
+Guard = Literal["none", "short-output", "short-output+footnote"]
+GUARDS: tuple[Guard, ...] = ("none", "short-output", "short-output+footnote")
+TRAINING_GUARD: Guard = "short-output+footnote"  # what training rewards (BenchReward, train, curate) score with
+
+
+def guard_rules(guard: str) -> list[str]:
+    """The rules `guard` turns on, each as GUARD_RULES words it ("name: what it does")."""
+    return [f"{name}: {GUARD_RULES[name]}" for name in check_guard(guard).split("+") if name != "none"]
 
 
 class SuiteError(UserError, ValueError):
@@ -158,10 +170,11 @@ class BenchSuite:
     test id for every bad record; `strict=False` warns instead and keeps the valid tests
     (`.errors` lists what was dropped).
 
-    `guard` is the rule set the checks use unless a call names another: "none" (default), the
-    published benchmark's checks; "short-output", with allenai/olmocr PR #462's guard (a page
+    `guard` is the rule set the checks use unless a call names another (GUARDS): "none" (default),
+    the published benchmark's checks; "short-output", with allenai/olmocr PR #462's guard (a page
     too short to hold a `present`/`absent` text fails `present` and passes `absent`;
-    docs/checks.md §3.1.1). `BenchReward` turns it on by default.
+    docs/checks.md §3.1.1); "short-output+footnote", also with PR #476's rule for footnote tests
+    (§3.7.1). `BenchReward` uses TRAINING_GUARD by default.
     """
 
     __test__ = False  # not a pytest class
@@ -225,15 +238,21 @@ class BenchSuite:
     def info(self, test_id: str) -> TestInfo:
         return self._info[test_id]
 
-    def record(self, test_id: str) -> dict:
-        """The test's JSON record as its file holds it (read as the loader reads it: a duplicate
-        key keeps its last value); KeyError for an id the suite does not hold."""
+    def line(self, test_id: str) -> str:
+        """The test's line as its file holds it (the text the suite loaded, split as the loader
+        splits it: a raw U+2028 inside a JSON string is not a line end); KeyError for an id the
+        suite does not hold."""
         info = self._info[test_id]
         lines = self._lines.get(info.source)
         if lines is None:
             text = next(t for name, t in self._sources if name == info.source)
             lines = self._lines[info.source] = split_lines(text)
-        return json.loads(lines[info.line - 1])
+        return lines[info.line - 1]
+
+    def record(self, test_id: str) -> dict:
+        """The test's JSON record as its file holds it (read as the loader reads it: a duplicate
+        key keeps its last value); KeyError for an id the suite does not hold."""
+        return json.loads(self.line(test_id))
 
     def type_counts(self) -> dict[str, int]:
         """How many tests of each type the suite holds."""
@@ -258,7 +277,7 @@ class BenchSuite:
 
     def check(self, test_id: str, text: str, *, guard: Guard | None = None) -> CheckResult:
         """Runs one test on one page of model output (`text` is used as given); `guard`: the
-        rule set ("none" or "short-output"; default: the suite's `guard`)."""
+        rule set (one of GUARDS; default: the suite's `guard`)."""
         v = self._core.check(test_id, text, self._guard(guard))
         return CheckResult(v.passed, v.explanation, v.error)
 

@@ -232,10 +232,11 @@ struct ScoredPage {
     results: Py<PyList>,
 }
 
-/// A guard by the name users write ("none", "short-output"); ValueError naming the choices.
+/// A guard by the name users write (`Guard::ALL`'s names); ValueError naming the choices.
 fn guard_named(name: &str) -> PyResult<Guard> {
     Guard::from_name(name).ok_or_else(|| {
-        pyo3::exceptions::PyValueError::new_err(format!("guard must be 'none' or 'short-output', not {name:?}"))
+        let names: Vec<String> = Guard::ALL.iter().map(|g| format!("'{}'", g.name())).collect();
+        pyo3::exceptions::PyValueError::new_err(format!("guard must be one of {}, not {name:?}", names.join(", ")))
     })
 }
 
@@ -317,7 +318,7 @@ impl Suite {
             .collect()
     }
 
-    /// Runs one test on one page (`guard`: "none", the published checks, or "short-output").
+    /// Runs one test on one page (`guard`: "none", the published checks, or a guard's name).
     #[pyo3(signature = (test_id, text, guard="none"))]
     fn check(&self, py: Python<'_>, test_id: &str, text: &Bound<'_, PyString>, guard: &str) -> PyResult<Py<PyVerdict>> {
         let guard = guard_named(guard)?;

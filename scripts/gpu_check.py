@@ -398,6 +398,85 @@ def write_random_weights(model_dir: Path, cuda: bool) -> None:
     subprocess.run([sys.executable, "-c", code, str(model_dir)], check=True)
 
 
+CALIBRATION_LENGTHS = (2048, 8192)
+
+
+def calibrate_child(model_dir: str, json_out: str, lengths: tuple[int, ...]) -> None:
+    """In a child process: the text decoder of the model's config, random weights on the device, one
+    forward and backward per (weights, checkpointing, length); records what the allocator holds after
+    the forward (the saved activations) and at its peak, over the model states, next to
+    olmocr_rl/train/memory.py's formulas (the text stack's activations; autocast's weight copies)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    from olmocr_rl.train.memory import per_token_layer, stack_activations
+    from olmocr_rl.train.shape import read_shape
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    shape = read_shape(model_dir)
+    text = shape.text
+    out = []
+    for weights in ("bfloat16", "float32 + bf16 autocast"):
+        dtype = torch.bfloat16 if weights == "bfloat16" else torch.float32
+        torch.manual_seed(0)
+        with torch.device(device):
+            model = AutoModelForImageTextToText.from_config(AutoConfig.from_pretrained(model_dir), dtype=dtype)
+        lm = model.model.language_model
+        autocast = dtype == torch.float32
+        for checkpointing in (False, True):
+            if checkpointing:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.train()
+            for length in lengths:
+                ids = torch.randint(0, shape.vocab - 16, (1, length), device=device)  # clear of the special tokens
+                model.zero_grad(set_to_none=True)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated() if device == "cuda" else 0
+                with torch.autocast(device, dtype=torch.bfloat16, enabled=autocast):
+                    hidden = lm(input_ids=ids, use_cache=False).last_hidden_state
+                loss = hidden.float().pow(2).mean()
+                held = (torch.cuda.memory_allocated() - base) if device == "cuda" else 0
+                forward_peak = (torch.cuda.max_memory_allocated() - base) if device == "cuda" else 0
+                loss.backward()
+                peak = (torch.cuda.max_memory_allocated() - base) if device == "cuda" else 0
+                del hidden, loss
+                w = 2 if dtype == torch.bfloat16 else 4
+                formula = stack_activations(text, length, w, autocast, checkpointing)
+                copies = 2 * text.linear_params if autocast else 0
+                out.append({"weights": weights, "checkpointing": checkpointing, "tokens": length,
+                            "held_after_forward_gib": held / 2**30, "forward_peak_gib": forward_peak / 2**30, "step_peak_gib": peak / 2**30,
+                            "formula_activations_gib": formula / 2**30, "formula_autocast_copies_gib": copies / 2**30,
+                            "per_token_layer_bytes": per_token_layer(text, w, autocast),
+                            "held_over_formula": (held / (formula + (copies if not checkpointing else 0))) if formula else None})  # fmt: skip
+                print(f"gpu_check: [calibrate] {weights}, checkpointing {checkpointing}, {length} tokens: held {held / 2**30:.2f} GiB "
+                      f"(formula {(formula + (copies if not checkpointing else 0)) / 2**30:.2f}), forward peak {forward_peak / 2**30:.2f}, "
+                      f"step peak {peak / 2**30:.2f} GiB", flush=True)  # fmt: skip
+        del model, lm
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    Path(json_out).write_text(json.dumps(out, indent=2))
+
+
+def calibrate(model_dir: Path, work: Path, tiny: bool) -> dict:
+    """The activation calibration in its own process (this one holds no CUDA context)."""
+    out = work / "calibration.json"
+    lengths = "64,128" if tiny else ",".join(map(str, CALIBRATION_LENGTHS))
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, __file__, "--calibrate-child", str(model_dir), str(out), lengths], capture_output=True, text=True
+    )
+    print(proc.stdout, end="", flush=True)
+    rec: dict = {"wall_s": time.perf_counter() - t0}
+    if proc.returncode != 0:
+        null(rec, "rows", None, f"the calibration failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+        rec["stderr_tail"] = proc.stderr[-3000:]
+        return rec
+    rec["rows"] = json.loads(out.read_text())
+    return rec
+
+
 def recipe(args: argparse.Namespace, cuda: bool) -> dict:
     """The training config every variant shares (its own overrides come on the command line)."""
     return {
@@ -492,6 +571,7 @@ def read_run(out: Path, completions_per_step: int) -> dict:
     except (OSError, ValueError):
         summary = {}
     null(rec, "weights_moved", summary.get("weights_moved"), "the run wrote no train_summary.json (it did not finish)")
+    null(rec, "memory", summary.get("memory"), "no train_summary.json, or no CUDA (the estimate is recorded for CUDA runs)")
     try:
         cfg = json.loads((out / "train_config.json").read_text())
         rec["config"] = {k: cfg[k] for k in ("lora", "beta", "bf16", "dtype", "num_generations", "max_completion_length", "max_steps")}
@@ -625,6 +705,9 @@ def outer(args: argparse.Namespace) -> int:
     report["setup_s"] = time.perf_counter() - t0
     print(f"gpu_check: {model['shape']}; {len(rows)} prepared pages; setup {report['setup_s']:.1f} s", flush=True)
 
+    if not args.no_calibrate:
+        report["calibration"] = calibrate(model_dir, work, args.tiny)
+        write_report(report, json_path)
     budgets = dict(BUDGETS_TINY if args.tiny else BUDGETS_GPU)
     if args.budget_s:
         budgets = {k: float(args.budget_s) for k in budgets}
@@ -680,6 +763,10 @@ def print_summary(r: dict) -> None:
         print(
             f"reward share     {100 * s['reward_share']:.2f} % of the step ({100 * s['reward_share_realistic_pages']:.2f} % with realistic pages)"
         )
+        mem = var.get("memory") or {}
+        if mem.get("measured_peak_gib") is not None:
+            print(f"memory estimate  {mem['estimate_gib']:.2f} GiB estimated, {mem['measured_peak_gib']:.2f} GiB allocated at the peak "
+                  f"(measured / estimate = {mem['measured_over_estimate']:.2f})")  # fmt: skip
         moved = var.get("weights_moved") or {}
         print(
             f"weights moved    {100 * moved.get('share', 0):.1f} % of a sample, median step {moved.get('median_change_over_lr', 0):.2f} x lr"
@@ -707,7 +794,13 @@ def main() -> int:
     p.add_argument(
         "--gradient-checkpointing", choices=["auto", "on", "off"], default="auto", help="auto: on for the GPU model, off with --tiny"
     )
+    p.add_argument("--no-calibrate", action="store_true", help="skip the activation calibration")
+    p.add_argument("--calibrate-child", nargs=3, metavar=("MODEL", "JSON", "LENGTHS"), help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.calibrate_child:
+        model, out, lengths = a.calibrate_child
+        calibrate_child(model, out, tuple(int(x) for x in lengths.split(",")))
+        return 0
     if a.tiny:
         a.completion_length = min(a.completion_length, 32)
     a.steps = a.steps or (2 if a.tiny else 3)

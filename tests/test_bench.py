@@ -241,6 +241,7 @@ def test_error_candidates(tmp_path):
             "md": None,
             "passed": False,
             "explanation": "Missing MD files",
+            "semantics": {"guard": "none", "sample": None, "skip_baseline": False, "pass_rule": "majority"},
         }
     ]
     js = summary_dict(summary)["candidates"][0]
@@ -413,3 +414,64 @@ def test_page_counts_are_pypdfs(tmp_path):
         except Exception as e:
             got = type(e)
         assert got == want, p.name
+
+
+def test_line_separators_inside_json_strings_round_trip(tmp_path):
+    """Issue 33, defect 1: JSON allows U+2028, U+2029 and U+0085 raw inside strings, and
+    `str.splitlines()` splits on them. Tests holding them (t1, t2, t3, all failing) come back
+    whole from --output-failed (their lines as the file holds them), --details (one line per row
+    for any reader: written escaped) and the report's test definitions. The ids hold them too
+    (texts are normalized before an explanation quotes them; ids are not)."""
+    texts = {"t1\u2028": "alpha\u2028beta", "t2\u2029": "gamma\u2029delta", "t3\x85": "eps\x85ilon"}
+    lines = [json.dumps({"pdf": "a.pdf", "page": 1, "id": i, "type": "present", "text": t}, ensure_ascii=False) for i, t in texts.items()]
+    root = make_bench(tmp_path / "bench", lines, files={"m/a_pg1_repeat1.md": "nothing of the kind"})
+    failed, details, html = tmp_path / "failed.jsonl", tmp_path / "details.jsonl", tmp_path / "r.html"
+    res = invoke(["bench", root, "--output-failed", failed, "--details", details, "--report", html, "--json"])
+    assert res.exit_code == 0, res.output
+    assert "3 test(s) that no candidate passed" in res.stderr
+
+    from olmocr_rl.jsonl import read_jsonl
+
+    assert [line for line in read_jsonl(failed).lines if line] == lines  # byte for byte, nothing cut or lost
+    assert [json.loads(line)["text"] for line in read_jsonl(failed).lines if line] == list(texts.values())
+
+    rows = [json.loads(line) for line in details.read_text(encoding="utf-8").splitlines()]  # a naive reader
+    assert [r["id"] for r in rows] == [*texts, "a.pdf_baseline"]
+    assert [r["explanation"].split("...")[0] for r in rows[:3]] == ["Expected 'alpha beta", "Expected 'gamma delta", "Expected 'eps ilon"]
+    assert "\u2028" not in details.read_text(encoding="utf-8")  # written as \\u2028
+
+    data = (tmp_path / "r_files" / "data.js").read_text(encoding="utf-8")
+    report = json.loads(data.removeprefix("window.REPORT_DATA=").removesuffix(";\n"))
+    shown = {t[0]: dict((field, value) for field, value, _ in t[4]) for t in report["tests"]}
+    assert {i: shown[i]["text"] for i in texts} == texts
+
+
+def test_suggested_bench_command_works_as_printed(prepared, tmp_path):
+    """Issue 37, row 6: after training on a curated split that kept page 2 of the fixtures'
+    two-page PDF (whose page-2 baseline test means no baseline is added for page 1), the command
+    `train` prints scores the outputs as printed: with --force, whose warning no longer says to
+    use it. A folder whose pages all have tests gets no --force; a path with a space is quoted."""
+    import shlex
+
+    from olmocr_rl.bench.plan import command_line
+    from olmocr_rl.train.data import read_split
+    from olmocr_rl.train.outputs import CANDIDATE, make_bench_folder
+
+    out = tmp_path / "run dir"
+    rows = [
+        r for r in read_split(prepared, "train") + read_split(prepared, "eval") if (r["pdf"], r["page"]) == ("reports/annual_report.pdf", 2)
+    ]
+    assert len(rows) == 1
+    (out / CANDIDATE / "reports").mkdir(parents=True)
+    (out / CANDIDATE / "reports" / "annual_report_pg2_repeat1.md").write_text("Demand held up.", encoding="utf-8")
+    printed = make_bench_folder(prepared, out, rows)["bench_command"]
+    assert printed == f"olmocr-rl bench '{out}' --candidate outputs --force"
+    words = shlex.split(printed)
+    res = invoke(words[1:])
+    assert res.exit_code == 0, res.output
+    assert "no test for reports/annual_report.pdf page 1 (scored anyway: --force)" in " ".join(res.stdout.split())
+    assert "use --force" not in res.output
+    assert invoke([w for w in words[1:] if w != "--force"]).exit_code == 1  # without it, as bench says
+
+    covered = make_bench(tmp_path / "covered", [baseline("b")], files={"m/a_pg1_repeat1.md": SHORT})
+    assert command_line(covered, "m") == f"olmocr-rl bench {covered} --candidate m"

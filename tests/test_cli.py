@@ -45,6 +45,12 @@ COMMANDS = {
         ("--prompt",): None,  # #25: olmocr-v4, olmOCR 2's instruction
         ("--strict",): False, ("--quiet", "-q"): False,
     },
+    "synth": {  # #38: new
+        "paths": None, ("--name",): "synthetic", ("--page-timeout",): 120.0, ("--page-memory",): 1024, ("--from-pdf",): None,
+        ("--endpoint",): None, ("--model",): None, ("--all-pages",): False, ("--exclude",): None, ("--concurrency",): 4,
+        ("--retries",): 3, ("--request-timeout",): 300.0, ("--max-tokens",): None, ("--budget",): None, ("--strict",): False,
+        ("--quiet", "-q"): False,
+    },
     "train": {
         "prepared_dir": None, "overrides": None, ("--model",): "", ("--output-dir", "-o"): None, ("--config", "-c"): None,
         ("--set",): None, ("--resume",): None, ("--num-machines",): 1,
@@ -54,6 +60,7 @@ COMMANDS = {
         # DeepSpeed hostfile, and the --local_rank the deepspeed launcher passes each rank.
         ("--num-processes",): None, ("--zero",): None, ("--launcher",): "accelerate", ("--vllm-gpus",): None,
         ("--hostfile",): None, ("--local_rank", "--local-rank"): None,
+        ("--gpus",): None, ("--gpu-memory",): None,  # #34: the node planned for (default: this machine's)
         ("--options",): None,  # #17: every config key with its type, default and help
         ("--strict",): False,  # #25: pre-flight warnings (checkpoint disk) stop the run
     },
@@ -241,9 +248,48 @@ def test_train_options_lists_every_config_key_with_help():
         assert f.name in trl_fields() and f.name in res.stdout, f.name
     rewards = res.stdout[res.stdout.index("rewards (rewards.NAME=WEIGHT") :]
     for name, reward in REWARDS.items():  # the reward table, read from the registry
-        assert f" {name} " in rewards and reward.about.split()[0] in rewards, name
+        assert any(line.split(" ")[0] == name for line in rewards.splitlines()) and reward.about.split()[0] in rewards, name
     assert "colocate | server" in res.stdout or "float or none" in res.stdout  # our annotated types
     # trl's GRPOConfig options are listed from trl itself, olmOCR 2's overrides marked.
-    row = next(line for line in res.stdout.splitlines() if line.lstrip("│ ").startswith("num_generations "))
-    assert "28" in row and "(olmOCR 2; trl: 8)" in row
-    assert any(line.lstrip("│ ").startswith("top_k ") for line in res.stdout.splitlines())  # any other trl option too
+    lines = res.stdout.splitlines()
+    k = lines.index("num_generations (int or none) = 28")
+    assert lines[k + 1].startswith("    (olmOCR 2; trl: 8) trl: Number of generations")
+    assert any(line.startswith("top_k (int) = ") for line in lines)  # any other trl option too
+    # At 80 columns, in a pipe: every line fits and every meaning is whole (issue 37, row 3).
+    narrow = invoke(["train", "--options"], env={"COLUMNS": "80"})
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
+    assert " ".join(narrow.stdout.split()) == " ".join(res.stdout.split())
+    assert len(narrow.stdout.splitlines()) < 1000
+
+
+def test_readme_walks_a_user_through_commands_that_exist(monkeypatch):
+    """Issue 37, row 7: the README's path from install to a decision comes right after the quick
+    start and before the verification table; every `olmocr-rl` line in it names a command and
+    options that exist, curate's sample count is its default, and the comparison it quotes is
+    what `bench` prints first on the fixtures."""
+    import re
+    import shlex
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)  # the quoted output names the bench folder as typed
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    heads = [line for line in readme.splitlines() if line.startswith("## ")]
+    assert heads[:2] == ["## Quick start", "## From install to a decision"]
+    assert heads.index("## What is here, and how it is verified") > heads.index("## Command line")
+    path = readme.split("## From install to a decision")[1].split("\n## ")[0]
+    for word in ("pip install .", "allenai/olmOCR-bench", "bench_data", "--compare", "--report", "prepare", "curate", "train", "_files/"):
+        assert word in path, word
+    commands = typer.main.get_command(app).commands
+    lines = [line.split("  #")[0].strip() for block in re.findall(r"```bash\n(.*?)```", path, re.S) for line in block.splitlines()]
+    used = [shlex.split(line) for line in lines if line.startswith("olmocr-rl ")]
+    assert len(used) >= 8
+    for words in used:
+        command = commands[words[1]]
+        known = {o for p in command.params for o in p.opts + p.secondary_opts}
+        assert all(w in known for w in words[2:] if w.startswith("-")), words
+    samples = next(p.default for p in commands["curate"].params if p.name == "samples")
+    assert f"# {samples} samples a page (--samples)" in path and "--samples 16" not in readme
+    quoted = path.split("olmocr-rl bench bench_fixtures -c demo_model -c other_model --compare\n")[1].split("```")[0]
+    printed = invoke(["bench", "bench_fixtures", "-c", "demo_model", "-c", "other_model", "--compare"], env={"COLUMNS": "200"})
+    said = " ".join(line.removeprefix("# ") for line in quoted.splitlines())
+    assert said == " ".join(printed.stdout.splitlines()[:2])

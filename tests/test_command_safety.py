@@ -194,7 +194,7 @@ def test_generate_with_a_model_that_cannot_load_leaves_no_candidate(tmp_path):
     broken.mkdir()
     (broken / "config.json").write_text("{}")  # a folder that looks like a model and does not load
     res = invoke(["generate", broken, bench, "-c", "y", "-q"])
-    assert res.exit_code == 1 and "cannot load the model" in res.stderr, res.output
+    assert res.exit_code == 1 and f"cannot load the processor of {broken}" in res.stderr, res.output  # names the model
     assert not (bench / "y").exists(), "a failed run left a candidate folder for bench to list"
     res = invoke(["bench", bench])
     assert "y" not in res.output.split(), res.output
@@ -257,3 +257,21 @@ def test_compact_table_one_line_per_completion_escaped_and_not_repeated(capsys):
     assert len(body) == 3 and "2: t1, …" in body[0] and "0" in body[1] and "b.pdf p2" in body[2]
     compact_completions_table(prompts, completions, {"olmocr_bench": [0.5, 1.0, 0.25]}, [0.1, 0.2, -0.3], 7, None, extra)
     assert capsys.readouterr().out == "", "the same table printed twice"
+
+
+def test_compact_table_says_train_or_eval(capsys):
+    """Issue 37, row 6: the table names the mode trl's GRPOTrainer.log is in (its local `mode`),
+    so eval completions are not titled like train ones; the same completions in the other mode
+    are a new table."""
+    from olmocr_rl.train.console import compact_completions_table
+
+    def log(mode: str) -> None:  # as trl's GRPOTrainer.log: decides `mode`, then prints the table
+        assert mode
+        compact_completions_table([[]] * 2, ["a", "b"], {"olmocr_bench": [0.5, 1.0]}, [0.1, -0.1], 3, None, {"page": ["x p1"] * 2})
+
+    log("train")
+    assert capsys.readouterr().out.splitlines()[0].strip() == "train completions, step 3: 2 of 2"
+    log("eval")
+    assert capsys.readouterr().out.splitlines()[0].strip() == "eval completions, step 3: 2 of 2"
+    compact_completions_table([[]], ["c"], {"olmocr_bench": [0.5]}, None, 4, None, {})  # not from trl: no mode to name
+    assert capsys.readouterr().out.splitlines()[0].strip() == "step 4: 1 of 1 completions"

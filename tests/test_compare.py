@@ -13,7 +13,7 @@ import pytest
 from clirun import invoke
 
 from olmocr_rl.bench import run_bench
-from olmocr_rl.bench.compare import compare, compare_summary
+from olmocr_rl.bench.compare import Difference, compare, compare_summary, significance, verdict
 from olmocr_rl.bench.results import CandidateResult
 from olmocr_rl.bench.results import TestOutcome as Outcome
 
@@ -125,6 +125,16 @@ def test_identical_candidates_differ_by_exactly_zero():
     for d in [got.overall, *got.by_jsonl, *got.by_type]:
         assert (d.diff, d.ci, d.gained, d.lost) == (0.0, (0.0, 0.0), 0, 0), d
     assert got.gained == [] and got.lost == []
+    assert verdict(got).endswith("0 tests gained, 0 lost: no clear difference (the 95% interval includes 0)")
+
+
+def test_significance_follows_the_interval_not_the_sign():
+    """Row 2 of issue 37: −0.4 with interval −1.3 … +0.0 is no clear difference; colour and the
+    `*` mark follow the interval."""
+    row = lambda diff, lo, hi: Difference("x", 10, 0.5, 0.5 + diff, diff, (lo, hi), 0, 0)
+    assert significance(row(-0.004, -0.013, 0.0)) == 0
+    assert significance(row(-0.004, -0.013, -0.001)) == -1
+    assert significance(row(0.2, 0.0, 0.3)) == 0 and significance(row(0.2, 0.01, 0.3)) == 1
 
 
 def test_candidates_on_different_tests_are_refused():
@@ -148,17 +158,37 @@ def test_compare_on_the_command_line():
     assert cmp["overall"]["a"] == cands["other_model"]["score"] and cmp["overall"]["b"] == cands["demo_model"]["score"]
     assert cmp["overall"]["gained"] == len(cmp["gained"]) and cmp["overall"]["lost"] == len(cmp["lost"])
 
-    # Without -c the baseline is the first candidate by name; the console states the same numbers.
-    res = invoke(["bench", str(FIXTURES), "--compare"], env={"COLUMNS": "120"})
+    # Without -c the baseline is the first candidate by name; the console states the same numbers,
+    # the verdict first (right under the title, before any table).
+    res = invoke(["bench", str(FIXTURES), "--compare"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
-    assert "B − A with B = other_model, A = demo_model" in res.stdout
     [rev] = compare_summary(summary, "demo_model")
     o = rev.overall
     assert o.ci[1] < 0  # other_model is the worse of the two fixtures' candidates
-    flat = " ".join(res.stdout.split())
+    lines = res.stdout.splitlines()
     pts = lambda x: f"{x * 100:+.1f}"
-    assert f"other_model vs demo_model: {pts(o.diff)} points, {pts(o.ci[0])} to {pts(o.ci[1])}: lower than demo_model" in flat
-    assert f"{o.gained} tests gained, {o.lost} lost" in flat
+    assert (
+        lines[1]
+        == verdict(rev)
+        == (
+            f"other_model − demo_model = {pts(o.diff)} points (95% interval {pts(o.ci[0])} … {pts(o.ci[1])}), "
+            f"{o.gained} tests gained, {o.lost} lost: other_model is lower (the 95% interval excludes 0)"
+        )
+    )
+    assert cmp["verdict"] == verdict(want)
+    assert "B − A with B = other_model, A = demo_model" in res.stdout
+    # Rows name what they are (no styles in a pipe) and the rule their figures follow; `*` marks
+    # exactly the rows whose interval excludes 0.
+    assert "by JSONL file and the score (the mean of the files): pass rates, a test passing when more than half" in res.stdout
+    assert "by test type: A, B and B − A: the mean share of a test's repeats passed; gained / lost: by the majority rule" in res.stdout
+    rows = {
+        line.split()[0]: line.split() for line in lines if line.split() and line.split()[0] in ("score", "present", "letter_tests.jsonl")
+    }
+    assert rows["score"][4] == f"{pts(o.diff)}*"
+    for d in [*rev.by_jsonl, *rev.by_type]:
+        if d.name in rows:
+            assert rows[d.name][4] == pts(d.diff) + ("*" if significance(d) else ""), d
+    assert {significance(d) for d in [*rev.by_jsonl, *rev.by_type]} >= {0, -1}
     without = invoke(["bench", str(FIXTURES), "--json"])
     assert "comparisons" not in json.loads(without.stdout)
 

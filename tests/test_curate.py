@@ -416,7 +416,7 @@ def test_curate_with_the_tiny_model_then_train_reads_only_the_kept_pages(case, t
     assert records[SOMETIMES]["std"] > 0, records[SOMETIMES]["rewards"]
     assert all(0 < t <= 16 for r in records.values() for t in r["tokens"])
     assert records[ALWAYS]["settings"] == {"model": str(tiny_model.resolve()), "samples": 8, "temperature": 0.8, "max_new_tokens": 16,
-                                           "rewards": {"bench": 1.0}, "guard": "short-output"}  # fmt: skip
+                                           "rewards": {"bench": 1.0}, "guard": "short-output+footnote"}  # fmt: skip
     assert "train pages: 1 all samples pass, 1 all fail, 0 all the same otherwise, 1 disagree" in res.output
     assert f"kept 1 of 3 train pages (reward std > 0): {case / 'curated.jsonl'}" in res.output
     assert "2 pages x 4 generations x <= 16 tokens = 66.7% of the completion budget" in res.output

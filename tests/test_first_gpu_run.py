@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,9 @@ from conftest import need
 need("trl")
 from clirun import invoke
 
-from olmocr_rl.train.budget import checkpoint_bytes, estimate, parameter_count
+from olmocr_rl.train.budget import checkpoint_bytes, estimate
 from olmocr_rl.train.config import TrainConfig, load_config
+from olmocr_rl.train.shape import read_shape
 
 EIGHT_GPUS = {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
 
@@ -28,14 +30,15 @@ def test_upstreams_launch_dry_run_prints_what_the_run_will_do(prepared, tiny_mod
     monkeypatch.setattr(preflight, "vllm_problems", lambda cuda, mode="colocate": [])  # a GPU machine with vLLM
     res = invoke(["train", str(prepared), "--config", "olmocr2", "--model", str(tiny_model), "-o", str(tmp_path / "run"),
                   "--num-processes", "7", "--zero", "2", "--vllm-gpus", "1", "--dry-run"], env=EIGHT_GPUS)  # fmt: skip
-    assert res.exit_code == 0, res.output
+    # The fixtures' 3 pages fill no generation batch of 7 pages: trl would train 0 steps (issue 34, row 5).
+    assert res.exit_code == 1 and "error: train_split: no optimizer step would run: 3 page(s)" in res.stderr, res.output
     out = res.stdout
     line = {w.split(":")[0]: w for w in out.splitlines() if w.split(":")[0] in ("prompt", "evaluation", "checkpoints", "ports", "server")}
     assert "olmocr-v4: olmOCR's build_no_anchoring_v4_yaml_prompt(), read from" in line["prompt"] and "before the image" in line["prompt"]
     # The fixtures hold 1 eval page (max_eval_pages caps at 10): 1 x 4 samples x 8,000 tokens.
     assert "evaluation: 1 pages (max_eval_pages) x 4 samples x up to 8,000 tokens = 32,000 tokens each" in line["evaluation"]
-    params = parameter_count(str(tiny_model))
-    assert f"checkpoints: ~{params * 16 / 1e9:,.1f} GB each x" in line["checkpoints"] and "GB free" in line["checkpoints"]
+    shape = read_shape(str(tiny_model))
+    assert f"~{(shape.params * 16 + shape.other_file_bytes) / 1e9:,.1f} GB each" in line["checkpoints"] and "GB free" in line["checkpoints"]
     assert line["ports"] == "ports: server 8000 (vllm_server_port), weight sync 51216 (trl.vllm_group_port)"
     server = line["server"]
     assert "CUDA_VISIBLE_DEVICES=7 " in server and "--seed 1" in server  # the recipe's seed
@@ -61,21 +64,25 @@ def test_the_trl_floor_is_a_one_line_error(prepared, tiny_model, tmp_path, monke
 
 
 def test_checkpoint_and_eval_estimates(tiny_model, tmp_path):
-    params = parameter_count(str(tiny_model))
+    shape = read_shape(str(tiny_model))
     from safetensors.torch import load_file
 
-    assert params == sum(t.numel() for t in load_file(tiny_model / "model.safetensors").values())
+    assert shape.params == sum(t.numel() for t in load_file(tiny_model / "model.safetensors").values())
     cfg = TrainConfig(model=str(tiny_model), output_dir=str(tmp_path), max_steps=306, save_steps=25, save_total_limit=3,
                       eval_steps=50, max_completion_length=8000, num_generations_eval=4)  # fmt: skip
-    assert checkpoint_bytes(cfg, 7_600_000_000, deepspeed=True) / 1e9 == pytest.approx(121.6)  # a 7.6 B model under ZeRO
-    assert checkpoint_bytes(cfg, 7_600_000_000, deepspeed=False) / 1e9 == pytest.approx(91.2)
+    # A 7.6 B model: 16 B a parameter under ZeRO (16-bit model, float32 master + moments, DeepSpeed's
+    # 16-bit module copy), 12 without (float32 weights + moments), plus the processor's files.
+    big = replace(shape, params=7_600_000_000)
+    assert (checkpoint_bytes(cfg, big, deepspeed=True) - big.other_file_bytes) / 1e9 == pytest.approx(121.6)
+    assert (checkpoint_bytes(cfg, big, deepspeed=False) - big.other_file_bytes) / 1e9 == pytest.approx(91.2)
     b = estimate(cfg, 7, train_pages=1000, eval_pages=10, deepspeed=True)
-    assert (b.steps, b.kept, b.evaluations) == (306, 3, 7)  # steps 50, 100, ..., 300, and the end
+    assert (b.steps, b.written, b.on_disk, b.evaluations) == (306, 13, 4, 7)  # saves 25 .. 300 and 306; evals 50 .. 300, 306
     assert b.eval_tokens == 10 * 4 * 8000 and b.train_tokens == 306 * 196 * 8000
     cfg.save_total_limit = None
-    assert estimate(cfg, 7, 1000, 10, deepspeed=True).kept == 12  # every checkpoint stays: 306 // 25
+    assert estimate(cfg, 7, 1000, 10, deepspeed=True).on_disk == 13  # every checkpoint stays
     cfg.max_steps = -1
     assert estimate(cfg, 7, train_pages=700, eval_pages=10, deepspeed=True).steps == 100  # 700 pages / 7 a step
+    assert estimate(cfg, 7, train_pages=706, eval_pages=10, deepspeed=True).steps == 100  # trl drops the 6 left over
 
 
 def test_checkpoints_that_do_not_fit_warn_and_strict_stops(prepared, tiny_model, tmp_path, monkeypatch):
@@ -85,10 +92,10 @@ def test_checkpoints_that_do_not_fit_warn_and_strict_stops(prepared, tiny_model,
             "max_steps=4", "save_steps=1"]  # fmt: skip
     res = invoke(args)
     assert (
-        res.exit_code == 0 and "warning: save_total_limit: 2 checkpoints of" in res.stderr and "fix: set save_total_limit=N" in res.stderr
+        res.exit_code == 0 and "warning: save_total_limit: 3 checkpoints of" in res.stderr and "fix: set save_total_limit=N" in res.stderr
     )
     res = invoke([*args, "--strict"])
-    assert res.exit_code == 1 and "error: save_total_limit: 2 checkpoints of" in res.stderr
+    assert res.exit_code == 1 and "error: save_total_limit: 3 checkpoints of" in res.stderr  # the limit + 1 while the newest is written
 
 
 def test_the_recipe_bounds_eval_and_disk():

@@ -104,6 +104,8 @@ EFFECTS: dict[tuple[str, str], str | tuple[str, str]] = {
     ("train", "--main-process-port"): "test_options.py::test_train_launch_flags_reach_the_launcher",
     ("train", "--hostfile"): "test_options.py::test_train_launch_flags_reach_the_launcher",
     ("train", "--dry-run"): "test_options.py::test_train_launch_flags_reach_the_launcher",
+    ("train", "--gpus"): "test_plan_estimates.py::test_the_servers_share_must_hold_the_weights",
+    ("train", "--gpu-memory"): "test_plan_estimates.py::test_the_servers_share_must_hold_the_weights",
     ("train", "--debug"): "test_cli.py::test_a_refused_trl_option_is_one_error_line",
     ("train", "--strict"): "test_first_gpu_run.py::test_checkpoints_that_do_not_fit_warn_and_strict_stops",
     # the `deepspeed` launcher passes --local_rank to every rank it starts
@@ -126,6 +128,21 @@ EFFECTS: dict[tuple[str, str], str | tuple[str, str]] = {
     ("curate", "--max-mean"): "test_curate.py::test_curate_options_for_their_effect",
     ("curate", "--eval"): "test_curate.py::test_curate_options_for_their_effect",
     ("curate", "--quiet"): ("test_curate.py::test_curate_options_for_their_effect", "-q"),
+    ("synth", "--name"): "test_synth.py::test_hostile_pages_reach_nothing_and_are_bounded",
+    ("synth", "--page-timeout"): "test_synth.py::test_hostile_pages_reach_nothing_and_are_bounded",
+    ("synth", "--page-memory"): "test_synth.py::test_hostile_pages_reach_nothing_and_are_bounded",
+    ("synth", "--from-pdf"): "test_synth.py::test_from_pdf_against_a_standin_endpoint",
+    ("synth", "--endpoint"): "test_synth.py::test_from_pdf_against_a_standin_endpoint",
+    ("synth", "--model"): "test_synth.py::test_from_pdf_against_a_standin_endpoint",
+    ("synth", "--exclude"): "test_synth.py::test_from_pdf_against_a_standin_endpoint",
+    ("synth", "--concurrency"): "test_synth.py::test_from_pdf_against_a_standin_endpoint",
+    ("synth", "--request-timeout"): "test_synth.py::test_from_pdf_against_a_standin_endpoint",
+    ("synth", "--max-tokens"): "test_synth.py::test_from_pdf_against_a_standin_endpoint",
+    ("synth", "--retries"): "test_synth.py::test_from_pdf_budget_all_pages_and_retries",
+    ("synth", "--all-pages"): "test_synth.py::test_from_pdf_budget_all_pages_and_retries",
+    ("synth", "--budget"): "test_synth.py::test_from_pdf_budget_all_pages_and_retries",
+    ("synth", "--strict"): "test_synth.py::test_synth_validate_prepare_train_bench",
+    ("synth", "--quiet"): ("test_synth.py::test_synth_validate_prepare_train_bench", "-q"),
     ("install-katex", "--from-wheel"): "test_cli.py::test_install_katex_into_a_folder",
     ("install-katex", "--dir"): "test_cli.py::test_install_katex_into_a_folder",
 }
@@ -340,7 +357,9 @@ def test_train_launch_flags_reach_the_launcher(tmp_path):
     from training import make_prepared
 
     prepared = make_prepared(tmp_path / "prep")
-    base = ["train", str(prepared), "--model", "m", "-o", str(tmp_path / "run"), "--config", str(RECIPE), "--dry-run"]
+    # 4 ranks x 1 completion / 4 generations: 1 page a generation batch (the fixtures have 3).
+    base = ["train", str(prepared), "--model", "m", "-o", str(tmp_path / "run"), "--config", str(RECIPE), "--dry-run",
+            "per_device_train_batch_size=1"]  # fmt: skip
     res = invoke([*base, "--num-processes", "4", "--zero", "2", "--num-machines", "2", "--machine-rank", "1",
                   "--main-process-ip", "10.0.0.9", "--main-process-port", "29613"])  # fmt: skip
     assert res.exit_code == 0, res.output

@@ -85,15 +85,15 @@ def test_check_inputs(prepared, tmp_path):
     assert keys(pf.check_inputs(context(TrainConfig(prepared_dir=str(prepared), train_split="nope")))) == ["train_split"]
 
 
-def test_check_disk(prepared, monkeypatch):
+def test_check_disk(prepared, tiny_model, monkeypatch):
     budget = importlib.import_module("olmocr_rl.train.budget")
     monkeypatch.setattr(budget, "free_bytes", lambda path: 10)
     c = ctx(prepared, max_steps=4, save_steps=1, save_total_limit=2)
     c.cfg.model = str(Path(__file__).parent)  # no weights there: size unknown, nothing to warn about
     assert pf.check_disk(c) == []
-    monkeypatch.setattr(budget, "parameter_count", lambda model: 1_000_000)
+    c.cfg.model = str(tiny_model)
     (p,) = pf.check_disk(c)
-    assert p.key == "save_total_limit" and p.severity == "warning" and "2 checkpoints of" in p.message
+    assert p.key == "save_total_limit" and p.severity == "warning" and "3 checkpoints of" in p.message and "the final model" in p.message
 
 
 def test_check_eval_batch(prepared):
@@ -141,6 +141,44 @@ def test_check_resume(prepared, tmp_path):
     assert p.key == "resume" and p.severity == "warning"
     (tmp_path / "checkpoint-2").mkdir()
     assert pf.check_resume(ctx(prepared, resume="auto", output_dir=str(tmp_path))) == []
+
+
+def test_check_steps(prepared):
+    """3 training pages: 7 ranks x 1 x 28 completions / 28 generations = 7 pages a generation batch,
+    which trl drops unfilled (0 steps); one rank needs 1 page a batch."""
+    (p,) = pf.check_steps(ctx(prepared, world=7, num_generations=28, gradient_accumulation_steps=28, per_device_train_batch_size=1))
+    assert p.key == "train_split" and "no optimizer step would run: 3 page(s)" in p.message and "takes 7" in p.message
+    assert pf.check_steps(ctx(prepared, world=1, num_generations=28, gradient_accumulation_steps=28, per_device_train_batch_size=1)) == []
+    # max_train_pages counts: 1 page of a 2-page batch trains nothing.
+    assert keys(pf.check_steps(ctx(prepared, num_generations=4, per_device_train_batch_size=8, max_train_pages=1))) == ["train_split"]
+
+
+def test_check_memory(prepared, tiny_model, monkeypatch):
+    """Only a GPU plan is checked: an estimate over the card is an error naming single changes that
+    fit, one over 90 % of it a warning, a model whose weights cannot be read a warning. (The
+    estimate itself: tests/test_memory.py; here one that ZeRO shrinks to 10 GiB.)"""
+    from olmocr_rl.train import memory
+
+    gib = 2**30
+
+    def check(card: float | None, peak: float, model=tiny_model):
+        fake = lambda cfg, shape, layout, tokens: memory.Memory(
+            [memory.Part("weights", int((peak if layout.zero is None else 10) * gib), "")], layout.gpu_bytes
+        )
+        monkeypatch.setattr(memory, "estimate_memory", fake)
+        c = ctx(prepared, model=str(model))
+        c.target = memory.Target(8, None if card is None else int(card * gib), described=True)
+        return pf.check_memory(c)
+
+    assert pf.check_memory(ctx(prepared, model=str(tiny_model))) == []  # no target: a CPU plan
+    assert check(None, 500) == [] and check(80, 50) == []
+    (p,) = check(80, 75)  # over 90 % of the 79 GiB left beside the CUDA context
+    assert (p.key, p.severity) == ("memory", "warning") and "near the card's limit: 75.0 GiB of 80.0 GiB" in p.message
+    (p,) = check(80, 100)
+    assert (p.key, p.severity) == ("memory", "error") and "the plan cannot fit: 100.0 GiB of 80.0 GiB per GPU" in p.message
+    assert p.fix.startswith("one change that fits: --zero 1 (10.0 GiB); or --zero 2 (10.0 GiB); or --zero 3 (10.0 GiB)"), p.fix
+    (p,) = check(80, 100, model="no/such-model")
+    assert (p.key, p.severity) == ("model", "warning") and "GPU memory not estimated" in p.message
 
 
 @pytest.mark.parametrize("check", [c.__name__ for c in pf.CHECKS])

@@ -16,7 +16,8 @@ import pytest
 from clirun import invoke
 
 from olmocr_rl import BenchSuite
-from olmocr_rl.probe import COMMON_WORDS, LOOP_REPEATS, details_rows, probe, probe_pages, result_dict
+from olmocr_rl.probe import COMMON_WORDS, LOOP_REPEATS, MARKER_GAP, details_rows, probe, probe_pages, result_dict, verdict_line
+from olmocr_rl.suite import TRAINING_GUARD as G
 
 FIXTURES = Path(__file__).resolve().parent.parent / "bench_fixtures"
 
@@ -41,19 +42,22 @@ B = [
 #   loop: "alpha beta" 50 times: present and absent pass on A, order fails (2/3); B empty: 1/2.
 #   common-words: none of the texts occurs in it: A 1/3; on B the absent test and the baseline
 #     (letters, no short repeat at the end) pass: 2/2.
+#   stray-marker: no footnote test, so the empty page: as empty.
 TYPES = ("absent", "baseline", "order", "present")
 EMPTY = (F(1, 2) * (F(1, 3) + F(1, 2)), (2, 0, 0, 0), (1, 1))
 EXPECTED = {
     ("empty", "none"): EMPTY,
-    ("empty", "short-output"): EMPTY,
+    ("empty", G): EMPTY,
     ("newline", "none"): (F(1, 2) * (F(1, 3) + 0), (0, 0, 0, 1), (1, 0)),
-    ("newline", "short-output"): EMPTY,
+    ("newline", G): EMPTY,
     ("own-texts", "none"): (F(1, 2) * (1 + F(1, 2)), (2, 0, 1, 1), (3, 1)),
-    ("own-texts", "short-output"): (F(1, 2) * (1 + F(1, 2)), (2, 0, 1, 1), (3, 1)),
+    ("own-texts", G): (F(1, 2) * (1 + F(1, 2)), (2, 0, 1, 1), (3, 1)),
     ("loop", "none"): (F(1, 2) * (F(2, 3) + F(1, 2)), (2, 0, 0, 1), (2, 1)),
-    ("loop", "short-output"): (F(1, 2) * (F(2, 3) + F(1, 2)), (2, 0, 0, 1), (2, 1)),
+    ("loop", G): (F(1, 2) * (F(2, 3) + F(1, 2)), (2, 0, 0, 1), (2, 1)),
     ("common-words", "none"): (F(1, 2) * (F(1, 3) + 1), (2, 1, 0, 0), (1, 2)),
-    ("common-words", "short-output"): (F(1, 2) * (F(1, 3) + 1), (2, 1, 0, 0), (1, 2)),
+    ("common-words", G): (F(1, 2) * (F(1, 3) + 1), (2, 1, 0, 0), (1, 2)),
+    ("stray-marker", "none"): EMPTY,
+    ("stray-marker", G): EMPTY,
 }
 TOTALS = {"absent": 2, "baseline": 1, "order": 1, "present": 1}
 
@@ -83,6 +87,15 @@ def test_candidates_are_built_from_the_page(tiny):
         )
     )
     assert probe_pages(cut)[0].candidate("own-texts") == "head\nmiddle\ntail"
+    # stray-marker: per footnote test, its marker between the first letters of its texts.
+    notes = BenchSuite.from_jsonl(
+        "\n".join(
+            json.dumps({"pdf": "d.pdf", "page": 1, "id": i, "type": "footnote", "marker": m, **kw})
+            for i, m, kw in (("f1", "1", {"appears_before_marker": "— Fraction of"}), ("f2", "b", {"appears_after_marker": "see"}))
+        )
+    )
+    assert probe_pages(notes)[0].candidate("stray-marker") == f"f[^1]a{MARKER_GAP}a[^b]s"
+    assert a.candidate("stray-marker") == ""
 
 
 def test_figures_equal_the_hand_computed_ones(tiny):
@@ -103,18 +116,26 @@ def test_flags_and_details(tiny):
     flags = {(f.candidate, f.guard, f.type) for f in probe(suite).flags}
     assert flags == {
         ("empty", "none", "absent"),
-        ("empty", "short-output", "absent"),
+        ("empty", G, "absent"),
         ("newline", "none", "present"),  # the loophole: one newline passes "alpha beta"
-        ("newline", "short-output", "absent"),
+        ("newline", G, "absent"),
         ("loop", "none", "present"),
         ("loop", "none", "absent"),
-        ("loop", "short-output", "present"),
-        ("loop", "short-output", "absent"),
+        ("loop", G, "present"),
+        ("loop", G, "absent"),
         ("common-words", "none", "absent"),
         ("common-words", "none", "baseline"),
-        ("common-words", "short-output", "absent"),
-        ("common-words", "short-output", "baseline"),
+        ("common-words", G, "absent"),
+        ("common-words", G, "baseline"),
+        ("stray-marker", "none", "absent"),
+        ("stray-marker", G, "absent"),
     }  # own-texts, the bound, is never flagged
+    # Exploits (present) apart from the expected floors (absent, baseline).
+    assert {(f.candidate, f.guard, f.type) for f in probe(suite).flags if not f.expected} == {
+        ("newline", "none", "present"),
+        ("loop", "none", "present"),
+        ("loop", G, "present"),
+    }
     assert not probe(suite, flag_share=1.0).flags  # "more than" the share: nothing passes more than all
     rows = details_rows(probe(suite))
     newline = [r for r in rows if (r["candidate"], r["guard"]) == ("newline", "none")]
@@ -122,6 +143,12 @@ def test_flags_and_details(tiny):
         {"candidate": "newline", "guard": "none", "id": "pA", "type": "present", "jsonl": "a.jsonl", "pdf": "a.pdf", "page": 1}
     ]
     assert sorted(r["id"] for r in rows if r["candidate"] == "common-words") == ["aA", "aA", "aB", "aB", "bB", "bB"]
+    assert verdict_line(probe(suite)) == (
+        f"verdict: the best degenerate output earns {float(EXPECTED[('common-words', 'none')][0]):.3f} (common-words) against "
+        f"{float(EXPECTED[('own-texts', 'none')][0]):.3f} for the page's own texts with guard none; "
+        f"{float(EXPECTED[('common-words', G)][0]):.3f} (common-words) against {float(EXPECTED[('own-texts', G)][0]):.3f} for the "
+        f"page's own texts with guard {G}"
+    )
     with pytest.raises(ValueError, match="flag_share"):
         probe(suite, flag_share=1.5)
 
@@ -134,16 +161,21 @@ def test_cli_json_details_and_text(tiny, tmp_path):
     assert (out["pages"], out["test_count"], out["flag_share"]) == (2, 5, 0.5)
     got = {(e["candidate"], e["guard"]): e for e in out["earned"]}
     assert got[("newline", "none")]["by_type"]["present"] == {"passed": 1, "total": 1, "rate": 1.0}
-    assert got[("newline", "short-output")]["reward"] == pytest.approx(5 / 12)
-    assert len(out["flags"]) == 12
+    assert got[("newline", G)]["reward"] == pytest.approx(5 / 12)
+    assert len(out["flags"]) == 14 and sum(not f["expected"] for f in out["flags"]) == 3
+    assert out["verdict"]["none"] == {"best_degenerate": "common-words", "reward": pytest.approx(2 / 3), "own_texts": pytest.approx(3 / 4)}
     assert [json.loads(line) for line in details.read_text().splitlines()] == details_rows(probe(BenchSuite.load(tiny)))
     assert out == result_dict(probe(BenchSuite.load(tiny), source=str(tiny)))
 
-    text = invoke(["probe", tiny, "--flag-share", "0.9"], env={"COLUMNS": "200"})
+    text = invoke(["probe", tiny, "--flag-share", "0.9"], env={"COLUMNS": "400"})
     assert text.exit_code == 0, text.output
-    assert "flag: newline passes 100.0% (1/1) of the present tests with guard none" in text.stdout
-    assert "flag: newline passes 100.0% (1/1) of the present tests with guard short-output" not in text.stdout
-    assert "absent: absent tests pass on any output without their text" in text.stdout
+    lines = text.stdout.splitlines()
+    assert lines[1] == verdict_line(probe(BenchSuite.load(tiny)))  # the verdict first
+    assert lines[2] == "exploit: newline passes 100.0% (1/1) of the present tests with guard none"
+    assert f"exploit: newline passes 100.0% (1/1) of the present tests with guard {G}" not in text.stdout
+    assert lines[3].startswith("exploit: loop passes") and lines[4].startswith("exploit: loop passes")
+    assert lines[5].startswith("expected floor, absent: empty, newline (guard short-output+footnote), loop, common-words, stray-marker. ")
+    assert "absent tests pass on any output without their text" in lines[5]
     assert invoke(["probe", tiny, "--flag-share", "2"]).exit_code == 2
     missing = invoke(["probe", tmp_path / "nowhere"])
     assert missing.exit_code == 1 and missing.stderr.startswith("error: ") and len(missing.stderr.splitlines()) == 1
@@ -176,10 +208,10 @@ def test_bundled_fixtures(tmp_path):
     result = probe(BenchSuite.load(FIXTURES))
     got = {(e.candidate, e.guard): e for e in result.earned}
     assert len(result.pages) == len(pages)
-    nl, nl_guarded = got[("newline", "none")], got[("newline", "short-output")]
+    nl, nl_guarded = got[("newline", "none")], got[("newline", G)]
     assert (nl.by_type["present"].passed, nl.by_type["present"].total) == (sum(" " in r["text"] for r in present), len(present))
     assert (nl.by_type["absent"].passed, nl_guarded.by_type["absent"].passed, nl_guarded.by_type["present"].passed) == (0, len(absent), 0)
-    for guard in ("none", "short-output"):
+    for guard in ("none", G):
         e = got[("empty", guard)]
         assert e.all.passed == len(absent) and e.reward == pytest.approx(float(empty_reward), abs=1e-12)
     assert nl_guarded.reward == pytest.approx(float(empty_reward), abs=1e-12)
@@ -187,7 +219,33 @@ def test_bundled_fixtures(tmp_path):
     own = got[("own-texts", "none")]
     assert own.by_type["present"].passed == len(present) and own.by_type["order"].rate == 1.0
     assert ("newline", "none", "present") in {(f.candidate, f.guard, f.type) for f in result.flags}
-    assert ("newline", "short-output", "present") not in {(f.candidate, f.guard, f.type) for f in result.flags}
+    assert ("newline", G, "present") not in {(f.candidate, f.guard, f.type) for f in result.flags}
+    # The footnote exploit (PR #476): a stray letter by each marker passes every footnote test of
+    # the fixtures under the published checks, none under the training guard.
+    footnotes = sum(r["type"] == "footnote" for r in records)
+    assert footnotes and got[("stray-marker", "none")].by_type["footnote"].passed == footnotes
+    assert got[("stray-marker", G)].by_type["footnote"].passed == 0
+    exploits = {(f.candidate, f.guard, f.type) for f in result.flags if not f.expected}
+    assert exploits == {("newline", "none", "present"), ("stray-marker", "none", "footnote")}
+
+
+@pytest.mark.parametrize("columns", [80, 40])
+@pytest.mark.parametrize("command", [["probe", FIXTURES], ["bench", FIXTURES, "-c", "demo_model", "-c", "other_model", "--compare"]])
+def test_tables_read_whole_at_80_columns_in_a_pipe(command, columns):
+    """Issue 37, row 3: piped at 80 columns (a console that is not a terminal), no cell is cut:
+    no ellipsis, no line wider than 80, every name and figure whole. At 40 columns the tables
+    cannot fit: they are printed wider than the console, still whole."""
+    res = invoke(command, env={"COLUMNS": str(columns)})
+    assert res.exit_code == 0, res.output
+    assert "…" not in res.stdout.replace(" … ", "")  # the intervals' own "a … b" aside
+    words = set(res.stdout.split())
+    if columns == 80:  # names whole too (at 40 they may wrap inside their column)
+        assert max(len(line) for line in res.stdout.splitlines()) <= 80
+        assert {"letter_tests.jsonl", "report_tests.jsonl", "text_tests.jsonl"} <= words
+    if command[0] == "probe":
+        assert {"0.308", "0.719", "90.0%!", "100.0%!"} <= words
+    else:
+        assert {"91.9%", "74.2%", "-17.8*", "-60.0*"} <= words
 
 
 def test_suite_record_reads_the_line_as_loaded(tmp_path):

@@ -249,8 +249,8 @@ def test_bench_report_states_sample_and_max_reports(tmp_path):
     total = run_cli("bench", bench, "--json")["tests"]
     run_cli("bench", bench, "--report", html, "--sample", "6")
     with open_report(html, tmp_path / "sample.png") as page:
-        notes = page.evaluate("document.querySelector('#run .notes').textContent")
-        assert f"--sample 6: only 6 of the {total} tests were scored" in notes
+        said = page.evaluate("document.querySelector('#semantics li[data-choice=sample]').textContent")
+        assert said == f"--sample 6: 6 of {total} tests scored, drawn with seed 0"
         assert page.evaluate("REPORT_DATA.tests.length") == 6
         assert_local_only(page, html)
     # --max-reports 1: per JSONL file, the tests of its first PDF by name (the reference's rule).
@@ -275,6 +275,65 @@ def test_bench_report_states_sample_and_max_reports(tmp_path):
         )
         assert f"{len(want)} of {total} tests" in notes
         assert_local_only(page, html)
+
+
+CHOICES = {  # option -> (semantics key, its value with the option; every other key keeps its default)
+    "guard": (["--guard", "short-output+footnote"], "short-output+footnote"),
+    "sample": (["--sample", "6"], {"tests": 6, "of": 29, "seed": 0}),
+    "skip_baseline": (["--skip-baseline"], True),
+    "pass_rule": ([], "majority"),  # not an option: always the majority rule, always named
+}
+DEFAULTS = {"guard": "none", "sample": None, "skip_baseline": False, "pass_rule": "majority"}
+
+
+@pytest.mark.parametrize("choice", CHOICES)
+def test_every_choice_that_changes_a_score_is_named(tmp_path, choice):
+    """Issue 37, row 1: the guard, --sample, --skip-baseline and the majority rule are named in
+    the report's header (in its first screen), in --json, and in each --details record."""
+    bench = bench_copy(tmp_path / "bench")
+    html, details = tmp_path / "report.html", tmp_path / "details.jsonl"
+    flags, value = CHOICES[choice]
+    data = run_cli("bench", bench, "--report", html, "--details", details, "--json", "-c", "demo_model", *flags)
+    want = {**DEFAULTS, choice: value}
+    sem = data["semantics"]
+    assert {k: sem[k] for k in want} == want
+    rows = [json.loads(line) for line in details.read_text(encoding="utf-8").splitlines()]
+    assert rows and all(r["semantics"] == want for r in rows)
+    with open_report(html, tmp_path / "shot.png", width=1100) as page:
+        page.set_width(1100, 760)
+        said = page.evaluate("[...document.querySelectorAll('#semantics li')].map(li => [li.dataset.choice, li.textContent])")
+        assert said == [list(p) for p in zip(DEFAULTS, sem["described"])]
+        assert page.evaluate("document.getElementById('semantics').getBoundingClientRect().bottom") < 760  # the first screen
+        assert page.evaluate("document.getElementById('semantics').dataset.guard") == want["guard"]
+    if choice == "guard":  # the rules by name and by PR, marked as not the published checks
+        assert said[0][1].startswith("guard short-output+footnote, NOT the published checks: short-output: allenai/olmocr PR #462")
+        assert "footnote: allenai/olmocr PR #476" in said[0][1]
+
+
+def test_comparison_verdict_is_in_the_first_screen(tmp_path):
+    """Issue 37, row 2: each pair's verdict at the top, coloured by whether its interval excludes
+    0 (not by its sign), as `verdict` words it."""
+    from olmocr_rl.bench import run_bench
+    from olmocr_rl.bench.compare import compare_summary, significance, verdict
+
+    bench = bench_copy(tmp_path / "bench")
+    html = tmp_path / "report.html"
+    run_cli("bench", bench, "--report", html, "-c", "demo_model", "-c", "other_model")
+    [pair] = compare_summary(run_bench(bench, ["demo_model", "other_model"]), all_pairs=True)
+    with open_report(html, tmp_path / "shot.png", width=1100) as page:
+        page.set_width(1100, 760)
+        answer = "document.querySelector('#verdicts p.answer')"
+        assert page.evaluate(f"{answer}.textContent") == verdict(pair)
+        assert page.evaluate(f"{answer}.getBoundingClientRect().bottom") < 200
+        assert page.evaluate(f"{answer}.className") == "answer " + {1: "pos", -1: "neg", 0: "unclear"}[significance(pair.overall)]
+        cells = page.evaluate("[...document.querySelectorAll('.pair.cur td.diff')].map(td => [td.className, td.textContent])")
+        rows = [*pair.by_jsonl, *pair.by_type, pair.overall]
+        want = [[f"num diff {dict([(1, 'pos'), (-1, 'neg'), (0, 'unclear')])[significance(d)]}",
+                 f"{d.diff * 100:+.1f}" + ("*" if significance(d) else "")] for d in rows]  # fmt: skip
+        assert cells == want
+        assert {c[0] for c in cells} >= {"num diff unclear", "num diff neg"}  # both kinds occur in the fixtures
+        rules = page.evaluate("[...document.querySelectorAll('.pair.cur tr.sect')].map(r => r.textContent)")
+        assert rules[1] == "by test type: A, B and B − A: the mean share of a test's repeats passed; gained / lost: by the majority rule"
 
 
 def test_bench_report_is_replaced_whole(tmp_path, monkeypatch):
@@ -413,6 +472,42 @@ def test_run_report_views(tmp_path):
         assert_local_only(page, html)
     res = invoke(["report", str(tmp_path / "nothing")])
     assert res.exit_code == 1 and "no logs/metrics.jsonl" in res.stderr
+
+
+def test_run_report_names_the_split_and_labels_axes_apart(tmp_path):
+    """Issue 37, row 6: the run report names the split trained on (a curated one here, cut by
+    max_train_pages) and the eval split, with their pages; every axis labels distinct values
+    (entropy between 5.545 and 5.555 printed "5.55" twice)."""
+    from olmocr_rl.report.charts import nice_ticks, tick_labels
+
+    run = fake_run(tmp_path)
+    prep = tmp_path / "prep"
+    (prep / "curated.jsonl").write_text("".join(json.dumps({"pdf": p, "page": n, "image": "images/p.pdf.png"}) + "\n"
+                                                for p, n in (("p.pdf", 1), ("p.pdf", 2), ("q.pdf", 1))))  # fmt: skip
+    config = json.loads((run / "train_config.json").read_text())
+    config |= {"train_split": "curated", "max_train_pages": 2, "eval_split": "train", "bench_guard": "short-output+footnote"}
+    (run / "train_config.json").write_text(json.dumps(config))
+    with (run / "logs" / "metrics.jsonl").open("a") as f:  # after the cut line: entropy within a hundredth
+        f.write("\n" + "".join(json.dumps({"step": s, "entropy": 5.5455 + 0.0025 * s}) + "\n" for s in range(1, 5)))
+    res = invoke(["report", str(run)])
+    assert res.exit_code == 0, res.output
+    with open_report(run / "report.html", tmp_path / "run.png") as page:
+        facts = dict(page.evaluate("[...document.querySelectorAll('#run dt')].map(d => [d.textContent, d.nextElementSibling.textContent])"))
+        assert facts["training split"] == "curated: 3 pages of 2 PDFs; the first 2 used (max_train_pages)"
+        assert facts["eval split"] == "train: 2 pages of 2 PDFs"
+        assert facts["bench guard"] == "short-output+footnote"
+        for metric in page.evaluate("[...document.querySelectorAll('figure.chart')].map(f => f.dataset.metric)"):
+            labels = page.evaluate(
+                f"[...document.querySelectorAll('figure[data-metric=\"{metric}\"] svg text[text-anchor=end]')].map(t => t.textContent)"
+            )
+            assert len(labels) == len(set(labels)) > 1, (metric, labels)
+        entropy = page.evaluate(
+            "[...document.querySelectorAll('figure[data-metric=entropy] svg text[text-anchor=end]')].map(t => t.textContent)"
+        )
+        assert "5.545" in entropy or "5.555" in entropy
+    assert tick_labels(nice_ticks(5.541, 5.558)) == ["5.545", "5.55", "5.555"]
+    assert tick_labels(nice_ticks(1234.5, 1236)) == ["1234.5", "1235", "1235.5", "1236"]  # was "1.2e+03" four times
+    assert tick_labels([0.0, 0.25, 0.5]) == ["0", "0.25", "0.5"]
 
 
 def test_run_report_of_a_real_run(tmp_path):

@@ -240,7 +240,7 @@ def test_the_final_outputs_have_one_writer(prepared, tmp_path, monkeypatch, laun
     monkeypatch.setattr(worker, "run", lambda cfg, inputs, **kw: {})
     monkeypatch.setattr(worker, "write_final_outputs", lambda cfg: written.append("x") or {"candidate": "c", "bench_command": "b"})
     monkeypatch.setattr(plan_module, "_launch", lambda plan, echo: 0)
-    args = ["final_outputs=eval"]
+    args = ["final_outputs=eval", "num_generations=4", "gradient_accumulation_steps=2"]  # 1 or 2 pages a generation batch (3 here)
     cfg = load_config(None, args, prepared_dir=str(prepared), model="org/model", output_dir=str(tmp_path / "run"))
     plan = build_plan(cfg, LaunchOptions(**LAUNCHES[launch]))
     execute(plan, echo=lambda *a, **k: None)
@@ -249,6 +249,7 @@ def test_the_final_outputs_have_one_writer(prepared, tmp_path, monkeypatch, laun
         monkeypatch.delenv(var, raising=False)
     if PARENT_ENV in passed_on:
         monkeypatch.setenv(PARENT_ENV, passed_on[PARENT_ENV])
+    monkeypatch.setenv("WORLD_SIZE", str(plan.world_size))  # what every launcher tells its ranks
     rank = load_config(plan.config_path, args, prepared_dir=str(prepared))  # what rank 0 reads
     assert rank_main(rank, LAUNCHES[launch].get("zero"), echo=lambda *a, **k: None) == 0
     assert len(written) == 1

@@ -64,23 +64,23 @@ BREAKAGES = [
         "report-max-completions",
         "`report` ignores --max-completions",
         "report/run.py",
-        [("shown = entries[:max_completions]", "shown = entries")],
+        [("chosen = entries[:max_completions]", "chosen = entries")],
         ["tests/test_reports.py::test_run_report_views",  # the old test: the fixture never reaches the cap
          "tests/test_options.py::test_report_max_completions_and_output"],
     ),
     Breakage(
         "bench-max-reports",
         "`bench --report` ignores --max-reports",
-        "cli/bench.py",
-        [("bench_report(summary, report, max_reports=max_reports,", "bench_report(summary, report, max_reports=None,")],
+        "bench/plan.py",
+        [("bench_report(summary, options.report, max_reports=options.max_reports,", "bench_report(summary, options.report, max_reports=None,")],
         ["tests/test_reports.py::test_bench_report_views",
          "tests/test_reports.py::test_bench_report_states_sample_and_max_reports"],
     ),
     Breakage(
         "bootstrap-confidence-level",
         "the bootstrap ignores --confidence-level",
-        "cli/bench.py",
-        [("confidence_level=confidence_level,", "confidence_level=0.95,")],
+        "bench/plan.py",
+        [("confidence_level=options.confidence_level,", "confidence_level=0.95,")],
         ["tests/test_bench.py::test_bootstrap_is_seeded_and_sensible",  # the old test: only 0.95, through the API
          "tests/test_options.py::test_bench_interval_options"],
     ),

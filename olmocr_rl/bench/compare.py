@@ -62,8 +62,10 @@ class Comparison:
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        for row in [out["overall"], *out["by_jsonl"], *out["by_type"]]:
+        for row, d in zip([out["overall"], *out["by_jsonl"], *out["by_type"]], [self.overall, *self.by_jsonl, *self.by_type]):
             row["ci"] = list(row["ci"])
+            row["interval_excludes_zero"] = significance(d) != 0
+        out["verdict"] = verdict(self)
         return out
 
 
@@ -177,47 +179,65 @@ def _points(x: float) -> str:
     return f"{x * 100:+.1f}"
 
 
+def significance(d: Difference) -> int:
+    """+1 when B − A's interval lies above 0, -1 when below, 0 when it holds 0 (no clear
+    difference, whatever the sign of B − A)."""
+    return 1 if d.ci[0] > 0 else -1 if d.ci[1] < 0 else 0
+
+
+def verdict(c: Comparison) -> str:
+    """The answer to "does B beat A?" in one line: B − A on the score with its interval, the
+    tests gained and lost, and whether the interval excludes 0."""
+    o = c.overall
+    pct = f"{c.level * 100:g}%"
+    sig = significance(o)
+    if sig:
+        what = f"{c.b} is {'higher' if sig > 0 else 'lower'} (the {pct} interval excludes 0)"
+    else:
+        what = f"no clear difference (the {pct} interval includes 0)"
+    gained = f"{o.gained} test{'' if o.gained == 1 else 's'} gained"
+    return f"{c.b} − {c.a} = {_points(o.diff)} points ({pct} interval {_points(o.ci[0])} … {_points(o.ci[1])}), {gained}, {o.lost} lost: {what}"
+
+
+SIGNIFICANT = "*"  # marks a B − A whose interval excludes 0, in every table (colour is lost in a pipe)
+FILE_RULE = "pass rates, a test passing when more than half of its repeats pass"
+TYPE_RULE = "A, B and B − A: the mean share of a test's repeats passed; gained / lost: by the majority rule"
+
+
 def print_comparisons(comparisons: list[Comparison], console: Any = None) -> None:
-    """Each comparison as a rich table: A, B, B − A in percentage points with its interval, and
-    the tests gained and lost; per JSONL file, per type, overall."""
+    """Each comparison as two tables, each row naming what it is and the rule its figures follow:
+    per JSONL file with the score (the mean of the files), and per test type; A, B, B − A in
+    percentage points with its interval (`*`: the interval excludes 0), the tests gained and lost.
+    The verdict lines (`verdict`) are printed before, by the caller."""
     from rich.console import Console
-    from rich.table import Table
+
+    import olmocr_rl.tables as tables
 
     console = console or Console()
     for c in comparisons:
         pct = f"{c.level * 100:g}%"
-        table = Table(
-            title=f"B − A with B = {for_rich(c.b)}, A = {for_rich(c.a)}, paired over {c.tests} tests, in points",
-            caption=f"{pct} interval: {c.samples} bootstrap resamples of tests within each JSONL file (seed {c.seed}); "
-            "gained / lost: tests passing in B only / in A only. Rows: JSONL files, test types (italic), the score.",
-            title_justify="left",
-            caption_justify="left",
-        )
-        for col in ("", "A", "B", "B − A", f"{pct} interval", "gained", "lost", "tests"):
-            table.add_column(col, justify="left" if not col else "right", no_wrap=bool(col))
-
-        sections = [
-            [(for_rich(d.name), d) for d in c.by_jsonl],
-            [(f"[italic]{for_rich(d.name)}[/]", d) for d in c.by_type],
-            [("[bold]score[/]", c.overall)],
-        ]
-        for k, rows in enumerate(sections):
-            if k:
-                table.add_section()
-            for label, d in rows:
+        head = f"B − A with B = {for_rich(c.b)}, A = {for_rich(c.a)}, paired over {c.tests} tests, in points"
+        for title, label, rows in (
+            (f"{head}, by JSONL file and the score (the mean of the files): {FILE_RULE}", "JSONL file", [*c.by_jsonl, c.overall]),
+            (f"by test type: {TYPE_RULE}", "test type", c.by_type),
+        ):
+            t = tables.table()
+            tables.name_column(t, label)
+            for col in ("tests", "A", "B", "B − A", f"{pct} interval", "gained", "lost"):
+                tables.figure_column(t, col)
+            for d in rows:
+                sig = significance(d)
+                style = "green" if sig > 0 else "red" if sig < 0 else ""
+                diff = f"[{style}]{_points(d.diff)}{SIGNIFICANT}[/]" if sig else f"{_points(d.diff)} "
+                name = "score" if d is c.overall else for_rich(d.name)
                 ci = f"{_points(d.ci[0])} … {_points(d.ci[1])}"
-                table.add_row(
-                    label, f"{d.a * 100:.1f}%", f"{d.b * 100:.1f}%", _points(d.diff), ci, str(d.gained), str(d.lost), str(d.tests)
-                )
-        console.print(table)
-        o = c.overall
-        if o.ci[0] > 0 or o.ci[1] < 0:
-            verdict = f"{'higher' if o.ci[0] > 0 else 'lower'} than {for_rich(c.a)} (the {pct} interval excludes 0)"
-        else:
-            verdict = f"no clear difference (the {pct} interval includes 0)"
+                t.add_row(name, str(d.tests), f"{d.a * 100:.1f}%", f"{d.b * 100:.1f}%", diff, ci, str(d.gained), str(d.lost),
+                          end_section=d is c.by_jsonl[-1] if c.by_jsonl else False)  # fmt: skip
+            tables.show(console, t, title)
         console.print(
-            f"{for_rich(c.b)} vs {for_rich(c.a)}: {_points(o.diff)} points, {_points(o.ci[0])} to {_points(o.ci[1])}: {verdict}; "
-            f"{o.gained} tests gained, {o.lost} lost.",
+            f"{pct} interval: {c.samples} bootstrap resamples of tests within each JSONL file, the same tests for A and B "
+            f"(seed {c.seed}); {SIGNIFICANT}: the interval excludes 0; gained / lost: tests passing in B only / in A only.",
+            style="dim",
             highlight=False,
         )
         for note in c.notes:

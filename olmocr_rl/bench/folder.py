@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl import _core
+import olmocr_rl._core as _core
 from olmocr_rl.errors import UserError
 from olmocr_rl.jsonl import read_jsonl
 from olmocr_rl.paths import is_utf8, require_utf8, shown
@@ -53,6 +53,7 @@ class Bench:
     group: dict[str, str]  # test id -> JSONL basename or "baseline"
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. sub-folders that are not candidates
+    uncovered: list[tuple[str, int]] = field(default_factory=list)  # (PDF, page) without a test: allowed by `force`
 
 
 def _pypdf_page_count(path: str | os.PathLike[str]) -> int:
@@ -131,25 +132,7 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
         infos = [suite.info(i) for i in suite.ids]
 
     # Page coverage, over every test (baseline ones included), before skip_baseline.
-    covered: set[tuple[str, Any]] = set()
-    for t in infos:
-        try:
-            covered.add((t.pdf, t.page))
-        except TypeError:  # an unhashable page (a JSON list/object) equals no page number
-            pass
-    problems: list[str] = []
-    warnings: list[str] = []
-    page_counts: dict[str, int] = {}
-    known = _core.pdf_page_counts([pdf_dir / k for k in pdf_keys])
-    for k, n in zip(pdf_keys, known):
-        try:
-            page_counts[k] = n if n is not None else _pypdf_page_count(pdf_dir / k)
-        except Exception as e:  # noqa: BLE001 - pypdf raises many types on a corrupt file
-            (warnings if force else problems).append(f"{pdf_dir / k}: cannot read the PDF ({type(e).__name__}: {e})")
-            continue
-        for page in range(1, page_counts[k] + 1):
-            if (k, page) not in covered:
-                (warnings if force else problems).append(f"no test for {k} page {page} (use --force to run anyway)")
+    page_counts, uncovered, problems, warnings = _coverage(pdf_dir, pdf_keys, infos, force)
     if problems:
         raise BenchError(problems)
 
@@ -165,7 +148,40 @@ def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, for
         tests=infos,
         group=group,
         warnings=warnings,
+        uncovered=uncovered,
     )
+
+
+def _coverage(
+    pdf_dir: Path, pdf_keys: list[str], infos: list[TestInfo], force: bool
+) -> tuple[dict[str, int], list[tuple[str, int]], list[str], list[str]]:
+    """Every page 1..N of every PDF must have a test (N as pypdf counts it): the page counts, the
+    (PDF, page) without a test, and the problems they are (warnings instead with `force`)."""
+    covered: set[tuple[str, Any]] = set()
+    for t in infos:
+        try:
+            covered.add((t.pdf, t.page))
+        except TypeError:  # an unhashable page (a JSON list/object) equals no page number
+            pass
+    problems: list[str] = []
+    warnings: list[str] = []
+    uncovered: list[tuple[str, int]] = []
+    page_counts: dict[str, int] = {}
+    known = _core.pdf_page_counts([pdf_dir / k for k in pdf_keys])
+    for k, n in zip(pdf_keys, known):
+        try:
+            page_counts[k] = n if n is not None else _pypdf_page_count(pdf_dir / k)
+        except Exception as e:  # noqa: BLE001 - pypdf raises many types on a corrupt file
+            (warnings if force else problems).append(f"{pdf_dir / k}: cannot read the PDF ({type(e).__name__}: {e})")
+            continue
+        for page in range(1, page_counts[k] + 1):
+            if (k, page) not in covered:
+                uncovered.append((k, page))
+                if force:
+                    warnings.append(f"no test for {k} page {page} (scored anyway: --force)")
+                else:
+                    problems.append(f"no test for {k} page {page} (use --force to run anyway)")
+    return page_counts, uncovered, problems, warnings
 
 
 def find_candidates(bench: Bench, names: Sequence[str] | None = None) -> list[Path]:

@@ -3,13 +3,12 @@ records (the reference's `--output_failed`)."""
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from olmocr_rl.bench.compare import Comparison
-from olmocr_rl.bench.results import BenchSummary
+from olmocr_rl.bench.folder import Bench
+from olmocr_rl.bench.results import BenchSummary, describe_semantics
 from olmocr_rl.paths import for_rich
 from olmocr_rl.suite import TestInfo
 
@@ -24,20 +23,11 @@ def failed_everywhere(summary: BenchSummary) -> list[TestInfo]:
     return [t for t in summary.bench.tests if t.id in scored and t.id not in passed]
 
 
-def test_records(tests: Sequence[TestInfo]) -> list[str]:
-    """Each test's JSON record as its file holds it (the auto-added baseline tests, which no file
-    holds, written as the record they stand for)."""
-    lines: dict[str, list[str]] = {}
-    out = []
-    for t in tests:
-        if t.source and os.path.isfile(t.source):
-            if t.source not in lines:
-                with open(t.source, encoding="utf-8") as f:
-                    lines[t.source] = f.read().splitlines()
-            out.append(lines[t.source][t.line - 1])
-        else:
-            out.append(json.dumps({"pdf": t.pdf, "page": t.page, "id": t.id, "type": t.type}))
-    return out
+def test_records(bench: Bench, tests: Sequence[TestInfo]) -> list[str]:
+    """Each test's JSON record as its file holds it, from the lines the suite loaded (no file is
+    read again: a raw U+2028 inside a string stays inside its line); an auto-added baseline test,
+    which no file holds, as the record the suite loaded for it."""
+    return [bench.suite.line(t.id) for t in tests]
 
 
 def summary_dict(summary: BenchSummary, comparisons: Sequence[Comparison] = ()) -> dict:
@@ -85,6 +75,7 @@ def summary_dict(summary: BenchSummary, comparisons: Sequence[Comparison] = ()) 
         "tests": len(b.tests),
         "tests_by_type": dict(sorted(counts.items())),
         "guard": b.suite.guard,
+        "semantics": {**summary.semantics, "described": describe_semantics(summary.semantics)},
         "warnings": b.warnings,
         **({"notes": b.notes} if b.notes else {}),
         "ci": {"level": summary.confidence_level, "samples": summary.bootstrap_samples, "seed": summary.seed},
@@ -93,60 +84,69 @@ def summary_dict(summary: BenchSummary, comparisons: Sequence[Comparison] = ()) 
     }
 
 
-def print_summary(summary: BenchSummary, console: Any = None, *, show_failures: bool = False) -> None:
-    """Human-readable report (rich tables), like the reference's final summary."""
+def print_summary(
+    summary: BenchSummary, console: Any = None, *, show_failures: bool = False, comparisons: Sequence[Comparison] = ()
+) -> None:
+    """Human-readable report: first the verdict of each comparison and the semantics of the run,
+    then the scores, the pass rates per JSONL file and per test type, the comparison tables,
+    errors and (`show_failures`) every failing test. Tables as `olmocr_rl.tables` draws them."""
     from rich.console import Console
-    from rich.table import Table
+
+    import olmocr_rl.tables as tables
+    from olmocr_rl.bench.compare import print_comparisons, significance, verdict
 
     console = console or Console()
     b = summary.bench
+    console.print(f"olmOCR-bench: {for_rich(b.root)}", style="bold", highlight=False)
+    for c in comparisons:
+        style = {1: "bold green", -1: "bold red", 0: "bold"}[significance(c.overall)]
+        console.print(for_rich(verdict(c)), style=style, highlight=False)
+    sem = summary.semantics
+    console.print("scored with: " + "; ".join(describe_semantics(sem)), style="yellow" if sem["guard"] != "none" else "dim",
+                  highlight=False, markup=False)  # fmt: skip
     for w in b.warnings:
         console.print(f"[yellow]warning:[/] {for_rich(w)}", highlight=False)
     for note in b.notes:
         console.print(f"note: {for_rich(note)}", style="dim", highlight=False)
     pct = f"{summary.confidence_level * 100:g}%"
-    table = Table(title=f"olmOCR-bench: {for_rich(b.root)}", title_justify="left")
-    for col, justify in (("candidate", "left"), ("score", "right"), (f"± ({pct} CI)", "right"), ("tests", "right")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    scores = tables.table()
+    tables.name_column(scores, "candidate")
+    for col in ("score", f"± ({pct} CI)", f"{pct} interval", "tests"):
+        tables.figure_column(scores, col)
     for c in summary.candidates:
-        half = f"{(c.ci[1] - c.ci[0]) / 2 * 100:0.1f}%"
+        interval = f"{c.ci[0] * 100:0.1f} – {c.ci[1] * 100:0.1f}%"
         if c.failed:
-            score = f"[red]FAILED (errors)[/] [dim]{c.score_ignoring_errors * 100:0.1f}% ignoring errors[/]"
+            cells = ["[red]FAILED (errors)[/]", "", f"[dim]{c.score_ignoring_errors * 100:0.1f}% ignoring errors[/]"]
         else:
-            score = c.status
-        table.add_row(for_rich(c.name), score, "" if c.failed else half, str(len(c.outcomes)))
-    console.print(table)
-    if b.suite.guard != "none":
-        console.print(
-            f"guard: {b.suite.guard} (allenai/olmocr PR #462: a page too short for a present/absent text fails present, "
-            "passes absent); not the published benchmark's semantics",
-            style="yellow",
-            highlight=False,
-        )
+            cells = [c.status, f"{(c.ci[1] - c.ci[0]) / 2 * 100:0.1f}%", interval]
+        scores.add_row(for_rich(c.name), *cells, str(len(c.outcomes)))
+    tables.show(console, scores, "score: the mean of the per-JSONL pass rates")
 
-    breakdown = Table(title="pass rate by JSONL file (tests passed) and by test type (mean over repeats)", title_justify="left")
-    breakdown.add_column("")
-    for c in summary.candidates:
-        breakdown.add_column(for_rich(c.name), justify="right")
-    for g in sorted({g for c in summary.candidates for g in c.by_jsonl}):
-        cells = []
-        for c in summary.candidates:
-            p, t = c.by_jsonl.get(g, (0, 0))
-            cells.append(f"{p / t * 100:0.1f}% ({p}/{t})" if t else "")
-        breakdown.add_row(for_rich(g), *cells)
-    breakdown.add_section()
-    for kind in sorted({t for c in summary.candidates for t in c.by_type}):
-        cells = []
-        for c in summary.candidates:
-            s, n = c.by_type.get(kind, (0.0, 0))
-            cells.append(f"{s * 100:0.1f}% (n={n})" if n else "")
-        breakdown.add_row(f"[dim]type[/] {for_rich(kind)}", *cells)
-    console.print(breakdown)
-    legend = "score: the mean of the per-JSONL pass rates (a test passes when most of its repeats pass)."
-    if any(c.failed for c in summary.candidates):
-        legend += " FAILED (errors): the candidate has errors (listed below) and the reference scores it 0."
-    console.print(legend, style="dim", highlight=False)
-    for c in summary.candidates:
+    cands = summary.candidates
+    by_file, by_type = tables.table(), tables.table()
+    for t, label in ((by_file, "JSONL file"), (by_type, "test type")):
+        tables.name_column(t, label)
+        tables.figure_column(t, "tests")
+        for c in cands:
+            tables.figure_column(t, for_rich(c.name))
+    for g in sorted({g for c in cands for g in c.by_jsonl}):
+        n = max(c.by_jsonl.get(g, (0, 0))[1] for c in cands)
+        cells = [f"{p / t * 100:0.1f}% ({p})" if t else "" for p, t in (c.by_jsonl.get(g, (0, 0)) for c in cands)]
+        by_file.add_row(for_rich(g), str(n), *cells)
+    for kind in sorted({t for c in cands for t in c.by_type}):
+        n = max(c.by_type.get(kind, (0.0, 0))[1] for c in cands)
+        by_type.add_row(
+            for_rich(kind), str(n), *(f"{s * 100:0.1f}%" if m else "" for s, m in (c.by_type.get(kind, (0.0, 0)) for c in cands))
+        )
+    tables.show(console, by_file, "pass rate by JSONL file (tests passed): a test passes when more than half of its repeats pass")
+    tables.show(console, by_type, "pass rate by test type: the mean over its tests of the share of repeats passed")
+    if any(c.failed for c in cands):
+        console.print(
+            "FAILED (errors): the candidate has errors (listed below) and the reference scores it 0.", style="dim", highlight=False
+        )
+    if comparisons:
+        print_comparisons(list(comparisons), console)
+    for c in cands:
         if c.errors:
             console.print(f"[red]{for_rich(c.name)}: {len(c.errors)} error(s)[/]", highlight=False)
             for e in c.errors[:20]:

@@ -82,6 +82,43 @@ class CandidateResult:
         return "FAILED (errors)" if self.failed else f"{self.score * 100:0.1f}%"
 
 
+PASS_RULE = "majority"  # a test passes when more than half of its repeats pass (the reference's rule)
+
+
+def semantics(guard: str, options: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Every choice that changes a score, named: `guard` (the checks' rules), `sample` (None, or
+    the tests scored of those available and the seed that drew them), `skip_baseline`, and
+    `pass_rule` (always the majority rule). What `--json` holds, and each `--details` record."""
+    sample = options.get("sample")
+    return {
+        "guard": guard,
+        "sample": {"tests": sample, "of": options.get("tests_available"), "seed": seed} if sample else None,
+        "skip_baseline": bool(options.get("skip_baseline")),
+        "pass_rule": PASS_RULE,
+    }
+
+
+def describe_semantics(sem: dict[str, Any]) -> list[str]:
+    """`semantics` in words, one line per choice (the console and the report print them)."""
+    from olmocr_rl.suite import guard_rules
+
+    guard = sem["guard"]
+    rules = guard_rules(guard)
+    lines = [
+        f"guard {guard}" + (" (the published olmOCR-bench checks)" if not rules else ", NOT the published checks: " + "; ".join(rules)),
+    ]
+    sample = sem.get("sample")
+    if sample:
+        lines.append(f"--sample {sample['tests']}: {sample['tests']} of {sample['of']} tests scored, drawn with seed {sample['seed']}")
+    else:
+        lines.append("every test scored (no --sample)")
+    lines.append(
+        "baseline tests dropped (--skip-baseline)" if sem["skip_baseline"] else "baseline tests kept (one added for each PDF without one)"
+    )
+    lines.append("a test passes when more than half of its repeats pass (the majority rule)")
+    return lines
+
+
 @dataclass
 class BenchSummary:
     bench: Bench
@@ -92,3 +129,7 @@ class BenchSummary:
     # How the run was made, for reports: tests_available (before --sample), sample (None when
     # every test was scored), skip_baseline, force.
     options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def semantics(self) -> dict[str, Any]:
+        return semantics(self.bench.suite.guard, self.options, self.seed)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 from collections.abc import Iterator, Mapping, Sequence
@@ -12,8 +11,9 @@ from pathlib import Path
 from olmocr_rl.atomic import atomic_write, refuse_inputs
 from olmocr_rl.bench.checking import Progress, evaluate_candidate
 from olmocr_rl.bench.folder import Bench, _page_files, find_candidates, load_bench
-from olmocr_rl.bench.results import BenchSummary
+from olmocr_rl.bench.results import BenchSummary, semantics
 from olmocr_rl.bench.stats import bootstrap_ci
+from olmocr_rl.jsonl import json_line
 from olmocr_rl.suite import Guard, check_guard, check_threads
 
 
@@ -50,6 +50,7 @@ def run_bench(
     folders = find_candidates(bench, candidates)
     refuse_inputs({"--details": details, **(outputs or {})}, _inputs(bench, folders))
     out = []
+    sem = semantics(bench.suite.guard, options, seed)  # named in every details row
     with atomic_write(details) if details else contextlib.nullcontext() as sink:
         for folder in folders:
             result, rows = evaluate_candidate(bench, folder, progress=progress, details=sink is not None or keep_details, threads=threads)
@@ -61,7 +62,7 @@ def run_bench(
             result.ci = bootstrap_ci(list(groups.values()), samples=bootstrap_samples, level=confidence_level, seed=seed)
             out.append(result)
             if sink:
-                sink.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+                sink.writelines(json_line({**row, "semantics": sem}) for row in rows)
     return BenchSummary(bench, out, bootstrap_samples, confidence_level, seed, options)
 
 

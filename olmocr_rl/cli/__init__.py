@@ -31,10 +31,12 @@ _state = {"debug": False}
 
 
 class GuardChoice(str, enum.Enum):
-    """`--guard` of bench, check and probe: the rule set of the checks (olmocr_rl.suite.GUARDS)."""
+    """`--guard` of bench and check: the rule set of the checks, one member per olmocr_rl.suite.GUARDS
+    name (tests/test_guard.py holds them equal; the suite is not imported here, for a fast --help)."""
 
     none = "none"
     short_output = "short-output"
+    short_output_footnote = "short-output+footnote"
 
 
 class CliError(UserError):
@@ -87,7 +89,7 @@ def _root(
 
 
 # The command modules, in the order `--help` lists their commands; importing one registers it.
-from olmocr_rl.cli import check, bench, probe, prepare, train, generate, curate, report, soup, install_katex  # noqa: E402,F401,I001
+from olmocr_rl.cli import check, bench, probe, prepare, synth, train, generate, curate, report, soup, install_katex  # noqa: E402,F401,I001
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -78,7 +78,9 @@ def generate_command(
         for e in summary["errors"][:5]:
             echo(f"  {e['pdf']} page {e['page']}: {e['error']}", err=True)
         fail(f"{len(summary['errors'])} page(s) failed (listed in {path}); the others are written: run again to retry them")
-    echo(f"score them: olmocr-rl bench {bench_dir} --candidate {candidate}")
+    from olmocr_rl.bench.plan import command_line
+
+    echo(f"score them: {command_line(bench_dir, candidate)}")
     return 0
 
 

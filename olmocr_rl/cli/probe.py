@@ -9,8 +9,10 @@ import typer
 from olmocr_rl.cli import app, fail
 
 DESCRIPTION = """Score built-in degenerate candidates (empty, one newline, a repetition loop, common
-words) and an upper bound (the page's own present/order texts) on every tested page, with and
-without the short-output guard, and flag each test type a degenerate candidate passes too often."""
+words, a stray letter by each footnote marker) and an upper bound (the page's own present/order
+texts) on every tested page, with the published checks and with the training guard; print the
+verdict first, then each exploit (a test type a degenerate candidate passes too often) apart
+from the expected floors (absent and baseline tests)."""
 
 
 @app.command("probe", help=DESCRIPTION, short_help="Show how much degenerate outputs earn on a test set (no model needed).")
@@ -34,9 +36,8 @@ def probe_command(
         Optional[int], typer.Option("--workers", min=1, help="Threads for the checks (default: all cores; env OLMOCR_RL_THREADS).")
     ] = None,
 ) -> int:
-    import json
-
     from olmocr_rl.atomic import atomic_write, check_output, refuse_inputs
+    from olmocr_rl.jsonl import json_line
     from olmocr_rl.probe import details_rows, print_result, probe, result_dict, tests_path
     from olmocr_rl.suite import BenchSuite, EnvironmentProblem, SuiteError, _jsonl_files
 
@@ -57,10 +58,12 @@ def probe_command(
         rows = details_rows(result)
         try:
             with atomic_write(details) as f:
-                f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+                f.writelines(json_line(r) for r in rows)
         except OSError as e:
             fail(f"cannot write {details}: {e}")
     if as_json:
+        import json
+
         sys.stdout.write(json.dumps(result_dict(result), indent=2, ensure_ascii=False) + "\n")
     else:
         from rich.console import Console

@@ -65,6 +65,22 @@ def train_command(
     hostfile: Annotated[
         Optional[Path], typer.Option("--hostfile", help="DeepSpeed hostfile (--launcher deepspeed on several machines).")
     ] = None,
+    gpus: Annotated[
+        Optional[int],
+        typer.Option(
+            "--gpus", min=0, help="GPUs per node of the machine to plan for (default: this machine's; 0: a CPU plan).", show_default=False
+        ),
+    ] = None,
+    gpu_memory: Annotated[
+        Optional[float],
+        typer.Option(
+            "--gpu-memory",
+            min=1.0,
+            metavar="GIB",
+            help="Memory of one GPU in GiB, as torch reports it (default: this machine's).",
+            show_default=False,
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan (config, batch arithmetic, GPU split, commands) and exit.")
     ] = False,
@@ -103,8 +119,11 @@ def train_command(
     if launched_rank(local_rank):
         return rank_main(cfg, zero, dry_run=dry_run, echo=echo)
     options_ = LaunchOptions(num_processes, zero, launcher, vllm_gpus, num_machines, machine_rank, main_process_ip, main_process_port,
-                             str(hostfile) if hostfile else None)  # fmt: skip
-    plan = build_plan(cfg, options_, strict=strict)
+                             str(hostfile) if hostfile else None, gpus, gpu_memory)  # fmt: skip
+    from olmocr_rl.train.config import recipe_path
+
+    packaged = config if config and not Path(config).is_file() and recipe_path(config) else None
+    plan = build_plan(cfg, options_, strict=strict, recipe=packaged)
     for p in plan.problems:
         echo(str(p), err=True)
     if dry_run:

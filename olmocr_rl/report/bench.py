@@ -23,7 +23,6 @@ import gzip
 import json
 import os
 from collections import defaultdict
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,18 +123,6 @@ def _shown_pages(summary: Any, max_reports: int | None) -> dict[tuple[str, Any],
     return dict(sorted(pages.items(), key=lambda kv: _page_sort_key(kv[0])))
 
 
-def _records(tests: Sequence[Any]) -> list[dict]:
-    from olmocr_rl.bench import test_records
-
-    out = []
-    for line in test_records(tests):
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            out.append({})
-    return out
-
-
 def _fmt_pct(x: float) -> str:
     return f"{x * 100:.1f}%"
 
@@ -144,26 +131,41 @@ def _points(x: float) -> str:
     return f"{x * 100:+.1f}"
 
 
-def _sign(x: float) -> str:
-    return "pos" if x > 0 else "neg" if x < 0 else ""
+_SIGNIFICANCE = {1: "pos", -1: "neg", 0: "unclear"}  # the class of a B − A: by its interval, not its sign
 
 
-def _summary_html(summary: Any, comparisons: list[Any], facts: list[tuple[str, str]], notes: list[str]) -> str:
+def _header_html(summary: Any, comparisons: list[Any]) -> str:
+    """What a researcher reads first: each pair's verdict (with one candidate, its score), then
+    every choice that changed the scores (`olmocr_rl.bench.results.semantics`)."""
+    from olmocr_rl.bench.compare import significance, verdict
+    from olmocr_rl.bench.results import describe_semantics
+
     b = summary.bench
+    pct = f"{summary.confidence_level * 100:g}%"
+    out = [f'<h1>olmOCR-bench report</h1><p class="sub">{esc(b.root)}</p><section id="verdicts">']
+    for k, c in enumerate(comparisons):
+        out.append(f'<p class="answer {_SIGNIFICANCE[significance(c.overall)]}" data-pair="{k}">{esc(verdict(c))}</p>')
+    if not comparisons:
+        for c in summary.candidates:
+            score = "FAILED (errors)" if c.failed else c.status
+            out.append(f'<p class="answer" data-cand="{esc(c.name)}">{esc(c.name)}: {esc(score)} ({pct} interval '
+                       f"{_fmt_pct(c.ci[0])} – {_fmt_pct(c.ci[1])}), {len(c.outcomes)} tests</p>")  # fmt: skip
+    sem = summary.semantics
+    lines = describe_semantics(sem)
+    guarded = sem["guard"] != "none"
+    out.append(f'</section><section id="semantics" data-guard="{esc(sem["guard"])}"><h2>Scored with</h2><ul>'
+               f'<li class="{"warn" if guarded else ""}" data-choice="guard">{esc(lines[0])}</li>'
+               + "".join(f'<li data-choice="{k}">{esc(line)}</li>' for k, line in zip(("sample", "skip_baseline", "pass_rule"), lines[1:]))
+               + "</ul></section>")  # fmt: skip
+    return "".join(out)
+
+
+def _scores_html(summary: Any) -> str:
     cands = summary.candidates
     pct = f"{summary.confidence_level * 100:g}%"
-    out = [f'<h1>olmOCR-bench report</h1><p class="sub">{esc(b.root)}</p>']
-    out.append(
-        '<section id="run"><h2>Run</h2><dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
-    )
-    if notes:
-        out.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
-    out.append("</section>")
-
-    # Scores.
-    out.append('<section id="summary"><h2>Summary</h2><div class="scroll"><table id="scores"><tr><th>candidate</th>'
-               f'<th class="num">score</th><th class="num">{pct} interval</th><th class="num">±</th><th class="num">tests</th>'
-               '<th class="num">pages</th><th>errors</th></tr>')  # fmt: skip
+    out = ['<section id="summary"><h2>Summary</h2><div class="scroll"><table id="scores"><tr><th>candidate</th>'
+           f'<th class="num">score</th><th class="num">{pct} interval</th><th class="num">±</th><th class="num">tests</th>'
+           '<th class="num">pages</th><th>errors</th></tr>']  # fmt: skip
     for c in cands:
         pages = len({(o.pdf, str(o.page)) for o in c.outcomes})
         if c.failed:
@@ -172,8 +174,7 @@ def _summary_html(summary: Any, comparisons: list[Any], facts: list[tuple[str, s
             )
             half = ""
         else:
-            score = esc(c.status)
-            half = f"{(c.ci[1] - c.ci[0]) / 2 * 100:.1f}"
+            score, half = esc(c.status), f"{(c.ci[1] - c.ci[0]) / 2 * 100:.1f}"
         first = f'<span class="muted small">{len(c.errors)}: {esc(c.errors[0])}</span>' if c.errors else "0"
         out.append(f'<tr data-cand="{esc(c.name)}" data-score="{c.score!r}" data-ci="{c.ci[0]!r},{c.ci[1]!r}"><td>{esc(c.name)}</td>'
                    f'<td class="num">{score}</td><td class="num">{_fmt_pct(c.ci[0])} – {_fmt_pct(c.ci[1])}</td><td class="num">{half}</td>'
@@ -182,31 +183,23 @@ def _summary_html(summary: Any, comparisons: list[Any], facts: list[tuple[str, s
     out.append(f'<p class="muted small">score: the mean of the per-JSONL pass rates (a test passes when most of its repeats pass); '
                f"{pct} interval: {summary.bootstrap_samples} bootstrap resamples within each JSONL file (seed {summary.seed}). "
                "FAILED (errors): the candidate has errors and the reference scores it 0.</p>")  # fmt: skip
-
     head = "".join(f'<th class="num">{esc(c.name)}</th>' for c in cands)
-    out.append(
-        f'<h3>By JSONL file</h3><div class="scroll"><table id="by-jsonl"><tr><th>JSONL file</th><th class="num">tests</th>{head}</tr>'
-    )
+    out.append('<h3>By JSONL file <span class="muted small">(pass rate: a test passes when more than half of its repeats pass)</span></h3>'
+               f'<div class="scroll"><table id="by-jsonl"><tr><th>JSONL file</th><th class="num">tests</th>{head}</tr>')  # fmt: skip
     for g in sorted({g for c in cands for g in c.by_jsonl}):
         n = max(c.by_jsonl.get(g, (0, 0))[1] for c in cands)
-        cells = []
-        for c in cands:
-            p, t = c.by_jsonl.get(g, (0, 0))
-            cells.append(
-                f'<td class="num" data-value="{p / t!r}">{_fmt_pct(p / t)} <span class="muted small">{p}/{t}</span></td>'
-                if t
-                else "<td></td>"
-            )
+        cells = [f'<td class="num" data-value="{p / t!r}">{_fmt_pct(p / t)} <span class="muted small">{p}/{t}</span></td>' if t else "<td></td>"
+                 for p, t in (c.by_jsonl.get(g, (0, 0)) for c in cands)]  # fmt: skip
         out.append(f'<tr data-key="{esc(g)}"><td>{esc(g)}</td><td class="num">{n}</td>{"".join(cells)}</tr>')
     out.append("</table></div>")
     out.append(f'<h3>By test type <span class="muted small">(the mean over tests of the share of repeats passed)</span></h3>'
                f'<div class="scroll"><table id="by-type"><tr><th>type</th><th class="num">tests</th>{head}</tr>')  # fmt: skip
     for kind in sorted({k for c in cands for k in c.by_type}):
         n = max(c.by_type.get(kind, (0.0, 0))[1] for c in cands)
-        cells = []
-        for c in cands:
-            s, m = c.by_type.get(kind, (0.0, 0))
-            cells.append(f'<td class="num" data-value="{s!r}">{_fmt_pct(s)}</td>' if m else "<td></td>")
+        cells = [
+            f'<td class="num" data-value="{s!r}">{_fmt_pct(s)}</td>' if m else "<td></td>"
+            for s, m in (c.by_type.get(kind, (0.0, 0)) for c in cands)
+        ]
         out.append(f'<tr data-key="{esc(kind)}"><td>{esc(kind)}</td><td class="num">{n}</td>{"".join(cells)}</tr>')
     out.append("</table></div>")
     for c in cands:
@@ -215,37 +208,49 @@ def _summary_html(summary: Any, comparisons: list[Any], facts: list[tuple[str, s
             out.append(f'<details><summary class="bad">{esc(c.name)}: {len(c.errors)} error(s)</summary><ul>'
                        + "".join(f"<li>{esc(e)}</li>" for e in c.errors[:20]) + more + "</ul></details>")  # fmt: skip
     out.append("</section>")
+    return "".join(out)
 
-    if comparisons:
-        out.append('<section id="compare"><h2>Comparison</h2><div class="controls"><label>pair <select id="f-pair">'
-                   + "".join(f'<option value="{k}">{esc(c.b)} − {esc(c.a)}</option>' for k, c in enumerate(comparisons))
-                   + f'</select></label><span class="muted small">paired over tests: {pct} interval of {summary.bootstrap_samples} '
-                   "bootstrap resamples of tests within each JSONL file, the same tests for both; differences in percentage points"
-                   "</span></div>")  # fmt: skip
-        for k, c in enumerate(comparisons):
-            out.append(f'<div class="pair{" cur" if k == 0 else ""}" data-pair="{k}"><div class="scroll"><table class="cmp">'
-                       f'<tr><th></th><th class="num">tests</th><th class="num">A: {esc(c.a)}</th><th class="num">B: {esc(c.b)}</th>'
-                       f'<th class="num">B − A</th><th class="num">{pct} interval</th><th class="num">gained</th><th class="num">lost</th></tr>')  # fmt: skip
-            sections = [("JSONL file", c.by_jsonl), ("type", c.by_type), ("", [c.overall])]
-            for kind, rows in sections:
-                for d in rows:
-                    label = "score" if not kind else f'{esc(d.name)} <span class="muted small">{kind}</span>'
-                    out.append(f'<tr class="{"total" if not kind else ""}" data-kind="{kind or "score"}" data-key="{esc(d.name)}" '
-                               f'data-diff="{d.diff!r}" data-ci="{d.ci[0]!r},{d.ci[1]!r}" data-gained="{d.gained}" data-lost="{d.lost}">'
-                               f'<td>{label}</td><td class="num">{d.tests}</td><td class="num">{_fmt_pct(d.a)}</td><td class="num">{_fmt_pct(d.b)}</td>'
-                               f'<td class="num {_sign(d.diff)}">{_points(d.diff)}</td><td class="num">{_points(d.ci[0])} … {_points(d.ci[1])}</td>'
-                               f'<td class="num">{d.gained}</td><td class="num">{d.lost}</td></tr>')  # fmt: skip
-            out.append("</table></div>")
-            o = c.overall
-            if o.ci[0] > 0 or o.ci[1] < 0:
-                verdict = f"{esc(c.b)} scores {'higher' if o.ci[0] > 0 else 'lower'} than {esc(c.a)}: the interval excludes 0"
-            else:
-                verdict = "no clear difference: the interval includes 0"
-            out.append(f"<p><b>{_points(o.diff)} points</b> ({_points(o.ci[0])} … {_points(o.ci[1])}): {verdict}; "
-                       f"{o.gained} tests pass only in {esc(c.b)}, {o.lost} only in {esc(c.a)}.</p>")  # fmt: skip
-            out.extend(f'<p class="bad small">{esc(n)}</p>' for n in c.notes)
-            out.append("</div>")
-        out.append('<details id="flips"></details></section>')
+
+def _comparison_html(summary: Any, comparisons: list[Any]) -> str:
+    """The pair chosen in the header's select: per JSONL file, per type and the score, each section
+    stating the rule its figures follow; B − A coloured by whether its interval excludes 0."""
+    from olmocr_rl.bench.compare import FILE_RULE, SIGNIFICANT, TYPE_RULE, significance
+
+    pct = f"{summary.confidence_level * 100:g}%"
+    out = ['<section id="compare"><h2>Comparison</h2><div class="controls"><label>pair <select id="f-pair">'
+           + "".join(f'<option value="{k}">{esc(c.b)} − {esc(c.a)}</option>' for k, c in enumerate(comparisons))
+           + f'</select></label><span class="muted small">paired over tests: {pct} interval of {summary.bootstrap_samples} '
+           "bootstrap resamples of tests within each JSONL file, the same tests for both; differences in percentage points; "
+           f"{SIGNIFICANT} and colour: the interval excludes 0</span></div>"]  # fmt: skip
+    for k, c in enumerate(comparisons):
+        out.append(f'<div class="pair{" cur" if k == 0 else ""}" data-pair="{k}"><div class="scroll"><table class="cmp">'
+                   f'<tr><th></th><th class="num">tests</th><th class="num">A: {esc(c.a)}</th><th class="num">B: {esc(c.b)}</th>'
+                   f'<th class="num">B − A</th><th class="num">{pct} interval</th><th class="num">gained</th><th class="num">lost</th></tr>')  # fmt: skip
+        sections = [("JSONL file", f"by JSONL file: {FILE_RULE}", c.by_jsonl), ("type", f"by test type: {TYPE_RULE}", c.by_type),
+                    ("", "the score: the mean of the JSONL files' pass rates", [c.overall])]  # fmt: skip
+        for kind, rule, rows in sections:
+            out.append(f'<tr class="sect"><td colspan="8">{esc(rule)}</td></tr>')
+            for d in rows:
+                sig = significance(d)
+                mark = SIGNIFICANT if sig else ""
+                label = "score" if not kind else f'{esc(d.name)} <span class="muted small">{kind}</span>'
+                out.append(f'<tr class="{"total" if not kind else ""}" data-kind="{kind or "score"}" data-key="{esc(d.name)}" '
+                           f'data-diff="{d.diff!r}" data-ci="{d.ci[0]!r},{d.ci[1]!r}" data-gained="{d.gained}" data-lost="{d.lost}">'
+                           f'<td>{label}</td><td class="num">{d.tests}</td><td class="num">{_fmt_pct(d.a)}</td><td class="num">{_fmt_pct(d.b)}</td>'
+                           f'<td class="num diff {_SIGNIFICANCE[sig]}">{_points(d.diff)}{mark}</td><td class="num">{_points(d.ci[0])} … {_points(d.ci[1])}</td>'
+                           f'<td class="num">{d.gained}</td><td class="num">{d.lost}</td></tr>')  # fmt: skip
+        out.append("</table></div>")
+        out.extend(f'<p class="bad small">{esc(n)}</p>' for n in c.notes)
+        out.append("</div>")
+    out.append('<details id="flips"></details></section>')
+    return "".join(out)
+
+
+def _run_html(facts: list[tuple[str, str]], notes: list[str]) -> str:
+    out = ['<section id="run"><h2>Run</h2><dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"]
+    if notes:
+        out.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
+    out.append("</section>")
     return "".join(out)
 
 
@@ -268,53 +273,14 @@ def _pages_html(types: list[str], jsonls: list[str], cands: list[Any]) -> str:
             + '<div id="lightbox" title="click or Esc to close"><img id="lightimg" alt="the page, full size"></div>')  # fmt: skip
 
 
-def bench_report(
-    summary: Any,
-    path: str | os.PathLike[str],
-    *,
-    max_reports: int | None = None,
-    comparisons: list[Any] | None = None,
-    workers: int | None = None,
-    image_side: int = IMAGE_SIDE,
-    image_quality: int = IMAGE_QUALITY,
-) -> Path:
-    """Writes the report (needs `run_bench(..., keep_details=True)`): `path` and its folder
-    `<stem>_files/` beside it, each through a temporary name. `comparisons`: default every pair
-    of candidates (`compare_summary(..., all_pairs=True)`). `workers`: processes rendering the
-    page images (default: the cores)."""
-    from olmocr_rl import __version__
-    from olmocr_rl.bench.compare import compare_summary
-
-    out = Path(path)
-    files_dir = out.with_name(out.stem + "_files")
-    bench = summary.bench
-    cands = summary.candidates
-    if any(not c.details and any(o.md_files for o in c.outcomes) for c in cands):
-        raise ValueError("the bench report needs each (test, page file) verdict: run_bench(..., keep_details=True)")
-    if comparisons is None:
-        comparisons = compare_summary(summary, all_pairs=True) if len(cands) > 1 else []
-    shown = _shown_pages(summary, max_reports)
-    tests = [t for ts in shown.values() for t in ts]
-    index = {t.id: i for i, t in enumerate(tests)}
-    types = sorted({t.type for t in bench.tests})
-    jsonls = sorted(set(bench.group.values()))
-    records = _records(tests)
-
-    pages = []
-    page_of: dict[str, int] = {}
-    for i, ((pdf, page), ts) in enumerate(shown.items()):
-        pages.append([pdf, page, None, [index[t.id] for t in ts], i // TEXT_CHUNK])
-        for t in ts:
-            page_of[t.id] = i
-    data_tests = [
-        [t.id, types.index(t.type), jsonls.index(bench.group[t.id]), page_of[t.id], definition(r)] for t, r in zip(tests, records)
-    ]
-
+def _verdicts(cands: list[Any], index: dict[str, int], page_of: dict[str, int], pages: int) -> tuple[list, list, list]:
+    """Per candidate: each shown test's marks ("1" passed, "0" failed, "e" error, one per repeat),
+    the explanations of its failing repeats ([repeat or -1, text]) and each page's md files."""
     verdicts, why, md = [], [], []
     for c in cands:
-        v = [""] * len(tests)
+        v = [""] * len(index)
         w: dict[int, list[list[Any]]] = {}
-        m: list[list[str]] = [[] for _ in pages]
+        m: list[list[str]] = [[] for _ in range(pages)]
         rows_by_test: dict[str, list[dict]] = defaultdict(list)
         for row in c.details:
             rows_by_test[row["id"]].append(row)
@@ -340,96 +306,130 @@ def bench_report(
         verdicts.append(v)
         why.append(w)
         md.append(m)
+    return verdicts, why, md
 
+
+def _write_images(stage: Path, bench: Any, pages: list[list[Any]], workers: int | None, side: int, quality: int) -> None:
+    """Each shown page's image (img/<i>.webp), its name set in `pages`; only the PDFs found in
+    pdfs/ are rendered: a test's "pdf" is data, never a way out of the folder."""
     known = set(bench.pdf_keys)
+    jobs = []
+    for i, (pdf, page, *_) in enumerate(pages):
+        number = int(page) if isinstance(page, str) and page.isdigit() else page
+        if isinstance(number, int) and number >= 1 and pdf in known:
+            jobs.append((i, (str(Path(bench.root) / "pdfs" / pdf), number, str(stage / "img" / f"{i}.webp"), side, quality)))
+    for (i, _), ok in zip(jobs, _render_all([j for _, j in jobs], workers)):
+        if ok:
+            pages[i][2] = f"img/{i}.webp"
+
+
+def _write_texts(stage: Path, bench: Any, cands: list[Any], md: list[list[list[str]]], pages: int) -> None:
+    """The candidates' texts, TEXT_CHUNK pages a file (text/<k>.js), a repeat equal to an earlier
+    one written as its index; gzip + base64 (the page inflates it with DecompressionStream): a
+    third of the size."""
+    for start in range(0, pages, TEXT_CHUNK):
+        chunk = []
+        for i in range(start, min(start + TEXT_CHUNK, pages)):
+            per_cand = []
+            for k, c in enumerate(cands):
+                seen: dict[str, int] = {}
+                texts: list[Any] = []
+                for r, f in enumerate(md[k][i]):
+                    try:
+                        text = (Path(bench.root) / c.name / f).read_text(encoding="utf-8", errors="replace")
+                    except OSError as e:
+                        text = f"(cannot read {f}: {e.strerror or e})"
+                    texts.append(seen[text] if text in seen else text)
+                    seen.setdefault(text, r)
+                per_cand.append(texts)
+            chunk.append(per_cand)
+        packed = base64.b64encode(gzip.compress(script_json(chunk).encode(), compresslevel=6, mtime=0)).decode()
+        (stage / "text" / f"{start // TEXT_CHUNK}.js").write_text(
+            f'window.reportText({start // TEXT_CHUNK},"{packed}");\n', encoding="utf-8"
+        )
+
+
+def _facts(summary: Any, max_reports: int | None, shown_pages: int, shown_tests: int) -> tuple[list[tuple[str, str]], list[str]]:
+    """The Run section: the run's facts, and notes on what the options left out (the choices that
+    change scores are in the header, `_header_html`)."""
+    from olmocr_rl._core import __version__
+
+    bench, opts = summary.bench, summary.options or {}
+    facts = [
+        ("bench folder", str(bench.root)),
+        ("test files", ", ".join(f.name for f in bench.jsonl_files)),
+        ("PDFs", f"{len(bench.pdf_keys)}"),
+        ("tests scored", f"{len(bench.tests)}" + (f" of {opts['tests_available']}" if opts.get("sample") else "")),
+        ("candidates", ", ".join(c.name for c in summary.candidates)),
+        ("olmocr-rl", __version__),
+        ("math rendering", _katex_fact(any(t.type == "math" for t in bench.tests))),
+        ("written", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+    ]
+    notes = []
+    if opts.get("force"):
+        notes.append("--force: pages without tests were allowed.")
+    if max_reports is not None:
+        notes.append(f"--max-reports {max_reports}: the page list holds at most {max_reports} PDFs per JSONL file: {shown_pages} of "
+                     f"{len({(t.pdf, str(t.page)) for t in bench.tests})} pages and {shown_tests} of {len(bench.tests)} tests; "
+                     "the summary and comparison cover every test.")  # fmt: skip
+    if bench.warnings:
+        notes.append(f"{len(bench.warnings)} warning(s); first: {bench.warnings[0]}")
+    return facts, notes
+
+
+def bench_report(
+    summary: Any,
+    path: str | os.PathLike[str],
+    *,
+    max_reports: int | None = None,
+    comparisons: list[Any] | None = None,
+    workers: int | None = None,
+    image_side: int = IMAGE_SIDE,
+    image_quality: int = IMAGE_QUALITY,
+) -> Path:
+    """Writes the report (needs `run_bench(..., keep_details=True)`): `path` and its folder
+    `<stem>_files/` beside it, each through a temporary name. `comparisons`: default every pair
+    of candidates (`compare_summary(..., all_pairs=True)`). `workers`: processes rendering the
+    page images (default: the cores)."""
+    from olmocr_rl.bench.compare import compare_summary
+
+    out = Path(path)
+    files_dir = out.with_name(out.stem + "_files")
+    bench = summary.bench
+    cands = summary.candidates
+    if any(not c.details and any(o.md_files for o in c.outcomes) for c in cands):
+        raise ValueError("the bench report needs each (test, page file) verdict: run_bench(..., keep_details=True)")
+    if comparisons is None:
+        comparisons = compare_summary(summary, all_pairs=True) if len(cands) > 1 else []
+    shown = _shown_pages(summary, max_reports)
+    tests = [t for ts in shown.values() for t in ts]
+    index = {t.id: i for i, t in enumerate(tests)}
+    types = sorted({t.type for t in bench.tests})
+    jsonls = sorted(set(bench.group.values()))
+    pages = []
+    page_of: dict[str, int] = {}
+    for i, ((pdf, page), ts) in enumerate(shown.items()):
+        pages.append([pdf, page, None, [index[t.id] for t in ts], i // TEXT_CHUNK])
+        page_of.update((t.id, i) for t in ts)
+    # The suite's own records: no test file is read again.
+    data_tests = [[t.id, types.index(t.type), jsonls.index(bench.group[t.id]), page_of[t.id], definition(bench.suite.record(t.id))]
+                  for t in tests]  # fmt: skip
+    verdicts, why, md = _verdicts(cands, index, page_of, len(pages))
+    names = [c.name for c in cands]
     with staged_folder(files_dir) as stage:
         (stage / "img").mkdir()
         (stage / "text").mkdir()
-        jobs = []
-        for i, pg in enumerate(pages):
-            pdf, page = pg[0], pg[1]
-            number = int(page) if isinstance(page, str) and page.isdigit() else page
-            # Only the PDFs found in pdfs/: a test's "pdf" is data, never a way out of the folder.
-            if isinstance(number, int) and number >= 1 and pdf in known:
-                jobs.append(
-                    (i, (str(Path(bench.root) / "pdfs" / pdf), number, str(stage / "img" / f"{i}.webp"), image_side, image_quality))
-                )
-        done = _render_all([j for _, j in jobs], workers)
-        for (i, _), ok in zip(jobs, done):
-            if ok:
-                pages[i][2] = f"img/{i}.webp"
-        for start in range(0, len(pages), TEXT_CHUNK):
-            chunk = []
-            for i in range(start, min(start + TEXT_CHUNK, len(pages))):
-                per_cand = []
-                for k, c in enumerate(cands):
-                    seen: dict[str, int] = {}
-                    texts: list[Any] = []
-                    for r, f in enumerate(md[k][i]):
-                        try:
-                            text = (Path(bench.root) / c.name / f).read_text(encoding="utf-8", errors="replace")
-                        except OSError as e:
-                            text = f"(cannot read {f}: {e.strerror or e})"
-                        texts.append(seen[text] if text in seen else text)
-                        seen.setdefault(text, r)
-                    per_cand.append(texts)
-                chunk.append(per_cand)
-            # gzip + base64 (the page inflates it with DecompressionStream): a third of the size.
-            packed = base64.b64encode(gzip.compress(script_json(chunk).encode(), compresslevel=6, mtime=0)).decode()
-            (stage / "text" / f"{start // TEXT_CHUNK}.js").write_text(
-                f'window.reportText({start // TEXT_CHUNK},"{packed}");\n', encoding="utf-8"
-            )
-        data = {
-            "files": files_dir.name,
-            "chunk": TEXT_CHUNK,
-            "cands": [{"name": c.name, "failed": c.failed} for c in cands],
-            "types": types,
-            "jsonls": jsonls,
-            "pages": pages,
-            "tests": data_tests,
-            "verdicts": verdicts,
-            "why": why,
-            "md": md,
-            "pairs": [{"a": [c.name for c in cands].index(p.a), "b": [c.name for c in cands].index(p.b)} for p in comparisons],
-        }
+        _write_images(stage, bench, pages, workers, image_side, image_quality)
+        _write_texts(stage, bench, cands, md, len(pages))
+        data = {"files": files_dir.name, "chunk": TEXT_CHUNK, "cands": [{"name": c.name, "failed": c.failed} for c in cands],
+                "types": types, "jsonls": jsonls, "pages": pages, "tests": data_tests, "verdicts": verdicts, "why": why, "md": md,
+                "pairs": [{"a": names.index(p.a), "b": names.index(p.b)} for p in comparisons]}  # fmt: skip
         (stage / "data.js").write_text(f"window.REPORT_DATA={script_json(data)};\n", encoding="utf-8")
-
-        opts = summary.options or {}
-        has_math = any(t.type == "math" for t in bench.tests)
-        facts = [
-            ("bench folder", str(bench.root)),
-            ("test files", ", ".join(f.name for f in bench.jsonl_files)),
-            ("PDFs", f"{len(bench.pdf_keys)}"),
-            ("tests scored", f"{len(bench.tests)}" + (f" of {opts['tests_available']}" if opts.get("sample") else "")),
-            ("candidates", ", ".join(c.name for c in cands)),
-            ("olmocr-rl", __version__),
-            ("math rendering", _katex_fact(has_math)),
-            ("written", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-        ]
-        notes = []
-        if opts.get("sample"):
-            notes.append(f"--sample {opts['sample']}: only {len(bench.tests)} of the {opts['tests_available']} tests were scored "
-                         f"(drawn with seed {summary.seed}); every figure is the sample's.")  # fmt: skip
-        if opts.get("skip_baseline"):
-            notes.append("--skip-baseline: the baseline tests (the auto-added ones included) were dropped.")
-        if opts.get("force"):
-            notes.append("--force: pages without tests were allowed.")
-        if max_reports is not None:
-            notes.append(f"--max-reports {max_reports}: the page list holds at most {max_reports} PDFs per JSONL file: {len(pages)} of "
-                         f"{len({(t.pdf, str(t.page)) for t in bench.tests})} pages and {len(tests)} of {len(bench.tests)} tests; "
-                         "the summary and comparison cover every test.")  # fmt: skip
-        if bench.warnings:
-            notes.append(f"{len(bench.warnings)} warning(s); first: {bench.warnings[0]}")
-        body = _summary_html(summary, comparisons, facts, notes) + _pages_html(types, jsonls, cands)
-        head = f'<script defer src="{esc(files_dir.name)}/data.js"></script>'
-        page = document(
-            "olmOCR-bench report",
-            body,
-            style=asset("base.css") + asset("bench.css"),
-            script=asset("bench.js"),
-            head=head,
-            files=files_dir.name,
-        )
+        facts, notes = _facts(summary, max_reports, len(pages), len(tests))
+        body = (_header_html(summary, comparisons) + _scores_html(summary) + (_comparison_html(summary, comparisons) if comparisons else "")
+                + _run_html(facts, notes) + _pages_html(types, jsonls, cands))  # fmt: skip
+        page = document("olmOCR-bench report", body, style=asset("base.css") + asset("bench.css"), script=asset("bench.js"),
+                        head=f'<script defer src="{esc(files_dir.name)}/data.js"></script>', files=files_dir.name)  # fmt: skip
         page = page.replace("<body>", f'<body data-files="{esc(files_dir.name)}">', 1)
     write_text(out, page)
     return out

@@ -27,12 +27,23 @@ def nice_ticks(lo: float, hi: float, n: int = 4) -> list[float]:
     return ticks
 
 
-def _fmt(v: float) -> str:
+def _fmt(v: float, digits: int = 3) -> str:
     if v == 0:
         return "0"
     if abs(v) >= 1000 or abs(v) < 0.01:
-        return f"{v:.2g}"
-    return f"{v:.3g}"
+        return f"{v:.{max(2, digits - 1)}g}"
+    return f"{v:.{digits}g}"
+
+
+def tick_labels(ticks: Sequence[float]) -> list[str]:
+    """The ticks as short numbers, with as many significant digits as it takes to tell them apart
+    (three suffice on most axes; entropy near 5.55 needs four: 5.545, 5.55, 5.555)."""
+    labels = [_fmt(t) for t in ticks]
+    for digits in range(4, 16):
+        if len(set(labels)) == len(labels):
+            break
+        labels = [_fmt(t, digits) for t in ticks]
+    return labels
 
 
 def _runs(points: Sequence[tuple[float, float | None]]) -> list[list[tuple[float, float]]]:
@@ -96,12 +107,13 @@ def chart(
            f'<div class="legend small">{legend}<span class="muted">(last value)</span></div>'
            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
            f'aria-label="{esc(title)}">']  # fmt: skip
-    for t in nice_ticks(lo, hi):
+    yt = nice_ticks(lo, hi)
+    for t, label in zip(yt, tick_labels(yt)):
         out.append(f'<line x1="{left}" y1="{y(t):.1f}" x2="{left + pw}" y2="{y(t):.1f}" stroke="#eaeef2"/>'
-                   f'<text x="{left - 4}" y="{y(t) + 3.5:.1f}" font-size="10" text-anchor="end" fill="#57606a">{_fmt(t)}</text>')  # fmt: skip
+                   f'<text x="{left - 4}" y="{y(t) + 3.5:.1f}" font-size="10" text-anchor="end" fill="#57606a">{label}</text>')  # fmt: skip
     xt = [t for t in nice_ticks(x0, x1, 5) if float(t).is_integer()] or [x0]
-    for t in xt:
-        out.append(f'<text x="{x(t):.1f}" y="{height - 8}" font-size="10" text-anchor="middle" fill="#57606a">{_fmt(t)}</text>')
+    for t, label in zip(xt, tick_labels(xt)):
+        out.append(f'<text x="{x(t):.1f}" y="{height - 8}" font-size="10" text-anchor="middle" fill="#57606a">{label}</text>')
     out.append(f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="#8c959f"/>')
     for i, (name, s) in enumerate(series.items()):
         color = COLORS.get(name, ["#8250df", "#1a7f37", "#bf8700"][i % 3])

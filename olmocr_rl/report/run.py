@@ -192,18 +192,27 @@ def _completion_html(title: str, r: dict, reward: float | None) -> str:
             f'<span class="muted">({esc(r.get("passed"))}/{esc(r.get("total"))} tests passed)</span></h4>{body}{tests}</div>')  # fmt: skip
 
 
-def _prepared_images(prepared_dir: object, wanted: set, warnings: list[str]) -> dict[tuple, str]:
+def _prepared_rows(prepared_dir: object, warnings: list[str]) -> dict[str, list[tuple[int, dict]]]:
+    """Every split of the prepared folder (its top-level *.jsonl): (line number, row), read once
+    by the JSONL reader; {} when the run names no prepared folder that exists."""
+    if not isinstance(prepared_dir, str) or not prepared_dir or not Path(prepared_dir).is_dir():
+        return {}
+    return {split.stem: _read_jsonl(split, warnings) for split in sorted(Path(prepared_dir).glob("*.jsonl"))}
+
+
+def _prepared_images(prepared_dir: object, splits: dict[str, list[tuple[int, dict]]], wanted: set, warnings: list[str]) -> dict[tuple, str]:
     """(pdf, page) -> the prepared page image (re-encoded as WebP) as a data URI. An image path
     that leads out of the prepared folder, or to a file that is not an image, is not read: the
     page is shown without its image, with a warning naming file:line."""
-    if not isinstance(prepared_dir, str) or not prepared_dir or not Path(prepared_dir).is_dir():
+    if not splits:
         return {}
     from PIL import Image
 
-    root = Path(prepared_dir)
+    root = Path(str(prepared_dir))
     out: dict[tuple, str] = {}
-    for split in sorted(root.glob("*.jsonl")):
-        for n, row in _read_jsonl(split, warnings):
+    for name, rows in splits.items():
+        split = root / f"{name}.jsonl"
+        for n, row in rows:
             key = (row.get("pdf"), row.get("page"))
             if key not in wanted or key in out:
                 continue
@@ -223,6 +232,22 @@ def _prepared_images(prepared_dir: object, wanted: set, warnings: list[str]) -> 
     return out
 
 
+def _split_fact(config: dict, splits: dict[str, list[tuple[int, dict]]], which: str) -> str:
+    """What the run trained (`which` "train") or evaluated ("eval") on: the split's name, its pages
+    and PDFs, and the cut the config made (max_train_pages / max_eval_pages)."""
+    name = config.get(f"{which}_split", which)
+    if which == "eval" and (not name or str(name).lower() == "none"):
+        return "none (eval_split is empty)"
+    rows = splits.get(str(name))
+    if rows is None:
+        return f"{name} (no {name}.jsonl in the prepared folder)" if splits else f"{name}"
+    pages = len({(r.get("pdf"), str(r.get("page"))) for _, r in rows})
+    pdfs = len({r.get("pdf") for _, r in rows})
+    limit = config.get(f"max_{which}_pages")
+    cut = f"; the first {limit} used (max_{which}_pages)" if isinstance(limit, int) and 0 <= limit < pages else ""
+    return f"{name}: {pages} page{'s' if pages != 1 else ''} of {pdfs} PDF{'s' if pdfs != 1 else ''}{cut}"
+
+
 def _config(path: Path, warnings: list[str]) -> dict:
     """train_config.json, or {} with a warning when it is missing or not a JSON object."""
     if not path.is_file():
@@ -238,6 +263,54 @@ def _config(path: Path, warnings: list[str]) -> dict:
     return config
 
 
+def _facts(run: Path, config: dict, logs: list[dict], splits: dict[str, list[tuple[int, dict]]]) -> list[tuple[str, str]]:
+    from olmocr_rl._core import __version__
+
+    train_steps = [r["step"] for r in logs if isinstance(r.get("step"), int) and not isinstance(r.get("step"), bool) and "reward" in r]
+    return [
+        ("run folder", str(run)),
+        ("model", str(config.get("model", "?"))),
+        ("prepared data", str(config.get("prepared_dir", "?"))),
+        ("training split", _split_fact(config, splits, "train")),
+        ("eval split", _split_fact(config, splits, "eval")),
+        ("steps logged", f"{max(train_steps) if train_steps else 0} (metrics: {len(logs)} rows)"),
+        ("rewards", ", ".join(f"{k} × {v}" for k, v in (config.get("rewards") or {}).items()) or "?"),
+        ("bench guard", str(config.get("bench_guard", "?"))),
+        ("group size", f"{config.get('num_generations', '?')} completions per prompt (eval: {config.get('num_generations_eval', '?')})"),
+        ("olmocr-rl", __version__),
+        ("written", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+    ]
+
+
+def _entry_html(e: dict, size: dict, image_ids: dict) -> str:
+    """One page at one step: the rewards of its recorded completions, the best and the worst side
+    by side (all alike: one), beside the page image."""
+    rewards = e["rewards"]
+    flat = len(set(rewards)) == 1  # every reward the same (or every one unreadable)
+    group = size.get(e["mode"])
+    mark = {} if flat else {e["best"]: " b", e["worst"]: " w"}
+    strip = " ".join(f'<span class="rw{mark.get(i, "")}">{_fmt(v, ".2f")}</span>' for i, v in enumerate(rewards))
+    valid = [v for v in rewards if v is not None]
+    mean = sum(valid) / len(valid) if valid else None
+    head = (f'<h3>{esc(e["mode"])} · step {esc(e["step"] if e["step"] is not None else "?")} · {esc(e["pdf"])} page {esc(e["page"])}</h3>'
+            f'<p class="rewards">rewards of the {len(rewards)} recorded completion{"s" if len(rewards) > 1 else ""}'
+            f'{f" (group of {group})" if isinstance(group, int) else ""}: {strip} · mean {_fmt(mean)}'
+            + (' · <span class="bad">zero spread: no learning signal</span>' if flat and len(rewards) > 1 else "") + "</p>")  # fmt: skip
+    rows = e["rows"]
+    if flat:
+        cols = _completion_html(f"all {len(rows)} scored the same; the first" if len(rows) > 1 else "the completion", rows[0], rewards[0])
+    else:
+        cols = _completion_html("best", rows[e["best"]], rewards[e["best"]]) + _completion_html(
+            "worst", rows[e["worst"]], rewards[e["worst"]]
+        )
+    k = image_ids.get(e["key"])
+    img = f'<div class="img"><img data-k="{k}" alt="{esc(e["pdf"])} page {esc(e["page"])}" title="click to enlarge"></div>' if k is not None \
+        else '<div class="img muted small">(no page image: not in the prepared data)</div>'  # fmt: skip
+    return (f'<section class="entry" data-mode="{esc(e["mode"])}" data-step="{esc(e["step"])}" data-pdf="{esc(e["pdf"])}" '
+            f'data-flat="{int(flat and len(rows) > 1)}" data-rewards="{esc(json.dumps(rewards))}">{head}'
+            f'<div class="ebody">{img}<div class="cols">{cols}</div></div></section>')  # fmt: skip
+
+
 def run_report(
     run_dir: str | os.PathLike[str],
     path: str | os.PathLike[str] | None = None,
@@ -249,8 +322,6 @@ def run_report(
     shown, latest first. What cannot be read (a line cut short by a killed run, a value that is
     not a number, an image path out of the prepared folder) is left out, each with a warning
     naming file:line, passed to `warn` and listed in the report: the report is always written."""
-    from olmocr_rl import __version__
-
     run = Path(run_dir)
     metrics = run / "logs" / "metrics.jsonl"
     if not metrics.is_file():
@@ -267,20 +338,10 @@ def run_report(
         records += [r for _, r in _read_jsonl(f, warnings)]
     entries = _entries(records)
     chosen = entries[:max_completions]
-    images = _prepared_images(config.get("prepared_dir"), {e["key"] for e in chosen}, warnings)
+    splits = _prepared_rows(config.get("prepared_dir"), warnings)
+    images = _prepared_images(config.get("prepared_dir"), splits, {e["key"] for e in chosen}, warnings)
     image_ids = {key: i for i, key in enumerate(images)}
-
-    train_steps = [r["step"] for r in logs if isinstance(r.get("step"), int) and not isinstance(r.get("step"), bool) and "reward" in r]
-    facts = [
-        ("run folder", str(run)),
-        ("model", str(config.get("model", "?"))),
-        ("prepared data", str(config.get("prepared_dir", "?"))),
-        ("steps logged", f"{max(train_steps) if train_steps else 0} (metrics: {len(logs)} rows)"),
-        ("rewards", ", ".join(f"{k} × {v}" for k, v in (config.get("rewards") or {}).items()) or "?"),
-        ("group size", f"{config.get('num_generations', '?')} completions per prompt (eval: {config.get('num_generations_eval', '?')})"),
-        ("olmocr-rl", __version__),
-        ("written", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-    ]
+    facts = _facts(run, config, logs, splits)
     for w in warnings:
         if warn:
             warn(w)
@@ -288,14 +349,11 @@ def run_report(
     parts = [f'<h1>Training run</h1><p class="sub">{esc(run)}</p><section id="run"><h2>Run</h2><dl class="facts">'
              + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
              + ('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>" if notes else "") + "</section>"]  # fmt: skip
-    panels = _panels(logs)
     parts.append('<section id="curves"><h2>Curves</h2><p class="muted small">one metric per panel, each with its own axis; '
                  "train solid, eval dashed; x: the optimizer step. Hover a point for its value.</p>"
-                 f'<div class="charts">{"".join(panels)}</div></section>')  # fmt: skip
-
+                 f'<div class="charts">{"".join(_panels(logs))}</div></section>')  # fmt: skip
     modes = sorted({e["mode"] for e in entries})
     steps = sorted({e["step"] for e in entries if e["step"] is not None}, reverse=True)
-    size = {"train": config.get("num_generations"), "eval": config.get("num_generations_eval")}
     parts.append(
         f'<section id="completions"><h2>Completions: {len(chosen)} of {len(entries)} entries (a page at a step), latest first</h2>'
         '<p class="muted small">Train completions are recorded every logging step, at most 4 per reward call, so a group may be '
@@ -308,33 +366,8 @@ def run_report(
         + '</select></label><label><input type="checkbox" id="f-flat"> only groups with zero reward spread</label>'
         '<label>search <input id="f-q" type="search" placeholder="PDF"></label><span id="count" class="muted"></span></div>'
     )
-    for e in chosen:
-        rewards = e["rewards"]
-        flat = len(set(rewards)) == 1  # every reward the same (or every one unreadable)
-        group = size.get(e["mode"])
-        mark = {} if flat else {e["best"]: " b", e["worst"]: " w"}
-        strip = " ".join(f'<span class="rw{mark.get(i, "")}">{_fmt(v, ".2f")}</span>' for i, v in enumerate(rewards))
-        valid = [v for v in rewards if v is not None]
-        mean = sum(valid) / len(valid) if valid else None
-        head = (f'<h3>{esc(e["mode"])} · step {esc(e["step"] if e["step"] is not None else "?")} · {esc(e["pdf"])} page {esc(e["page"])}</h3>'
-                f'<p class="rewards">rewards of the {len(rewards)} recorded completion{"s" if len(rewards) > 1 else ""}'
-                f'{f" (group of {group})" if isinstance(group, int) else ""}: {strip} · mean {_fmt(mean)}'
-                + (' · <span class="bad">zero spread: no learning signal</span>' if flat and len(rewards) > 1 else "") + "</p>")  # fmt: skip
-        rows = e["rows"]
-        if flat:
-            cols = _completion_html(
-                f"all {len(rows)} scored the same; the first" if len(rows) > 1 else "the completion", rows[0], rewards[0]
-            )
-        else:
-            cols = _completion_html("best", rows[e["best"]], rewards[e["best"]]) + _completion_html(
-                "worst", rows[e["worst"]], rewards[e["worst"]]
-            )
-        k = image_ids.get(e["key"])
-        img = f'<div class="img"><img data-k="{k}" alt="{esc(e["pdf"])} page {esc(e["page"])}" title="click to enlarge"></div>' if k is not None \
-            else '<div class="img muted small">(no page image: not in the prepared data)</div>'  # fmt: skip
-        parts.append(f'<section class="entry" data-mode="{esc(e["mode"])}" data-step="{esc(e["step"])}" data-pdf="{esc(e["pdf"])}" '
-                     f'data-flat="{int(flat and len(rows) > 1)}" data-rewards="{esc(json.dumps(rewards))}">{head}'
-                     f'<div class="ebody">{img}<div class="cols">{cols}</div></div></section>')  # fmt: skip
+    size = {"train": config.get("num_generations"), "eval": config.get("num_generations_eval")}
+    parts += [_entry_html(e, size, image_ids) for e in chosen]
     if not entries:
         parts.append('<p class="muted">No completions recorded (write_failing_completions=false, or no step logged yet).</p>')
     parts.append("</section>")

@@ -1,88 +1,92 @@
-"""What a run will cost before it starts: the disk its checkpoints take, and the tokens its
-evaluations generate next to its training. `train --dry-run` prints both; pre-flight warns when the
-checkpoints will not fit on the output folder's disk (an error with `--strict`).
+"""What a run will cost before it starts: the optimizer steps trl will run, the disk its checkpoints
+take at their peak, and the tokens its evaluations generate next to its training. `train --dry-run`
+prints them; pre-flight refuses a plan that trains no step and warns when the checkpoints will not
+fit on the output folder's disk (an error with `--strict`). GPU memory: olmocr_rl/train/memory.py.
 
-Checkpoint bytes per parameter, as transformers and DeepSpeed write them: without DeepSpeed the
-float32 weights (4) and AdamW's two moments (8); with DeepSpeed the 16-bit model (2), its float32
-master weights and two moments (12), and the 16-bit model again beside the checkpoint (2); LoRA:
-the adapter and its moments only. Parameter counts come from the model folder's safetensors
-headers (read, not loaded); a hub id that is not a local folder has none to read.
+Steps, as trl and transformers count them: trl's RepeatSampler (trl/trainer/utils.py) drops the last
+partial group of pages (`pages // pages_per_generation` groups), each group is used for
+steps_per_generation x num_iterations micro-steps per rank, and the Trainer makes an optimizer step
+every gradient_accumulation_steps of them (`set_initial_training_values`, rounding up); max_steps,
+when set, is what runs (if any micro-step exists at all).
+
+Checkpoints, as transformers and DeepSpeed write them: the weights in the dtype they train in
+(float32 without DeepSpeed, 16-bit under it), the optimizer (AdamW's two float32 moments, plus
+DeepSpeed's float32 master weights and its own 16-bit copy of the model), and the model folder's
+other files (tokenizer, processor, configs); LoRA: the float32 adapter and its moments. The Trainer
+saves every save_steps and always at the last step, and writes a new checkpoint before it deletes
+the oldest (trainer.py `_save_checkpoint`, then `_rotate_checkpoints`), so save_total_limit + 1 are on
+disk at once; the final model is saved beside them.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from olmocr_rl.train.config import TrainConfig
+from olmocr_rl.train.shape import ModelShape, ShapeUnknown, read_shape
 
 
-def parameter_count(model: str) -> int | None:
-    """Parameters of a local model folder, from its safetensors headers; None when it has none."""
-    folder = Path(model)
-    files = sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
-    if not files:
-        return None
-    total = 0
-    for f in files:
-        try:
-            with open(f, "rb") as fh:
-                (size,) = struct.unpack("<Q", fh.read(8))
-                header = json.loads(fh.read(size))
-        except (OSError, ValueError, struct.error):
-            return None
-        total += sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
-    return total
+def steps_per_generation(cfg: TrainConfig, world_size: int) -> int:
+    if cfg.steps_per_generation:
+        return int(cfg.steps_per_generation)
+    if cfg.trl.get("generation_batch_size"):
+        return max(1, int(cfg.trl["generation_batch_size"]) // (cfg.per_device_train_batch_size * world_size))
+    return int(cfg.gradient_accumulation_steps)
 
 
-def lora_parameters(cfg: TrainConfig, model: str) -> int | None:
-    """An upper bound on the adapter's parameters: r x (in + out) for every target module, read
-    off the folder's weight shapes."""
-    folder = Path(model)
-    files = sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
-    if not files:
-        return None
-    total = 0
-    for f in files:
-        with open(f, "rb") as fh:
-            (size,) = struct.unpack("<Q", fh.read(8))
-            header = json.loads(fh.read(size))
-        for name, v in header.items():
-            parts = name.split(".")
-            if name.endswith(".weight") and len(v.get("shape", ())) == 2 and len(parts) > 1 and parts[-2] in cfg.lora_target_modules:
-                total += cfg.lora_r * (v["shape"][0] + v["shape"][1])
-    return total
+def pages_per_generation(cfg: TrainConfig, world_size: int) -> int:
+    """Distinct pages in one generation batch (each sampled num_generations times)."""
+    return cfg.per_device_train_batch_size * world_size * steps_per_generation(cfg, world_size) // max(1, cfg.num_generations)
 
 
-def checkpoint_bytes(cfg: TrainConfig, params: int, *, deepspeed: bool) -> int:
-    if cfg.lora:
-        return params * 12  # float32 adapter + two moments (params: the adapter's)
-    return params * (16 if deepspeed else 12)
-
-
-def checkpoints_kept(cfg: TrainConfig, steps: int | None) -> int | None:
-    if cfg.save_steps <= 0:
+def training_steps(cfg: TrainConfig, train_pages: int, world_size: int) -> int:
+    """The optimizer steps trl runs (module docstring); 0 when the pages fill no generation batch."""
+    per_generation = pages_per_generation(cfg, world_size)
+    if per_generation <= 0:
         return 0
-    written = None if steps is None else steps // cfg.save_steps
-    if cfg.save_total_limit is None:
-        return written
-    return cfg.save_total_limit if written is None else min(cfg.save_total_limit, written)
-
-
-def training_steps(cfg: TrainConfig, train_pages: int, world_size: int) -> int | None:
-    """Optimizer steps of the run (max_steps, or epochs x pages / pages per step)."""
+    micro = (train_pages // per_generation) * steps_per_generation(cfg, world_size) * max(1, int(cfg.num_iterations))
+    if micro == 0:
+        return 0
     if cfg.max_steps > 0:
-        return cfg.max_steps
-    steps = cfg.steps_per_generation or cfg.gradient_accumulation_steps
-    completions = cfg.per_device_train_batch_size * world_size * steps
-    pages_per_step = completions / cfg.num_generations
-    if train_pages <= 0 or pages_per_step <= 0:
-        return None
-    return math.ceil(cfg.num_train_epochs * train_pages / pages_per_step)
+        return int(cfg.max_steps)
+    per_epoch = math.ceil(micro / cfg.gradient_accumulation_steps)
+    return math.ceil(cfg.num_train_epochs * per_epoch)
+
+
+def model_bytes(cfg: TrainConfig, shape: ModelShape, *, deepspeed: bool) -> int:
+    """The trained model as `save_model` writes it: float32 without DeepSpeed, 16-bit under it
+    (what each checkpoint holds, and the final model); a LoRA adapter in float32."""
+    if cfg.lora:
+        return 4 * shape.lora_params(list(cfg.lora_target_modules), cfg.lora_r)
+    return shape.params * (2 if deepspeed else 4)
+
+
+def checkpoint_bytes(cfg: TrainConfig, shape: ModelShape, *, deepspeed: bool) -> int:
+    """One checkpoint-N folder: the model, the optimizer state, the processor and config files."""
+    if cfg.lora:
+        trained = shape.lora_params(list(cfg.lora_target_modules), cfg.lora_r)
+        optimizer = 8 * trained
+    else:
+        trained = shape.params
+        # DeepSpeed: float32 master weights + moments (12) and its 16-bit module copy (2).
+        optimizer = trained * (14 if deepspeed else 8)
+    return model_bytes(cfg, shape, deepspeed=deepspeed) + optimizer + shape.other_file_bytes
+
+
+def checkpoints_written(cfg: TrainConfig, steps: int) -> int:
+    """checkpoint-N folders the Trainer writes: every save_steps, and at the last step."""
+    if cfg.save_steps <= 0 or steps <= 0:
+        return 0
+    return steps // cfg.save_steps + (1 if steps % cfg.save_steps else 0)
+
+
+def checkpoints_on_disk(cfg: TrainConfig, steps: int) -> int:
+    """The most checkpoint folders on disk at once: save_total_limit + 1 while the newest is written."""
+    written = checkpoints_written(cfg, steps)
+    return written if cfg.save_total_limit is None else min(written, cfg.save_total_limit + 1)
 
 
 def free_bytes(path: str) -> int | None:
@@ -97,15 +101,18 @@ def free_bytes(path: str) -> int | None:
 
 @dataclass
 class Budget:
-    steps: int | None
+    steps: int
     checkpoint_gb: float | None  # one checkpoint
-    kept: int | None  # how many stay on disk
+    written: int  # checkpoint folders the Trainer writes
+    on_disk: int  # at most on disk at once
+    final_gb: float | None  # the final model in output_dir
+    unknown: str | None  # why the sizes are unknown
     free_gb: float | None
-    train_tokens: int | None  # completion tokens generated for training, at most
+    train_tokens: int  # completion tokens generated for training, at most
     eval_pages: int
     eval_samples: int  # per page
     completion_tokens: int  # max_completion_length
-    evaluations: int | None
+    evaluations: int
 
     @property
     def eval_tokens(self) -> int:
@@ -114,42 +121,56 @@ class Budget:
 
     @property
     def disk_gb(self) -> float | None:
-        return None if self.checkpoint_gb is None or self.kept is None else self.checkpoint_gb * self.kept
+        """The peak the run puts on disk: the checkpoints at once plus the final model."""
+        if self.checkpoint_gb is None or self.final_gb is None:
+            return None
+        return self.checkpoint_gb * self.on_disk + self.final_gb
 
     def lines(self) -> list[str]:
         out = []
-        if self.checkpoint_gb is None:
-            out.append("checkpoints: size unknown (the model is not a local folder with safetensors files)")
+        if self.checkpoint_gb is None or self.final_gb is None:
+            out.append(f"checkpoints: size unknown ({self.unknown})")
         else:
-            kept = "all" if self.kept is None else str(self.kept)
-            total = "" if self.disk_gb is None else f" = {self.disk_gb:,.0f} GB"
             free = "" if self.free_gb is None else f"; {self.free_gb:,.0f} GB free on the output folder's disk"
-            out.append(f"checkpoints: ~{self.checkpoint_gb:,.1f} GB each x {kept} kept (save_total_limit){total}{free}")
-        evals = "?" if self.evaluations is None else str(self.evaluations)
+            out.append(f"checkpoints: {self.written} written, ~{self.checkpoint_gb:,.1f} GB each, at most {self.on_disk} on disk at once "
+                       f"(save_total_limit + 1 while the newest is written) + the final model {self.final_gb:,.1f} GB = "
+                       f"peak {self.disk_gb:,.0f} GB{free}")  # fmt: skip
         share = ""
-        if self.train_tokens and self.evaluations is not None:
+        if self.train_tokens:
             total_eval = self.eval_tokens * self.evaluations
             share = f"; {100 * total_eval / (total_eval + self.train_tokens):.1f} % of all generation"
         out.append(
             f"evaluation: {self.eval_pages} pages (max_eval_pages) x {self.eval_samples} samples x up to "
-            f"{self.completion_tokens:,} tokens = {self.eval_tokens:,} tokens each, {evals} evaluations{share}"
+            f"{self.completion_tokens:,} tokens = {self.eval_tokens:,} tokens each, {self.evaluations} evaluations{share}"
         )
-        if self.train_tokens is not None and self.steps is not None:
-            out.append(f"training: {self.steps} steps, up to {self.train_tokens:,} completion tokens")
+        out.append(f"training: {self.steps} optimizer steps (as trl counts them), up to {self.train_tokens:,} completion tokens")
         return out
 
 
-def estimate(cfg: TrainConfig, world_size: int, train_pages: int, eval_pages: int, *, deepspeed: bool) -> Budget:
+def estimate(
+    cfg: TrainConfig, world_size: int, train_pages: int, eval_pages: int, *, deepspeed: bool, shape: ModelShape | None = None
+) -> Budget:
     steps = training_steps(cfg, train_pages, world_size)
-    params = lora_parameters(cfg, cfg.model) if cfg.lora else parameter_count(cfg.model)
-    ckpt = None if params is None else checkpoint_bytes(cfg, params, deepspeed=deepspeed) / 1e9
+    unknown = None
+    if shape is None:
+        try:
+            shape = read_shape(cfg.model)
+        except ShapeUnknown as e:
+            unknown = str(e)
+    ckpt = final = None
+    if shape is not None:
+        ckpt = checkpoint_bytes(cfg, shape, deepspeed=deepspeed) / 1e9
+        final = (model_bytes(cfg, shape, deepspeed=deepspeed) + shape.other_file_bytes) / 1e9
     free = free_bytes(cfg.output_dir)
-    per_step = cfg.per_device_train_batch_size * world_size * (cfg.steps_per_generation or cfg.gradient_accumulation_steps)
-    train_tokens = None if steps is None else steps * per_step * cfg.max_completion_length
-    evaluations = None
-    if not eval_pages or cfg.eval_steps <= 0:
-        evaluations = 1 if eval_pages else 0
-    elif steps is not None:
+    # Each optimizer step trains on per_device x world x accumulation completions; num_iterations reuses them.
+    completions = steps * cfg.per_device_train_batch_size * world_size * cfg.gradient_accumulation_steps // max(1, int(cfg.num_iterations))
+    train_tokens = completions * cfg.max_completion_length
+    if not eval_pages:
+        evaluations = 0
+    elif cfg.eval_steps <= 0:
+        evaluations = 1
+    else:
         evaluations = steps // cfg.eval_steps + (0 if steps % cfg.eval_steps == 0 else 1) + int(cfg.eval_on_start)
-    return Budget(steps, ckpt, checkpoints_kept(cfg, steps), None if free is None else free / 1e9, train_tokens, eval_pages,
-                  cfg.num_generations_eval or cfg.num_generations, cfg.max_completion_length, evaluations)  # fmt: skip
+    return Budget(steps, ckpt, checkpoints_written(cfg, steps), checkpoints_on_disk(cfg, steps), final, unknown,
+                  None if free is None else free / 1e9, train_tokens, eval_pages, cfg.num_generations_eval or cfg.num_generations,
+                  cfg.max_completion_length, evaluations)  # fmt: skip

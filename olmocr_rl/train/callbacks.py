@@ -122,6 +122,7 @@ class StepTimer(TrainerCallback):
         self.acc = {"generation_s": 0.0, "reward_s": 0.0, "train_s": 0.0, "prepare_s": 0.0}
         self.pending: dict[str, float] = {}
         self.cuda = False
+        self.run_peak = 0  # CUDA: the largest step peak of the run, bytes
 
     def install(self, trainer: Any) -> None:
         import torch
@@ -179,6 +180,7 @@ class StepTimer(TrainerCallback):
         if self.cuda:
             import torch
 
+            self.run_peak = max(self.run_peak, torch.cuda.max_memory_allocated())
             peak = torch.cuda.max_memory_allocated() / 2**30
         else:
             import resource

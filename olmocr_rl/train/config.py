@@ -74,7 +74,9 @@ class TrainConfig:
     # --- rewards (olmocr_rl/reward_registry.py) --------------------------------------------------
     rewards: dict = opt(help="reward name (or package.module:function) -> weight", factory=lambda: {"bench": 1.0})
     reward_threads: Optional[int] = opt(None, "Rust scoring threads per rank (default: cores / local ranks)")
-    bench_guard: Literal["short-output", "none"] = opt("short-output", "bench rewards: olmocr PR #462's short-output guard, or none")
+    bench_guard: Literal["short-output+footnote", "short-output", "none"] = opt(
+        "short-output+footnote", "bench rewards: olmocr PRs #462 (present/absent) and #476 (footnote) guards; short-output: #462 only; none"
+    )
 
     # --- online group filtering (olmocr_rl/train/filtering.py; docs/training.md) ------------------
     filter_groups: bool = opt(False, "train only on page groups whose rewards disagree (curate's rule), refilled from further pages")

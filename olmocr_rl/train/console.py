@@ -70,11 +70,13 @@ def compact_completions_table(
         rows = sorted(random.Random(step).sample(rows, num_samples))
     pages = extra.pop("page", None)
     failed = extra.pop("failed_tests", None)
-    key = (step, tuple(_completion_text(completions[i]) for i in rows), tuple(rows))
+    key = (_trl_mode(), step, tuple(_completion_text(completions[i]) for i in rows), tuple(rows))
     if _last[0] == key:
         return
     _last[0] = key
-    table = Table(title=f"step {step}: {len(rows)} of {n} completions", title_justify="left", expand=False, show_lines=False)
+    mode = _trl_mode()
+    title = f"{mode} completions, step {step}: {len(rows)} of {n}" if mode else f"step {step}: {len(rows)} of {n} completions"
+    table = Table(title=title, title_justify="left", expand=False, show_lines=False)
     table.add_column("page", no_wrap=True, min_width=max((len(str(p)) for p in pages or []), default=4))
     table.add_column("completion", no_wrap=True, overflow="ellipsis", max_width=COMPLETION_CHARS + 16)
     for name in rewards:
@@ -104,6 +106,22 @@ def compact_completions_table(
         cells += [escape(one_line(values[i] if i < len(values) else "", FAILED_CHARS)) for values in extra.values()]
         table.add_row(*cells)
     Console(width=max(140, Console().width), soft_wrap=False).print(table)
+
+
+def _trl_mode() -> str | None:
+    """ "train" or "eval": trl's GRPOTrainer.log, which calls the table, decides `mode` from
+    `model.training` and holds it in a local (trl 1.11-1.16); read from its frame, None if absent
+    (the title then names no mode)."""
+    import sys
+
+    frame = sys._getframe(1)
+    for _ in range(4):
+        frame = frame.f_back
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "log" and frame.f_locals.get("mode") in ("train", "eval"):
+            return frame.f_locals["mode"]
+    return None
 
 
 def use_compact_table() -> None:

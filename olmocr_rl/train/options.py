@@ -1,29 +1,32 @@
 """What `olmocr-rl train --options` prints: every config key (olmocr_rl/train/config.py
-`options_table`), then the built-in rewards (olmocr_rl/reward_registry.py)."""
+`options_table`), then the built-in rewards (olmocr_rl/reward_registry.py). A list, not a table:
+each key on its own line with its type and default, its meaning wrapped below it, readable at any
+width and in a pipe (a table squeezed the meanings into a 10-character column at 80 columns)."""
 
 from __future__ import annotations
 
 
 def print_options() -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    import shutil
+    import textwrap
 
     from olmocr_rl.reward_registry import REWARDS
     from olmocr_rl.train.config import options_table
 
-    table = Table(title="training config keys (YAML/TOML --config, KEY=VALUE, --set)", title_justify="left")
-    table.add_column("key", no_wrap=True)
-    for col in ("type", "default", "meaning"):
-        table.add_column(col, overflow="fold")
-    for row in options_table():
-        table.add_row(*(escape(c) for c in row))  # help texts hold [brackets], not markup
-    rewards = Table(title="rewards (rewards.NAME=WEIGHT; or package.module:function, a reward of your own)", title_justify="left")
-    rewards.add_column("reward", no_wrap=True)
-    for col in ("what it pays", "page's tests", "needs a reference"):
-        rewards.add_column(col, overflow="fold")
+    width = max(40, shutil.get_terminal_size().columns)
+
+    def wrap(text: str, indent: str) -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent="    ", break_on_hyphens=False)
+
+    lines = [*wrap("training config keys (YAML/TOML --config, KEY=VALUE, --set), as key (type) = default:", ""), ""]
+    for key, kind, default, meaning in options_table():
+        lines += wrap(f"{key} ({kind}) = {default}", "") + (wrap(meaning, "    ") or [""])
+    lines += ["", *wrap("rewards (rewards.NAME=WEIGHT; or package.module:function, a reward of your own):", ""), ""]
     for name, r in REWARDS.items():
-        rewards.add_row(escape(name), escape(r.about), r.average or "", "yes" if r.needs_reference else "")
-    console = Console()
-    console.print(table)
-    console.print(rewards)
+        how = ", ".join(
+            x
+            for x in (f"{r.average} average of the page's tests" if r.average else "", "needs a reference" if r.needs_reference else "")
+            if x
+        )
+        lines += wrap(f"{name}{f' ({how})' if how else ''}", "") + wrap(r.about, "    ")
+    print("\n".join(lines))

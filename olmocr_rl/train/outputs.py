@@ -109,6 +109,8 @@ def make_bench_folder(prepared_dir: Path, output_dir: Path, rows: list[dict]) ->
     files = sorted(tests_dir(prepared_dir).glob("*.jsonl"))
     suite = BenchSuite.load(files, strict=False) if files else None
     wanted = {(i.source, i.line) for i in map(suite.info, suite.ids) if (i.pdf, i.page) in pages} if suite is not None else set()
+    from olmocr_rl.bench.plan import command_line
+
     n_tests = 0
     written = []
     for f in files:
@@ -125,5 +127,5 @@ def make_bench_folder(prepared_dir: Path, output_dir: Path, rows: list[dict]) ->
         "pdfs": len({p for p, _ in pages}),
         "tests": n_tests,
         "test_files": written,
-        "bench_command": f"olmocr-rl bench {output_dir} --candidate {CANDIDATE}",
+        "bench_command": command_line(output_dir, CANDIDATE),  # with --force when a PDF has pages the split left out
     }

@@ -44,6 +44,8 @@ class LaunchOptions:
     main_process_ip: str | None = None
     main_process_port: int | None = None
     hostfile: str | None = None
+    gpus: int | None = None  # GPUs per node of the machine planned for (None: this machine's)
+    gpu_memory: float | None = None  # GiB per GPU, as torch reports it (None: this machine's)
 
     def __post_init__(self) -> None:
         if self.launcher not in LAUNCHERS:
@@ -72,6 +74,8 @@ class Plan:
     server_argv: list[str] | None = None  # on machine rank 0 with vllm_gpus
     inputs: Inputs | None = None  # the prepared folder, read once
     problems: list[Problem] = field(default_factory=list)
+    target: Any = None  # memory.Target: the node planned for
+    recipe: str | None = None  # the packaged recipe the config came from (--config olmocr2)
 
     @property
     def config_path(self) -> Path:
@@ -102,7 +106,13 @@ class Plan:
         lines += self._budget_lines()
         if (cost := worst_case(cfg, world)) is not None:
             lines.append(cost.line())
+        lines += self._memory_lines()
         lines.append(f"prompt: {prompt_line(cfg)}")
+        from olmocr_rl.recipes import departures
+
+        if self.recipe == "olmocr2" and (made := departures(cfg)):
+            lines.append("departures from upstream's olmOCR 2 runs (allenai/olmocr f7cfe4c; docs/training.md):")
+            lines += [f"  {d.what}: {d.ours} (upstream: {d.upstream}): {d.why}" for d in made]
         if self.split is not None:
             from olmocr_rl.launch.server import server_env
             from olmocr_rl.train.vllm_server import weight_sync_port
@@ -138,6 +148,35 @@ class Plan:
         evaluated = len(inputs.eval_rows[: cfg.max_eval_pages]) if inputs is not None else 0
         return estimate(cfg, self.world_size, train, evaluated, deepspeed=self.options.zero is not None).lines()
 
+    def _memory_lines(self) -> list[str]:
+        """The estimate per training GPU, by component (olmocr_rl/train/memory.py)."""
+        from olmocr_rl.train import memory
+        from olmocr_rl.train.preflight import Context, plan_layout
+        from olmocr_rl.train.shape import ShapeUnknown, read_shape
+
+        target, cfg = self.target, self.cfg
+        lines = [target.describe()] if target is not None else []
+        if target is None or not target.gpus or self.inputs is None:
+            return lines + ["memory: not estimated for a CPU plan (give --gpus N --gpu-memory GIB to plan a GPU node)"]
+        try:
+            shape = read_shape(str(cfg.model))
+        except ShapeUnknown as e:
+            return lines + [f"memory: not estimated ({e})"]
+        ctx = Context(cfg, self.world_size, self.inputs, self.options.zero is not None, True, zero=self.options.zero, target=target,
+                      vllm_server=self.split is not None)  # fmt: skip
+        layout = plan_layout(ctx)
+        tokens = memory.tokens_of(cfg, self.inputs.train_rows[: cfg.max_train_pages])
+        est = memory.estimate_memory(cfg, shape, layout, tokens)
+        zero = f"ZeRO-{layout.zero}" if layout.zero else "no ZeRO"
+        lines.append(f"memory per training GPU (estimate; {shape.params / 1e9:.2f} B parameters, {layout.world} ranks, {zero}, "
+                     f"{'bf16' if layout.bf16 else 'float32'}, longest sequence {tokens.sequence:,} tokens):")  # fmt: skip
+        lines += est.lines()
+        if self.split is not None and target.gpu_bytes:
+            share, weights = memory.server_share(cfg, shape, target.gpu_bytes, self.split.tensor_parallel)
+            lines.append(f"memory per server GPU: vLLM takes {memory.gib(share)} (vllm_server_gpu_memory_utilization="
+                         f"{cfg.vllm_server_gpu_memory_utilization:g}): 16-bit weights {memory.gib(weights)}, the rest KV cache")  # fmt: skip
+        return lines
+
 
 def prompt_line(cfg: TrainConfig) -> str:
     """Where the run's instruction comes from, in a line."""
@@ -152,7 +191,7 @@ def prompt_line(cfg: TrainConfig) -> str:
     return f"{p.name}: {p.source}; {'the instruction before the image' if p.layout == TEXT_FIRST else 'the image, then the instruction'}"
 
 
-def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False) -> Plan:
+def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False, recipe: str | None = None) -> Plan:
     """Decides how the run starts (see the module docstring); `cfg` is updated in place (bf16
     resolved; with vllm_gpus, server mode and the server's address). Raises ConfigError for
     options that cannot work together; the pre-flight problems are returned on the plan."""
@@ -160,16 +199,23 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
     from olmocr_rl.launch.launchers import PARENT_ENV, launch_env, launcher_argv
     from olmocr_rl.train.config import resolve_precision
     from olmocr_rl.train.grpo import grpo_kwargs
+    from olmocr_rl.train.memory import node_target
     from olmocr_rl.train.preflight import preflight, run_inputs
     from olmocr_rl.train.rank import rank_program
 
     o = options
-    cuda = cuda_available()
+    # The node planned for: this machine, or one described by --gpus/--gpu-memory (a GPU node
+    # planned from a machine without GPUs gets what that node will run: bf16, NCCL, its server).
+    here = cuda_available()
+    target = node_target(
+        o.gpus, o.gpu_memory, cuda_here=here, at_least=(o.num_processes or 1) // max(1, o.num_machines) + (o.vllm_gpus or 0)
+    )
+    cuda = target.gpus > 0
     resolve_precision(cfg, cuda)  # here, so that every rank (and accelerate's mixed precision) agrees
-    num_processes, split, server, gpus = _placement(cfg, o)
+    num_processes, split, server, gpus = _placement(cfg, o, target)
     distributed = num_processes > 1 or o.zero is not None or o.num_machines > 1 or split is not None or o.launcher == "deepspeed"
     plan = Plan(cfg, o, cuda, num_processes, distributed, grpo_kwargs(cfg, cuda=cuda, world_size=num_processes, deepspeed=o.zero is not None),
-                split=split, server_argv=server)  # fmt: skip
+                split=split, server_argv=server, target=target, recipe=recipe)  # fmt: skip
     if distributed:
         plan.launcher_argv = launcher_argv(
             o.launcher, rank_program(cfg.prepared_dir, plan.config_path, o.zero if o.launcher == "deepspeed" else None),
@@ -185,7 +231,9 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
         elif gpus is not None:
             plan.env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher's --include names them
     plan.inputs = run_inputs(cfg)
-    plan.problems = preflight(cfg, num_processes, plan.inputs, cuda=cuda, deepspeed=True if o.zero is not None else None)
+    plan.problems = preflight(cfg, num_processes, plan.inputs, cuda=cuda, deepspeed=True if o.zero is not None else None, zero=o.zero,
+                              target=target, vllm_server=split is not None, elsewhere=target.described and cuda and not here,
+                              server_tensor_parallel=split.tensor_parallel if split is not None else 1)  # fmt: skip
     if server is not None:
         from olmocr_rl.train.vllm_server import port_problems
 
@@ -195,9 +243,10 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
     return plan
 
 
-def _placement(cfg: TrainConfig, o: LaunchOptions) -> tuple[int, Any, list[str] | None, list[str] | None]:
+def _placement(cfg: TrainConfig, o: LaunchOptions, target: Any) -> tuple[int, Any, list[str] | None, list[str] | None]:
     """(training processes in all, the GPU split, the server command, the training GPUs to name):
-    with vllm_gpus, the last K GPUs serve and `cfg` is pointed at the server."""
+    with vllm_gpus, the last K GPUs serve and `cfg` is pointed at the server. A node described by
+    --gpus is split as its GPUs 0..N-1, and its server command is the one trl builds there."""
     from olmocr_rl.launch.gpus import split_gpus, visible_gpus
 
     if not o.vllm_gpus:
@@ -207,7 +256,9 @@ def _placement(cfg: TrainConfig, o: LaunchOptions) -> tuple[int, Any, list[str] 
     from olmocr_rl.launch.server import client_host
     from olmocr_rl.train.vllm_server import server_argv
 
-    split = split_gpus(visible_gpus(), o.vllm_gpus, cfg.vllm_data_parallel_size)
+    split = split_gpus(
+        [str(i) for i in range(target.gpus)] if o.gpus is not None else visible_gpus(), o.vllm_gpus, cfg.vllm_data_parallel_size
+    )
     per_node = len(split.train) if o.num_processes is None else o.num_processes // o.num_machines
     if per_node > len(split.train):
         raise ConfigError(
@@ -219,7 +270,7 @@ def _placement(cfg: TrainConfig, o: LaunchOptions) -> tuple[int, Any, list[str] 
     server = None
     if o.machine_rank == 0:
         bind = "0.0.0.0" if o.num_machines > 1 else "127.0.0.1"
-        server = server_argv(cfg, split, host=bind, port=cfg.vllm_server_port)
+        server = server_argv(cfg, split, host=bind, port=cfg.vllm_server_port, for_node=target.described)
     return per_node * o.num_machines, split, server, list(split.train)
 
 

@@ -9,19 +9,14 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.reward_registry import REWARDS, bench_names, is_user_reward, uses_tests
 from olmocr_rl.train.config import TrainConfig
 from olmocr_rl.train.data import Inputs, load_inputs
-
-# Tokens the chat template adds around one user turn and the generation prompt (Qwen-style),
-# and a conservative bytes-per-token ratio for the prompt text: the budget check runs before
-# any tokenizer is loaded, so it estimates high.
-TEMPLATE_TOKENS = 24
-BYTES_PER_TOKEN = 3
 
 
 @dataclass(frozen=True)
@@ -67,10 +62,6 @@ def precision_problem(cfg: TrainConfig, deepspeed: bool) -> Problem | None:
     return None
 
 
-def estimate_prompt_tokens(prompt_text: str, image_tokens: int) -> int:
-    return int(image_tokens) + math.ceil(len(prompt_text.encode("utf-8")) / BYTES_PER_TOKEN) + TEMPLATE_TOKENS
-
-
 def generation_batch(cfg: TrainConfig, world_size: int) -> int:
     steps = cfg.steps_per_generation or cfg.gradient_accumulation_steps
     return cfg.per_device_train_batch_size * world_size * steps
@@ -104,6 +95,11 @@ class Context:
     inputs: Inputs
     deepspeed: bool
     cuda: bool | None = None  # None: asked of torch when a check needs it
+    zero: int | None = None  # the ZeRO stage (for the memory estimate)
+    target: Any = None  # memory.Target: the node the plan is for (None: no memory check)
+    vllm_server: bool = False  # generation on GPUs of its own
+    elsewhere: bool = False  # the plan is for another machine (--gpus on a machine without CUDA)
+    server_tensor_parallel: int = 1  # the --vllm-gpus server's tensor parallel size
 
     @property
     def prepared(self) -> Path:
@@ -225,12 +221,87 @@ def check_disk(ctx: Context) -> list[Problem]:
     return [
         Problem(
             "save_total_limit",
-            f"{budget.kept} checkpoints of ~{budget.checkpoint_gb:,.1f} GB need ~{budget.disk_gb:,.0f} GB; "
-            f"{budget.free_gb:,.0f} GB are free on the disk of {cfg.output_dir}",
+            f"{budget.on_disk} checkpoints of ~{budget.checkpoint_gb:,.1f} GB on disk at once and the final model need "
+            f"~{budget.disk_gb:,.0f} GB; {budget.free_gb:,.0f} GB are free on the disk of {cfg.output_dir}",
             "set save_total_limit=N (keeps the newest N), raise save_steps, or free disk space",
             "warning",
         )
     ]
+
+
+def check_steps(ctx: Context) -> list[Problem]:
+    """The pages fill at least one generation batch: trl drops the last partial one, so fewer pages
+    than one batch holds train no step at all, silently."""
+    from olmocr_rl.train.budget import pages_per_generation, training_steps
+
+    cfg, world = ctx.cfg, ctx.world_size
+    pages = len(ctx.train_rows[: cfg.max_train_pages] if cfg.max_train_pages is not None else ctx.train_rows)
+    if not pages or generation_batch(cfg, world) % max(1, cfg.num_generations) or training_steps(cfg, pages, world):
+        return []
+    need = pages_per_generation(cfg, world)
+    return [
+        Problem(
+            "train_split",
+            f"no optimizer step would run: {pages} page(s), and one generation batch takes {need} "
+            f"(per_device_train_batch_size x {world} processes x steps_per_generation / num_generations); "
+            "trl drops a batch it cannot fill",
+            f"prepare at least {need} training pages, or use fewer processes or a smaller gradient_accumulation_steps",
+        )
+    ]
+
+
+def check_memory(ctx: Context) -> list[Problem]:
+    """The estimate of one training GPU's memory (olmocr_rl/train/memory.py) against the card: an
+    error naming changes that fit when it cannot fit, a warning near the edge; with a server, its
+    share of its GPU against the 16-bit weights. Runs for a GPU plan."""
+    from olmocr_rl.train import memory
+    from olmocr_rl.train.shape import ShapeUnknown, read_shape
+
+    target, cfg = ctx.target, ctx.cfg
+    if target is None or not target.gpus:
+        return []
+    try:
+        shape = read_shape(str(cfg.model))
+    except ShapeUnknown as e:
+        return [Problem("model", f"GPU memory not estimated: {e}", "give a model folder, or download the model first", "warning")]
+    out = []
+    if ctx.vllm_server and target.gpu_bytes:
+        share, weights = memory.server_share(cfg, shape, target.gpu_bytes, ctx.server_tensor_parallel)
+        if weights >= share:
+            out.append(Problem("vllm_server_gpu_memory_utilization",
+                               f"the server's share of its GPU ({memory.gib(share)}) cannot hold the 16-bit weights ({memory.gib(weights)})",
+                               "raise vllm_server_gpu_memory_utilization, or give the server more GPUs (--vllm-gpus) for tensor parallelism"))  # fmt: skip
+    layout = plan_layout(ctx)
+    tokens = memory.tokens_of(cfg, ctx.train_rows)
+    est = memory.estimate_memory(cfg, shape, layout, tokens)
+    if est.usable is None or not est.near_edge():
+        return out
+    share = f"{memory.gib(est.peak)} of {memory.gib(est.gpu_bytes or 0)} per GPU"
+    fits = memory.what_fits(cfg, shape, layout, tokens, ranks_available(ctx))
+    if est.fits():
+        return out + [Problem("memory", f"the estimate is near the card's limit: {share} (see --dry-run)",
+                              "leave it, or free memory: " + "; or ".join(fits[:2]) if fits else "leave it", "warning")]  # fmt: skip
+    fix = (
+        ("one change that fits: " + "; or ".join(fits))
+        if fits
+        else "no single change fits: combine LoRA, ZeRO-3 and shorter completions, or use larger GPUs"
+    )
+    return out + [Problem("memory", f"the plan cannot fit: {share} by the estimate (the components: --dry-run)", fix)]
+
+
+def plan_layout(ctx: Context):
+    from olmocr_rl.train import memory
+
+    return memory.Layout(ctx.world_size, ctx.zero, bool(ctx.cfg.bf16 if ctx.cfg.bf16 is not None else ctx.target.gpus),
+                         memory.trl_has_fused_loss(), ctx.target.gpu_bytes, ctx.vllm_server)  # fmt: skip
+
+
+def ranks_available(ctx: Context) -> int | None:
+    """Training ranks the node's GPUs allow, over the run's machines (GPUs given to a server excluded)."""
+    if ctx.target is None or not ctx.target.gpus:
+        return None
+    machines = max(1, ctx.world_size // max(1, ctx.target.gpus)) if ctx.world_size > ctx.target.gpus else 1
+    return ctx.target.gpus * machines - (1 if ctx.vllm_server else 0)
 
 
 def check_eval_batch(ctx: Context) -> list[Problem]:
@@ -304,6 +375,8 @@ def check_rewards(ctx: Context) -> list[Problem]:
 
 def check_prompt(ctx: Context) -> list[Problem]:
     """The run's instruction can be had, and every page's prompt (image + instruction) fits."""
+    from olmocr_rl.train.memory import estimate_prompt_tokens
+
     cfg, out = ctx.cfg, []
     prompt_text = None
     if cfg.prompt is not None:
@@ -339,6 +412,8 @@ def check_generation(ctx: Context) -> list[Problem]:
     if not cfg.use_vllm:
         return []
     out = list(vllm_problems(ctx.has_cuda(), cfg.vllm_mode))
+    if ctx.elsewhere:  # this machine's installation says nothing of the node's
+        out = [replace(p, message=f"this machine: {p.message}", fix=f"on the node: {p.fix}", severity="warning") for p in out]
     tp = cfg.vllm_tensor_parallel_size
     if cfg.vllm_mode == "colocate" and (tp < 1 or world % tp):
         out.append(
@@ -389,8 +464,8 @@ def check_resume(ctx: Context) -> list[Problem]:
 
 
 # In this order (what `--dry-run` and the error list show): the inputs before what reads them.
-CHECKS = (check_model, check_precision, check_batch, check_inputs, check_disk, check_eval_batch, check_rewards, check_prompt, check_generation,
-          check_packages, check_resume)  # fmt: skip
+CHECKS = (check_model, check_precision, check_batch, check_inputs, check_steps, check_disk, check_memory, check_eval_batch, check_rewards,
+          check_prompt, check_generation, check_packages, check_resume)  # fmt: skip
 
 
 def run_inputs(cfg: TrainConfig, prepared_dir: str | os.PathLike[str] | None = None) -> Inputs:
@@ -406,6 +481,11 @@ def preflight(
     *,
     cuda: bool | None = None,
     deepspeed: bool | None = None,
+    zero: int | None = None,
+    target: Any = None,
+    vllm_server: bool = False,
+    elsewhere: bool = False,
+    server_tensor_parallel: int = 1,
 ) -> list[Problem]:
     """Everything that can be checked without loading the model (CHECKS, in order), over `inputs`
     (what `run_inputs` read; a folder, or None for cfg.prepared_dir: read here). `world_size` is the
@@ -418,7 +498,7 @@ def preflight(
         deepspeed = deepspeed_active()
     if not isinstance(inputs, Inputs):
         inputs = run_inputs(cfg, inputs)
-    ctx = Context(cfg, world_size, inputs, deepspeed, cuda)
+    ctx = Context(cfg, world_size, inputs, deepspeed, cuda, zero, target, vllm_server, elsewhere, server_tensor_parallel)
     return [p for check in CHECKS for p in check(ctx)]
 
 

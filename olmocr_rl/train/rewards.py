@@ -15,7 +15,7 @@ from typing import Any
 
 from olmocr_rl.reward_registry import RewardContext
 from olmocr_rl.rewards import BenchReward, rates
-from olmocr_rl.suite import BenchSuite, Guard, PageScore
+from olmocr_rl.suite import TRAINING_GUARD, BenchSuite, Guard, PageScore
 
 
 class CompletionRecorder:
@@ -121,7 +121,7 @@ class TrainBenchReward(BenchReward):
         log_metrics: bool = True,
         recorder: CompletionRecorder | None = None,
         threads: int | None = None,
-        guard: Guard = "short-output",
+        guard: Guard = TRAINING_GUARD,
     ):
         super().__init__(suite, average, threads=threads, guard=guard)  # type: ignore[arg-type]
         self.log_metrics = log_metrics

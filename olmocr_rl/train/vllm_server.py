@@ -24,8 +24,11 @@ from olmocr_rl.train.config import TrainConfig, engine_settings
 from olmocr_rl.train.grpo import max_model_length
 
 
-def server_argv(cfg: TrainConfig, split: GpuSplit, *, host: str, port: int) -> list[str]:
-    """The server command trl documents for the installed trl and vLLM (see the module docstring)."""
+def server_argv(cfg: TrainConfig, split: GpuSplit, *, host: str, port: int, for_node: bool = False) -> list[str]:
+    """The server command trl documents for the installed trl and vLLM (see the module docstring).
+    `for_node`: the plan is for another machine (--gpus): where this one has no vLLM >= 0.30, trl
+    leaves out `--enable-scale-out`, which the node's vLLM (trl's window reaches 0.31) needs for
+    image requests; it is added as trl adds it there."""
     from trl.scripts.vllm_serve import ScriptArguments, build_command
 
     args = ScriptArguments(
@@ -35,6 +38,8 @@ def server_argv(cfg: TrainConfig, split: GpuSplit, *, host: str, port: int) -> l
         dtype="bfloat16" if cfg.bf16 else "auto", enforce_eager=cfg.vllm_enforce_eager or None,
     )  # fmt: skip
     argv = build_command(args, [*engine_args(cfg), *(str(a) for a in cfg.vllm_server_args)])
+    if for_node and "--enable-scale-out" not in argv and "--weight-transfer-config" in argv:
+        argv.insert(argv.index("--weight-transfer-config"), "--enable-scale-out")
     if cfg.vllm_server_command:
         argv = shlex.split(cfg.vllm_server_command) + argv[argv.index("serve") + 1 :]
     return argv

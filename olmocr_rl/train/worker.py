@@ -149,6 +149,8 @@ class _Built:
     partitioned: bool | None  # under ZeRO-3: the model loaded partitioned
     moved: Any  # the WeightsMoved callback
     schedule: Any  # the resume-schedule callback, or None
+    timer: Any  # the StepTimer callback (its run_peak: the largest step's CUDA peak)
+    train_rows: list  # the pages trained on (the memory estimate's longest sequence)
     online: Any = None  # the online filter (olmocr_rl/train/filtering.py), with filter_groups
 
 
@@ -231,7 +233,7 @@ def _build(cfg: TrainConfig, inputs: Inputs, cuda: bool) -> _Built:
         from olmocr_rl.train.filtering import install as install_filter
 
         online = install_filter(trainer, cfg, resume)
-    return _Built(trainer, processor, resume, partitioned, moved, schedule, online)
+    return _Built(trainer, processor, resume, partitioned, moved, schedule, timer, train_rows, online)
 
 
 def _callbacks(cfg: TrainConfig, resume: str | None) -> tuple[list[Any], Any, Any, Any]:
@@ -266,6 +268,10 @@ def _summary(cfg: TrainConfig, run_: _Built, result: Any) -> dict[str, Any]:
     }
     if run_.partitioned is not None:
         summary["zero3_partitioned_load"] = run_.partitioned
+    from olmocr_rl.train.memory import run_record
+
+    if (memory := run_record(cfg, trainer, run_.train_rows, run_.timer.run_peak)) is not None:
+        summary["memory"] = memory  # the plan's estimate next to the peak this CUDA run allocated
     moved = run_.moved
     if moved.result is not None:
         summary["weights_moved"] = moved.result

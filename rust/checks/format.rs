@@ -165,6 +165,38 @@ mod tests {
         assert_eq!(frags("x # no\n<H2 a=b>T</h5>", Format::Heading), vec!["T"]);
     }
 
+    fn format_test(format: &str, text: &str, extra: &str) -> Test {
+        let record =
+            format!(r#"{{"pdf":"a","page":1,"id":"t","type":"format","format":"{format}","text":{text:?}{extra}}}"#);
+        crate::suite::parse_record(&record, "t", 1).unwrap()
+    }
+
+    /// The check itself: the text must be a formatted fragment (fuzzily), case-sensitive unless
+    /// `case_sensitive` is false (the default is true), and a fragment inside the text counts.
+    #[test]
+    fn formatted_text_case_and_containment() {
+        let bold = format_test("bold", "Abstract", "");
+        assert!(check(&bold, &chars("**Abstract** text")).passed);
+        assert!(check(&bold, &chars("<strong>Abstract</strong>")).passed);
+        let plain = check(&bold, &chars("Abstract, not bold; **Other**"));
+        assert!(!plain.passed);
+        assert_eq!(plain.explanation, "Text 'Abstract...' not found with bold formatting. Found bold text: 'Other'");
+        assert_eq!(
+            check(&bold, &chars("no formatting")).explanation,
+            "Text 'Abstract...' not found with bold formatting. No bold formatted text found"
+        );
+        assert!(!check(&bold, &chars("**ABSTRACT**")).passed, "case-sensitive by default");
+        assert!(check(&format_test("bold", "Abstract", r#","case_sensitive":false"#), &chars("**ABSTRACT**")).passed);
+        assert!(!check(&format_test("bold", "Abstract", r#","case_sensitive":true"#), &chars("**ABSTRACT**")).passed);
+        // partial_ratio is symmetric: a one-letter fragment inside the text passes (§3.1.1).
+        assert!(check(&format_test("heading", "Introduction", ""), &chars("# I\nbody")).passed);
+        assert!(check(&format_test("italic", "local windows", ""), &chars("a *local windows* b")).passed);
+        assert!(
+            !check(&format_test("italic", "local windows", ""), &chars("**local windows**")).passed,
+            "bold is not italic"
+        );
+    }
+
     #[test]
     fn italics_and_bold() {
         assert_eq!(frags("a_b_c *x* **y**", Format::Italic), vec!["x", "b"]);

@@ -118,27 +118,43 @@ pub fn py_true_div(a: u128, b: u128) -> f64 {
     ((q | sticky) as f64) * 2f64.powi(-shift)
 }
 
-/// Rules added on top of the published benchmark's checks. `None` is the published semantics
-/// (allenai/olmocr @ f7cfe4c); `ShortOutput` adds the short-output guard of allenai/olmocr
-/// PR #462 to `present`/`absent` (docs/checks.md §3.1.1): a page too short to hold the text fails
-/// `present` and passes `absent` before any fuzzy matching.
+/// Rules added on top of the published benchmark's checks (docs/checks.md §3.1.1, §3.7.1). A
+/// guard's name lists exactly the rules it turns on, joined by `+`:
+///
+/// * `none`: the published semantics (allenai/olmocr @ f7cfe4c);
+/// * `short-output`: allenai/olmocr PR #462's rule for `present`/`absent`: a page too short to hold
+///   the text fails `present` and passes `absent` before any fuzzy matching;
+/// * `short-output+footnote`: that rule, and PR #476's for `footnote`: the text next to a marker
+///   that is too short to hold `appears_before_marker`/`appears_after_marker` is no match there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Guard {
     #[default]
     None,
     ShortOutput,
+    ShortOutputFootnote,
 }
 
 impl Guard {
+    pub const ALL: [Guard; 3] = [Guard::None, Guard::ShortOutput, Guard::ShortOutputFootnote];
+
     /// The name users write (`--guard short-output`).
     pub fn name(self) -> &'static str {
         match self {
             Guard::None => "none",
             Guard::ShortOutput => "short-output",
+            Guard::ShortOutputFootnote => "short-output+footnote",
         }
     }
     pub fn from_name(name: &str) -> Option<Guard> {
-        [Guard::None, Guard::ShortOutput].into_iter().find(|g| g.name() == name)
+        Guard::ALL.into_iter().find(|g| g.name() == name)
+    }
+    /// PR #462's rule (`present`/`absent`) is on.
+    pub fn short_output(self) -> bool {
+        self != Guard::None
+    }
+    /// PR #476's rule (`footnote`) is on.
+    pub fn short_footnote(self) -> bool {
+        self == Guard::ShortOutputFootnote
     }
 }
 
@@ -149,7 +165,7 @@ pub fn run(test: &Test, page: &Page, guard: Guard) -> Verdict {
         Spec::Order { before, after } => order::check(test, before, after, page),
         Spec::Baseline { .. } => baseline::check(&test.spec, page.raw()),
         Spec::Format { .. } => format::check(test, page.raw()),
-        Spec::Footnote { .. } => footnote::check(test, page.raw()),
+        Spec::Footnote { .. } => footnote::check(test, page.raw(), guard),
         Spec::Table { .. } => table::check_page(test, page),
         Spec::Math { math, ignore_dollar_delimited } => math::check(math, *ignore_dollar_delimited, page.raw()),
     }
@@ -313,7 +329,7 @@ mod tests {
             for k in 0..8 {
                 let test = &suite.tests[(round * 8 + k) % suite.tests.len()];
                 let start = std::time::Instant::now();
-                let _ = run(test, &page, if k % 2 == 0 { Guard::None } else { Guard::ShortOutput });
+                let _ = run(test, &page, Guard::ALL[k % Guard::ALL.len()]);
                 let took = start.elapsed();
                 assert!(took < std::time::Duration::from_secs(20), "{} on {:?}: {took:?}", test.id, text);
             }

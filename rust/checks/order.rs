@@ -45,3 +45,66 @@ pub fn check(test: &Test, before: &[char], after: &[char], page: &Page) -> Verdi
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::{run, Guard};
+    use crate::suite::parse_record;
+    use crate::text::chars;
+
+    fn order(before: &str, after: &str, max_diffs: u32) -> Test {
+        let record = format!(
+            r#"{{"pdf":"a","page":1,"id":"t","type":"order","before":{before:?},"after":{after:?},"max_diffs":{max_diffs}}}"#
+        );
+        parse_record(&record, "t", 1).unwrap()
+    }
+
+    fn verdict(test: &Test, page: &str) -> Verdict {
+        run(test, &Page::new(&chars(page)), Guard::None)
+    }
+
+    #[test]
+    fn before_must_start_before_after() {
+        let t = order("Introduction", "Conclusion", 0);
+        assert!(verdict(&t, "1 Introduction ... 9 Conclusion").passed);
+        let v = verdict(&t, "9 Conclusion ... 1 Introduction");
+        assert!(!v.passed);
+        assert_eq!(v.explanation, "Could not find a location where 'Introduction...' appears before 'Conclusion...'.");
+        // Some pair in order suffices: the first `before` against the last `after`.
+        assert!(verdict(&t, "Conclusion Introduction Conclusion").passed);
+        // Starts are compared, strictly: a match of `after` inside `before` at a later start counts.
+        assert!(verdict(&order("abc", "bc", 0), "abc").passed);
+        assert!(!verdict(&order("abc", "abc", 0), "abc").passed, "the same start is not before");
+    }
+
+    #[test]
+    fn missing_texts_are_named_before_first() {
+        let t = order("alpha", "omega", 0);
+        let v = verdict(&t, "nothing here");
+        assert_eq!(v.explanation, "'before' text 'alpha...' not found with max_l_dist 0");
+        let v = verdict(&t, "alpha only");
+        assert_eq!(v.explanation, "'after' text 'omega...' not found with max_l_dist 0");
+    }
+
+    /// The same text on both sides: one occurrence fails (its start is not before itself), two pass.
+    #[test]
+    fn same_text_needs_two_occurrences() {
+        let t = order("Table 1", "Table 1", 0);
+        assert!(!verdict(&t, "see Table 1 here").passed);
+        assert!(verdict(&t, "Table 1 and again Table 1").passed);
+    }
+
+    /// Levenshtein distance up to max_diffs; the page is normalized but never case-folded.
+    #[test]
+    fn fuzzy_normalized_and_case_sensitive() {
+        let t = order("colour", "finish", 1);
+        assert!(verdict(&t, "color first, then finsh").passed, "one edit on each side");
+        assert!(!verdict(&order("colour", "finish", 0), "color first, then finsh").passed);
+        assert!(!verdict(&order("Alpha", "Omega", 0), "alpha then omega").passed, "no case folding");
+        assert!(
+            verdict(&order("a b", "c d", 0), "a \n\t b   then   c\n\nd").passed,
+            "whitespace runs normalize to one space"
+        );
+    }
+}

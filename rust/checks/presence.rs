@@ -4,8 +4,8 @@
 //! normalized page, optionally case-insensitively and within the first/last N code points.
 //! Passes when: `partial_ratio(text, page) / 100 >= 1 - max_diffs / len(text)` for `present`,
 //! and when that does not hold for `absent`.
-//! With `Guard::ShortOutput` (allenai/olmocr PR #462, not in the published benchmark; on by
-//! default in training rewards only, §3.1.1): first, when the page as compared (normalized,
+//! With allenai/olmocr PR #462's rule on (`Guard::short_output`; not in the published benchmark,
+//! on by default in training rewards only, §3.1.1): first, when the page as compared (normalized,
 //! lowercased if case-insensitive, cut to `first_n`/`last_n`) has fewer code points than
 //! `len(text) - max_diffs` (`text` lowercased if case-insensitive), `present` fails ("Candidate too
 //! short ...") and `absent` passes, whatever `partial_ratio` says. A failure there earns no
@@ -49,7 +49,7 @@ pub fn check(test: &Test, page: &Page, guard: Guard) -> Verdict {
         (SliceArg::Off, SliceArg::At(l)) => (py_slice(content, Some(l.saturating_neg()), None), None),
     };
     let present = test.kind == Kind::Present;
-    if guard == Guard::ShortOutput {
+    if guard.short_output() {
         if let Some(verdict) = short_output(test, query, window.len(), present) {
             return verdict;
         }
@@ -130,7 +130,7 @@ mod tests {
         };
         let present = test.kind == Kind::Present;
         let min_required = query.len() as i128 - test.max_diffs.min(1 << 100) as i128;
-        if guard == Guard::ShortOutput && (window.len() as i128) < min_required {
+        if guard.short_output() && (window.len() as i128) < min_required {
             if !present {
                 return Verdict::pass();
             }
@@ -208,6 +208,36 @@ mod tests {
         }
         assert!(passed[0] > 50 && passed[1] > 50, "{passed:?}");
         assert!(guarded[1] > 20, "the guard decided only {} checks", guarded[1]);
+    }
+
+    /// `case_sensitive` defaults to true: a record without it compares case; `false` lowercases
+    /// both sides (with Python's rules: `İ` lowercases to two code points).
+    #[test]
+    fn case_sensitive_by_default() {
+        let load = |kind: &str, extra: &str| {
+            parse_record(
+                &format!(r#"{{"pdf":"a","page":1,"id":"t","type":"{kind}","text":"Alpha Beta"{extra}}}"#),
+                "t",
+                1,
+            )
+            .unwrap()
+        };
+        let raw = chars("the alpha beta test");
+        let page = Page::new(&raw);
+        for (extra, present_passes) in
+            [("", false), (r#","case_sensitive":true"#, false), (r#","case_sensitive":false"#, true)]
+        {
+            assert_eq!(check(&load("present", extra), &page, Guard::None).passed, present_passes, "present{extra}");
+            assert_eq!(check(&load("absent", extra), &page, Guard::None).passed, !present_passes, "absent{extra}");
+        }
+        let dotted = parse_record(
+            r#"{"pdf":"a","page":1,"id":"t","type":"present","text":"İstanbul","case_sensitive":false}"#,
+            "t",
+            1,
+        )
+        .unwrap();
+        assert!(check(&dotted, &Page::new(&chars("İSTANBUL")), Guard::None).passed);
+        assert!(!check(&dotted, &Page::new(&chars("istanbul")), Guard::None).passed, "i̇ (two code points) is not i");
     }
 
     /// The guard's boundary, by hand: "abcdef" (6 code points) with max_diffs 2 needs a page of

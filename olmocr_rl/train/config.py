@@ -26,6 +26,7 @@ from typing import Any, Literal, Optional
 
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.reward_registry import REWARDS, unknown_reward
+from olmocr_rl.train.filtering import validate_filter
 from olmocr_rl.train.schema import coerce, suggest, trl_fields, trl_value, trl_version, type_name
 
 REPORT_TO = ("tensorboard", "wandb", "none")
@@ -450,6 +451,4 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"vllm_server_timeout must be positive, got {cfg.vllm_server_timeout}")
     if cfg.final_output_repeats < 1 or cfg.final_batch_size < 1:
         raise ConfigError("final_output_repeats and final_batch_size must be >= 1")
-    from olmocr_rl.train.filtering import validate_filter
-
     validate_filter(cfg)

@@ -15,7 +15,8 @@ as many tokens. `designed` rewards it from (p, r, s, m) alone: the group of (p, 
 by a hash of (p, r, s) (design "mixed"), or always one of them (design "flat", "mid").
 
 Each rank appends what it generated to OUTPUT_DIR/gen_rank<R>.jsonl and, for every micro-batch
-the loss sees, each row's completion text, advantage and a digest of its pixel values to
+the loss sees, each row's completion text, advantage, a digest of its pixel values and the batch's
+`num_items_in_batch` to
 OUTPUT_DIR/trained_rank<R>.jsonl; after every optimizer step the sum of its parameters to
 OUTPUT_DIR/fixed_rollouts_rank<R>.json (tests/fixed_rollouts.py's ParamSums); rank 0 writes trl's
 completions table of each logged step (completion and the reward's `log_extra` column for it) to
@@ -124,7 +125,8 @@ def install(output_dir: str) -> None:
         ids, mask = inputs["completion_ids"], inputs["completion_mask"]
         sizes = inputs["image_grid_thw"].prod(-1).tolist()
         pixels = inputs["pixel_values"].split(sizes)
-        rows = [{"step": self.state.global_step, "text": tok.decode(ids[i][mask[i].bool()].tolist()),
+        items = int(inputs["num_items_in_batch"])  # the dapo normalisation: completion tokens of the whole batch
+        rows = [{"step": self.state.global_step, "text": tok.decode(ids[i][mask[i].bool()].tolist()), "items": items,
                  "advantage": float(inputs["advantages"][i]), "pixels": _digest(pixels[i])} for i in range(len(ids))]  # fmt: skip
         with trained_log.open("a") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)

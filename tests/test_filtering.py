@@ -165,6 +165,28 @@ def test_config_keys_are_checked():
     assert Settings.of(cfg("rewards={bench: 1.0, eos: 0.5}", "filter_reward=eos")).reward == 1
 
 
+def test_restore_from_a_checkpoint_without_filter_state(tmp_path):
+    """A checkpoint saved without filtering: the order continues where trl's would (generation
+    batches so far = steps x accumulation / (steps_per_generation x num_iterations), rounded up),
+    with a warning; a state saved for other pages says so."""
+    from types import SimpleNamespace
+
+    from olmocr_rl.train.filtering import STATE_FILE, OnlineFilter
+
+    args = SimpleNamespace(per_device_train_batch_size=4, steps_per_generation=2, gradient_accumulation_steps=1,
+                           generation_batch_size=8, seed=0)  # fmt: skip
+    trainer = SimpleNamespace(args=args, num_generations=G, num_iterations=2, shuffle_dataset=True, train_dataset=list(range(5)),
+                              accelerator=SimpleNamespace(num_processes=1, process_index=0),
+                              _generate_and_score_completions=lambda rows: rows)  # fmt: skip
+    online = OnlineFilter(trainer, Settings(KeepRule(), None, 2))
+    warning = online.restore(tmp_path, global_step=5)
+    assert online.stream.position == 2 and "has no online_filter.json" in warning and not online.in_sync
+    (tmp_path / STATE_FILE).write_text(json.dumps({**online.state(), "rounds_drawn": 7}))
+    assert online.restore(tmp_path, global_step=5) is None and online.stream.position == 7
+    (tmp_path / STATE_FILE).write_text(json.dumps({**online.state(), "train_pages": 9}))
+    assert "of 9 train pages" in online.restore(tmp_path, global_step=5)
+
+
 def test_the_trl_seams_it_reads():
     """What olmocr_rl/train/filtering.py relies on in trl's GRPOTrainer (read against trl
     1.11-1.16): fails when an installed trl changes one of them."""
@@ -251,7 +273,7 @@ def expected_step(generated: list[dict], per_round: int, extra: int, band: float
 
 
 def check_run(out: Path, per_round: int, *, extra: int = EXTRA, band: float | None = 0.8, generate_every: int = 1,
-              trained_per_step: int | None = None, design: str = "mixed") -> dict[int, dict]:  # fmt: skip
+              trained_per_step: int | None = None, design: str = "mixed", scale: str = "group") -> dict[int, dict]:  # fmt: skip
     """Everything that reached the loss against what was generated; returns the expectation per
     generation step."""
     generated, trained = _jsonl(out, "gen"), _jsonl(out, "trained")
@@ -269,10 +291,14 @@ def check_run(out: Path, per_round: int, *, extra: int = EXTRA, band: float | No
         texts = [parse(r["text"]) for r in rows]
         assert {s for *_, s in texts} == {gen_step}, f"step {step} trained completions of another generation"
         assert len(rows) == (trained_per_step or per_round * G)
+        # scale_rewards=batch: the std of the rewards of the batch that is trained (its groups'
+        # design values), not of everything generated.
+        batch_std = std([v for g in exp["groups"] for v in exp["values"][g]])
         for r, (page, rd, member, _) in zip(rows, texts):
             values = exp["values"][(page, rd)]
-            mean, spread = sum(values) / G, std(values)
+            mean, spread = sum(values) / G, std(values) if scale == "group" else batch_std
             assert r["advantage"] == pytest.approx((values[member] - mean) / (spread + 1e-4), abs=1e-5), (step, r["text"])
+            assert r["items"] == per_round * G * 9  # every completion's 9 tokens, of the trained batch only
             pixels[page].add(r["pixels"])
     for gen_step, exp in expected.items():
         rows = [parse(r["text"]) for s, rs in by_step.items() if s - s % generate_every == gen_step for r in rs]
@@ -382,6 +408,14 @@ def test_steps_per_generation_and_iterations(prepared, tiny_model, tmp_path):
     for first in (0, 4):
         halves = [sorted(r["text"] for r in trained if r["step"] == s) for s in range(first, first + 4)]
         assert halves[0] == halves[2] and halves[1] == halves[3] and not set(halves[0]) & set(halves[1])
+
+
+def test_batch_scaled_advantages_and_dapo_over_the_trained_batch(prepared, tiny_model, tmp_path):
+    """scale_rewards=batch divides by the trained batch's reward std, dapo's loss by its tokens
+    (`num_items_in_batch`): trl computes both on the filtered batch."""
+    out = tmp_path / "batch"
+    train(prepared, tiny_model, out, [*FILTER, "per_device_train_batch_size=8", "max_steps=3", "scale_rewards=batch", "loss_type=dapo"])
+    check_run(out, 2, scale="batch")
 
 
 def test_lora(prepared, tiny_model, tmp_path):

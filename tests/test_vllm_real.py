@@ -6,7 +6,8 @@ CPU attention needs heads of at least 32).
 * the offline engine with our sampling settings never samples a vision placeholder token, and
   without them it does (so the check can fail);
 * `olmocr-rl train` in colocate mode through the real worker: completions sampled by the engine
-  without placeholders, the weights moved and pushed into the engine before each generation;
+  without placeholders, the weights moved and pushed into the engine before each generation; and
+  with online group filtering, a generate call a round and one weight push a step;
 * the `--vllm-gpus` server as `train` starts it: `vllm serve` with trl's flags and ours, healthy,
   the trainer's processor bounds applied to images, generation through trl's client without
   placeholders, and nothing left running after the stop.
@@ -219,6 +220,49 @@ def test_train_colocated_with_the_real_engine(tiny32, prepared, tmp_path, monkey
     after = load_file(out / "model.safetensors")
     moved = [k for k in before if k in after and not torch.equal(before[k], after[k])]
     assert any("lm_head" in k for k in moved) and len(moved) > len(before) // 2
+
+
+def test_train_colocated_with_online_filtering(tiny32, prepared, tmp_path, monkeypatch, capfd):
+    """`filter_groups=true` with the real colocated engine: groups judged on the bench reward (0 for
+    every completion of a random model: no group kept, every batch ends at the bound) and trained
+    on the medoid reward's advantages; each round is one generate call of the engine, the weights
+    are pushed once a step (the engine holds the trainer's before each step's first round), and
+    the engine's sampling log-probabilities reach trl's importance sampling."""
+    from trl.generation import vllm_generation
+
+    keep_linear_weights(monkeypatch)
+    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT"):  # trl sets them for vLLM
+        monkeypatch.setenv(var, "0")
+        monkeypatch.delenv(var)
+    calls: list[str] = []
+    generate, sync = vllm_generation.VLLMGeneration.generate, vllm_generation.VLLMGeneration.sync_weights
+
+    def recording_generate(self, *args, **kwargs):
+        calls.append("generate")
+        return generate(self, *args, **kwargs)
+
+    def recording_sync(self):
+        calls.append("sync")
+        return sync(self)
+
+    monkeypatch.setattr(vllm_generation.VLLMGeneration, "generate", recording_generate)
+    monkeypatch.setattr(vllm_generation.VLLMGeneration, "sync_weights", recording_sync)
+    out = tmp_path / "run"
+    from olmocr_rl.cli import main
+
+    code = main(["train", str(prepared), "--model", str(tiny32), "-o", str(out), "--config", str(FIXTURES / "tiny_grpo.yaml"),
+                 "use_vllm=true", "vllm_mode=colocate", "vllm_enforce_eager=true", "progress=false", "final_outputs=none",
+                 "eval_split=none", "max_prompt_tokens=1000", "report_to=[none]", "rewards.medoid=1.0", "filter_groups=true",
+                 "filter_reward=bench", "filter_extra_rounds=1"])  # fmt: skip
+    captured = capfd.readouterr()
+    assert code == 0, (captured.out + captured.err)[-4000:]
+    assert calls == ["sync", "generate", "generate"] * 2
+    rows = [json.loads(line) for line in (out / "logs" / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in rows if "filter/rounds" in r]
+    assert [(r["filter/rounds"], r["filter/groups_kept"], r["filter/groups_filled"]) for r in steps] == [(2, 0, 1)] * 2
+    assert all(0 < r["sampling/importance_sampling_ratio/mean"] < float("inf") for r in steps)
+    assert (captured.out + captured.err).count("warning: online filtering, step") == 2
+    assert json.loads((out / "train_summary.json").read_text())["weights_moved"]["share"] > 0.1  # the medoid advantages trained
 
 
 def test_the_server_train_starts(tiny32, prepared, tmp_path):

@@ -210,6 +210,9 @@ class EngineKind:
     build: Callable[[EngineSettings, Sequence[dict], Callable[[str], None]], Engine]  # (settings, rows to generate, warn)
     about: str
     tensor_parallel: bool = False  # one engine can span several GPUs
+    # It starts processes of its own (vLLM's engine core): a worker stops it by unwinding as Ctrl-C
+    # does on SIGTERM (olmocr_rl/procs.py SigtermAsInterrupt), not by dying at once.
+    own_processes: bool = False
 
 
 def build_engine(name: str, settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], None] = print) -> Engine:
@@ -330,7 +333,7 @@ def _vllm(settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], 
 
 ENGINES: dict[str, EngineKind] = {
     "transformers": EngineKind(_transformers, "transformers' generate, batched (on the GPU when there is one)"),
-    "vllm": EngineKind(_vllm, "vLLM's offline engine (pip install 'olmocr-rl[vllm]')", tensor_parallel=True),
+    "vllm": EngineKind(_vllm, "vLLM's offline engine (pip install 'olmocr-rl[vllm]')", tensor_parallel=True, own_processes=True),
 }
 
 

@@ -191,8 +191,7 @@ def transcribe_with_workers(engine: str, settings: Any, image_root: str | os.Pat
         folder.clear()
     if code != 0 or lost:
         who = f"worker(s) {', '.join(map(str, lost))} stopped reporting" if lost else f"the workers stopped with status {code}"
-        raise WorkersFailed(f"{who}; the {summary['written']} file(s) they finished are in {out_dir}: run again to transcribe the rest",
-                            code or 1)  # fmt: skip
+        raise WorkersFailed(f"{who}; the pages finished are written in {out_dir}: run again to transcribe the rest")
     return summary
 
 
@@ -200,14 +199,15 @@ def work(plan: dict[str, Any], rank: int, folder: Any) -> int:
     """Worker `rank`: its pages transcribed into the candidate folder (olmocr_rl/launch/worker.py runs it)."""
     import sys
 
-    from olmocr_rl.engines import EngineSettings, build_engine
+    from olmocr_rl.engines import EngineSettings, build_engine, engine_kind
     from olmocr_rl.launch.pages import Progress
     from olmocr_rl.procs import SigtermAsInterrupt
 
     job, rows = plan["job"], plan["shares"][rank]
     progress = Progress(folder, rank, plan["id"])
     term = SigtermAsInterrupt()
-    term.install()
+    if engine_kind(job["engine"]).own_processes:  # else SIGTERM ends the worker at once
+        term.install()
     try:
         summary = {k: 0 for k in COUNTS} | {"errors": []}
         if rows:

@@ -103,7 +103,7 @@ class StandIn:
         self.loads += 1
         return Engine(self.generate, words)
 
-    def generate(self, images: list, prompts: list[str], temperature: float) -> list[str]:
+    def generate(self, images: list, prompts: list[str], temperature: float, seeds: list[int]) -> list[str]:
         out = []
         for im in images:
             pdf = self.pdf_of[self._digest(im)]
@@ -271,8 +271,8 @@ def test_an_image_path_outside_the_folder_is_refused(case):
 def test_a_page_the_engine_fails_on_is_listed_and_the_others_written(case):
     engine = StandIn(case, SCHEDULE)
 
-    def generate(images, prompts, temperature):
-        texts = engine.generate(images, prompts, temperature)
+    def generate(images, prompts, temperature, seeds):
+        texts = engine.generate(images, prompts, temperature, seeds)
         if any(engine.pdf_of[engine._digest(im)] == NEVER for im in images):
             raise RuntimeError("out of memory")
         return texts
@@ -343,9 +343,9 @@ def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
             loads.append({"engine": engine, "eager": settings.eager, "pages": len(rows)})
             engine_ = StandIn(folder, schedule)
 
-            def generate(images, prompts, temperature):
+            def generate(images, prompts, temperature, seeds):
                 calls.append((len(images), temperature))
-                return engine_.generate(images, prompts, temperature)
+                return engine_.generate(images, prompts, temperature, seeds)
 
             return Engine(generate, words)
 
@@ -456,12 +456,12 @@ import olmocr_rl.engines as g
 real = g.transformers_generate
 def held(*a, **k):
     generate, calls = real(*a, **k), []
-    def f(images, prompts, temperature):
+    def f(images, prompts, temperature, seeds):
         calls.append(1)
         if len(calls) == 2:
             Path(sys.argv[1]).touch()
             time.sleep(600)
-        return generate(images, prompts, temperature)
+        return generate(images, prompts, temperature, seeds)
     return f
 g.transformers_generate = held
 from olmocr_rl.cli import main

@@ -132,14 +132,14 @@ BREAKAGES = [
         "curate-ignores-layout",
         "`curate` ignores the olmOCR v4 layout (the image always first)",
         "curate/sampling.py",
-        [("items = [(i, images[i], row_conversation(p.row))", 'items = [(i, images[i], row_conversation({"prompt": p.row["prompt"]}))')],
+        [("conversations = [row_conversation(p.row) for p in group]", 'conversations = [row_conversation({"prompt": p.row["prompt"]}) for p in group]')],
         ["tests/test_engine_boundary.py::test_curate_transformers", "tests/test_engine_boundary.py::test_curate_vllm"],
     ),
     Breakage(
         "generate-ignores-layout",
         "`generate` (and the final outputs) ignore the olmOCR v4 layout",
         "generate.py",
-        [("messages = [row_conversation(r) for r in chunk]", 'messages = [row_conversation({"prompt": r["prompt"]}) for r in chunk]')],
+        [("conversations = [row_conversation(r) for r in chunk]", 'conversations = [row_conversation({"prompt": r["prompt"]}) for r in chunk]')],
         ["tests/test_engine_boundary.py::test_generate_transformers", "tests/test_engine_boundary.py::test_generate_vllm"],
     ),
     Breakage(
@@ -175,7 +175,7 @@ BREAKAGES = [
         "engine-ignores-seed",
         "the transformers engine samples without the run's seed",
         "engines.py",
-        [("torch.manual_seed(settings.seed)", "torch.manual_seed(0)")],
+        [("torch.manual_seed(seeds[0])  # CPU and every GPU", "torch.manual_seed(0)")],
         ["tests/test_engine_boundary.py::test_generate_transformers", "tests/test_engine_boundary.py::test_curate_transformers"],
     ),
     Breakage(

@@ -152,7 +152,7 @@ def _other_machine(out: Path, workers, quiet: bool) -> int:
     finally:
         close()
     if code != 0:
-        raise WorkersFailed(f"this machine's workers stopped with status {code}; the files they finished are in {out}", code)
+        raise WorkersFailed(f"this machine's workers stopped with status {code}; the files they finished are in {out}")
     echo(f"machine {workers.machine_rank}: its {workers.per_machine} worker(s) are done; machine 0's generate writes the summary")
     return 0
 

@@ -119,7 +119,7 @@ def run_other_machine(job: CurateJob, echo: Callable[..., None], progress: Calla
     with folder.machine_lock(workers.machine_rank):
         code = launch_job(folder, workers, machine_gpus(), shown)
     if code != 0:
-        raise WorkersFailed(f"this machine's workers stopped with status {code}; machine 0's curate keeps the pages they finished", code)
+        raise WorkersFailed(f"this machine's workers stopped with status {code}; machine 0's curate keeps the pages they finished")
     echo(f"machine {workers.machine_rank}: its {workers.per_machine} worker(s) are done; machine 0's curate writes {job.output}")
 
 
@@ -152,7 +152,7 @@ def _run(job: CurateJob, settings: Settings, folder: JobFolder, file: Difficulty
         )
     if code != 0 or lost:
         who = f"worker(s) {', '.join(map(str, lost))} stopped reporting" if lost else f"the workers stopped with status {code}"
-        raise WorkersFailed(f"{who}; the {scored} page(s) finished are in {job.output}: run again to sample the others", code or 1)
+        raise WorkersFailed(f"{who}; the {scored} page(s) finished are in {job.output}: run again to sample the others")
     return scored, errors
 
 
@@ -181,7 +181,7 @@ def payload(job: CurateJob, settings: Settings) -> dict[str, Any]:
 def work(plan: dict[str, Any], rank: int, folder: JobFolder) -> int:
     """Worker `rank`: its pages sampled and scored into its part (olmocr_rl/launch/worker.py runs it)."""
     from olmocr_rl.curate.sampling import training_reward
-    from olmocr_rl.engines import Engine, EngineSettings, build_engine
+    from olmocr_rl.engines import Engine, EngineSettings, build_engine, engine_kind
     from olmocr_rl.procs import SigtermAsInterrupt
 
     job = plan["job"]
@@ -190,7 +190,8 @@ def work(plan: dict[str, Any], rank: int, folder: JobFolder) -> int:
     progress = Progress(folder, rank, plan["id"])
     part, errors = DifficultyFile(folder.part(rank, PART)), []
     term = SigtermAsInterrupt()
-    term.install()
+    if engine_kind(job["engine"]).own_processes:  # else SIGTERM ends the worker at once
+        term.install()
     part.open()
     try:
         if pages:

@@ -185,8 +185,9 @@ class JobFolder:
         return out
 
     def clear(self) -> None:
-        """The job's files gone (its parts merged); the folder too when nothing else is in it."""
-        for p in [self.job_file, *self.path.glob("progress-*.json")]:
+        """The job's files gone (its parts merged, every worker ended); the folder too when nothing
+        else is in it."""
+        for p in [self.job_file, *self.path.glob("progress-*.json"), *self.path.glob("machine-*.lock")]:
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
         with contextlib.suppress(OSError):

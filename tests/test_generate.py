@@ -289,8 +289,8 @@ FRONT_MATTER = "---\nprimary_language: en\nis_rotation_valid: true\nrotation_cor
 
 def test_what_reaches_the_vllm_engine(tiny, tmp_path, monkeypatch):
     """With a recording `vllm` module: --raw keeps the front matter the default parses off,
-    --prompt-file and --prompt choose the instruction, --temperature, --seed and --no-eager
-    reach the engine as asked."""
+    --prompt-file and --prompt choose the instruction, --temperature, --seed, --no-eager and
+    --tensor-parallel reach the engine as asked."""
     calls: list[dict] = []
 
     class LLM:
@@ -316,10 +316,12 @@ def test_what_reaches_the_vllm_engine(tiny, tmp_path, monkeypatch):
 
     instruction = tmp_path / "prompt.txt"
     instruction.write_text("Say what the page says, nothing else.")
-    res = invoke([*base, "-c", "custom", "--prompt-file", str(instruction), "--temperature", "0.7", "--seed", "5", "--no-eager"])
+    res = invoke([*base, "-c", "custom", "--prompt-file", str(instruction), "--temperature", "0.7", "--seed", "5", "--no-eager",
+                  "--tensor-parallel", "2"])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert calls[-1]["requests"] and all("Say what the page says, nothing else." in r["prompt"] for r in calls[-1]["requests"])
     assert (calls[-1]["init"]["seed"], calls[-1]["init"]["enforce_eager"], calls[-1]["params"][0]["temperature"]) == (5, False, 0.7)
+    assert calls[-1]["init"]["tensor_parallel_size"] == 2 and calls[0]["init"]["tensor_parallel_size"] == 1  # one engine on 2 GPUs
 
     from olmocr_rl.prompts import resolve_prompt
 

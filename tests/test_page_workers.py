@@ -130,7 +130,7 @@ def test_curate_one_and_two_workers_write_the_same_records(tiny_model, tmp_path)
     one, two = make_case(tmp_path / "one"), make_case(tmp_path / "two")
     res = invoke(["curate", one, "--model", tiny_model, *CURATE])
     assert res.exit_code == 0, res.output
-    res = invoke(["curate", two, "--model", tiny_model, *CURATE, *TWO])
+    res = invoke(["curate", two, "--model", tiny_model, *CURATE, "--num-processes", "2"])
     assert res.exit_code == 0, res.output
     assert "3 page(s) to sample on 2 workers: 2, 1 each" in res.output
     assert records(two / "difficulty.jsonl") == records(one / "difficulty.jsonl")
@@ -158,7 +158,7 @@ def test_generate_one_and_two_workers_write_identical_files_and_one_progress_lin
     res = invoke(["generate", tiny_model, bench, "-c", "one", *GENERATE])
     assert res.exit_code == 0, res.output
     monkeypatch.setattr(rich.progress, "Progress", Recording)
-    res = invoke(["generate", tiny_model, bench, "-c", "two", *[a for a in GENERATE if a != "-q"], *TWO])
+    res = invoke(["generate", tiny_model, bench, "-c", "two", *[a for a in GENERATE if a != "-q"], "--num-processes", "2"])
     assert res.exit_code == 0, res.output
     one, two = page_files(bench / "one"), page_files(bench / "two")
     assert len(one) == 12 and two == one
@@ -300,12 +300,19 @@ def test_dry_run_shows_workers_gpus_and_pages_and_starts_nothing(tiny_model, pre
     assert res.exit_code == 1 and "error: --tensor-parallel 2: the transformers engine runs on one GPU; give --engine vllm" in res.stderr
     res = invoke(["generate", tiny_model, bench, "--num-processes", "3", "--num-machines", "2", "--dry-run"])
     assert res.exit_code == 1 and "must be divisible by --num-machines" in res.stderr
-    # curate: the model, the pages, the split.
+    # curate: the model, the pages, the split, the launch flags (a vLLM engine of 2 GPUs on each of 4 workers).
     folder = tmp_path / "prepared"
     shutil.copytree(prepared, folder)
-    res = invoke(["curate", folder, "--model", tiny_model, *CURATE, "--num-processes", "2", "--dry-run"])
+    res = invoke(["curate", folder, "--model", tiny_model, *CURATE, "--engine", "vllm", "--tensor-parallel", "2", "--num-processes", "8",
+                  "--num-machines", "2", "--machine-rank", "1", "--main-process-ip", "10.0.0.9", "--main-process-port", "29613",
+                  "--dry-run"])  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "pages: 3 (0 done already, 3 to do)" in res.stdout and "pages per worker: 2, 1" in res.stdout
+    assert "pages: 3 (0 done already, 3 to do)" in res.stdout and "pages per worker: 1, 1, 1, 0, 0, 0, 0, 0" in res.stdout
+    assert "GPUs: worker 4 on 0,1; worker 5 on 2,3" in res.stdout and "4 samples a page at temperature 0.8" in res.stdout
+    command = next(line for line in res.stdout.splitlines() if line.startswith("command: "))
+    for flag in ("--num_machines 2", "--machine_rank 1", "--main_process_ip 10.0.0.9", "--main_process_port 29613", "--num_processes 8"):
+        assert flag in command, (flag, command)
+    assert str(folder / ".difficulty.jsonl.job" / "job.json") in command
     assert not (folder / "difficulty.jsonl").exists() and not (folder / ".difficulty.jsonl.job").exists()
 
 

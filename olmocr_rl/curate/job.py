@@ -10,19 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.curate.records import CurateError, Settings
+from olmocr_rl.curate.records import CurateError, CurateInterrupted, Settings
 from olmocr_rl.curate.sampling import Result, bench_rewards, curate, training_reward
 from olmocr_rl.curate.selection import Selection, select, write_split
 from olmocr_rl.engines import Engine, EngineSettings, build_engine
 from olmocr_rl.keep_rule import KeepRule
 from olmocr_rl.launch.pages import Workers
 from olmocr_rl.procs import SigtermAsInterrupt
-
-
-class CurateInterrupted(CurateError):
-    """Ctrl-C or SIGTERM: the finished pages are in the difficulty file (exit status 130)."""
-
-    code = 130
 
 
 @dataclass(frozen=True)

@@ -25,16 +25,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from olmocr_rl.curate.records import CurateError, DifficultyFile, Settings, read_records
+from olmocr_rl.curate.records import CurateError, CurateInterrupted, DifficultyFile, Settings, read_records
 from olmocr_rl.curate.sampling import Page, Result, check_settings, comparable, current, job_pages, pending, score_pages
 from olmocr_rl.launch.pages import JobFolder, Progress, WorkersFailed, deal, launch_job, machine_gpus, wait_for
 
-if TYPE_CHECKING:
-    from olmocr_rl.curate.job import CurateJob
-
 PART = ".jsonl"
+# `job` below is olmocr_rl/curate/job.py's CurateJob, which calls into this module (not imported back).
+CurateJob = Any
 WORKER = "olmocr_rl.curate.parallel:work"
 
 
@@ -126,7 +125,6 @@ def run_other_machine(job: CurateJob, echo: Callable[..., None], progress: Calla
 def _run(job: CurateJob, settings: Settings, folder: JobFolder, file: DifficultyFile, todo: list[Page], pages: list[Page],
          shown: Callable[[Any], None], echo: Callable[..., None]) -> tuple[int, list[dict]]:  # fmt: skip
     """Plans, launches and merges: (pages scored, pages failed)."""
-    from olmocr_rl.curate.job import CurateInterrupted
     from olmocr_rl.procs import Interrupted
 
     workers = job.workers

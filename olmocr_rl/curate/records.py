@@ -22,6 +22,12 @@ class CurateError(UserError, ValueError):
     """A problem the user fixes (a file, an option); the message names the file and line."""
 
 
+class CurateInterrupted(CurateError):
+    """Ctrl-C or SIGTERM: the finished pages are in the difficulty file (exit status 130)."""
+
+    code = 130
+
+
 @dataclass(frozen=True)
 class Settings:
     """What a page's statistics depend on; records made with other settings are not comparable."""

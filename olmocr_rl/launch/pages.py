@@ -296,7 +296,7 @@ def launch_job(folder: JobFolder, workers: Workers, gpus: Sequence[str] | None,
 
 
 def wait_for(folder: JobFolder, plan: dict[str, Any], workers: int, on_progress: Callable[[Totals], None] | None = None,
-             *, poll: float = 5.0, stale: float = STALE_S) -> list[int]:  # fmt: skip
+             *, poll: float = 2.0, stale: float = STALE_S) -> list[int]:  # fmt: skip
     """Machine 0, its own workers done: waits until every worker of the job has finished (the
     other machines'), or has not rewritten its progress file for `stale` seconds (a lost worker or
     machine). Returns the ranks that did not finish."""

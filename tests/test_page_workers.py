@@ -46,6 +46,7 @@ from olmocr_rl.launch.pages import GPUS_ENV, JobFolder, Workers, deal
 TWO = ["--num-processes", "2"]
 GENERATE = ["--max-new-tokens", "16", "--longest-side", "84", "--repeats", "2", "--temperature", "1.0", "-q"]
 CURATE = ["--samples", "4", "--config", str(RECIPE), "-q"]
+LONG_CURATE = ["--samples", "2", "--config", str(RECIPE), "max_completion_length=8", "-q"]  # the 24-page runs, shorter
 
 
 def page_files(folder: Path) -> dict[str, bytes]:
@@ -199,7 +200,7 @@ def test_curate_killed_with_sigkill_midway_then_rerun_gives_the_same_records(tin
     ref, run = tmp_path / "ref", tmp_path / "run"
     shutil.copytree(long_prepared, ref)
     shutil.copytree(long_prepared, run)
-    args = ["curate", str(run), "--model", str(tiny_model), *CURATE]
+    args = ["curate", str(run), "--model", str(tiny_model), *LONG_CURATE]
     parts = str(run / ".difficulty.jsonl.job" / "worker-*.jsonl")
     r = drive(f"lines>=3:{parts}", signal.SIGKILL, [*CLI, *args, *TWO], tmp_path / "log")
     assert r["code"] == -signal.SIGKILL and r["left"] == [], r
@@ -209,7 +210,7 @@ def test_curate_killed_with_sigkill_midway_then_rerun_gives_the_same_records(tin
     assert res.exit_code == 0, res.output
     assert f"note: {left} page(s) a stopped job had finished were added" in res.output
     assert f"{24 - left} page(s) to sample on 2 workers" in res.output
-    res = invoke(["curate", str(ref), "--model", str(tiny_model), *CURATE])
+    res = invoke(["curate", str(ref), "--model", str(tiny_model), *LONG_CURATE])
     assert res.exit_code == 0, res.output
     assert records(run / "difficulty.jsonl") == records(ref / "difficulty.jsonl") and len(records(ref / "difficulty.jsonl")) == 24
 
@@ -217,7 +218,7 @@ def test_curate_killed_with_sigkill_midway_then_rerun_gives_the_same_records(tin
 def test_a_killed_worker_loses_only_its_unfinished_pages(tiny_model, long_prepared, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(long_prepared, run)
-    args = [*CLI, "curate", str(run), "--model", str(tiny_model), *CURATE, *TWO]
+    args = [*CLI, "curate", str(run), "--model", str(tiny_model), *LONG_CURATE, *TWO]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     part = run / ".difficulty.jsonl.job" / "worker-0.jsonl"
     deadline = time.monotonic() + 300
@@ -349,3 +350,53 @@ def test_a_second_run_on_the_output_is_refused_at_once(tiny_model, prepared, tmp
         assert res.exit_code == 1 and "a worker of another curate is writing it" in res.stderr, res.output
     finally:
         busy.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# vLLM workers at their boundary: a stand-in `vllm` package every worker imports
+# ---------------------------------------------------------------------------------------------
+
+FAKE_VLLM = """
+import json, os, types
+
+def SamplingParams(**kwargs):
+    return kwargs
+
+def _record(kind, data):
+    with open(os.environ["FAKE_VLLM_LOG"], "a") as f:
+        f.write(json.dumps({"kind": kind, "pid": os.getpid(), "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                            "rank": os.environ.get("RANK"), **data}) + "\\n")
+
+class LLM:
+    def __init__(self, **kwargs):
+        _record("init", {"tensor_parallel_size": kwargs.get("tensor_parallel_size"), "seed": kwargs.get("seed")})
+
+    def generate(self, requests, params, use_tqdm=True):
+        _record("generate", {"seeds": [p["seed"] for p in params]})
+        return [types.SimpleNamespace(outputs=[types.SimpleNamespace(text="from vllm")]) for _ in requests]
+"""
+
+
+def test_vllm_workers_take_their_gpus_and_every_request_its_pages_seed(tiny_model, tmp_path, monkeypatch):
+    """`--engine vllm --num-processes 2 --tensor-parallel 2` on a node of 4 GPUs: each worker's engine
+    sees its own 2 GPUs (CUDA_VISIBLE_DEVICES set before CUDA is touched; the launcher's RANK gone),
+    is built with tensor_parallel_size 2 and the run's seed, and every request carries its page's
+    seed. The GPUs are this machine's as the command sees them (replaced: there are none here)."""
+    import olmocr_rl.launch.pages as pages
+
+    (tmp_path / "fake" / "vllm").mkdir(parents=True)
+    (tmp_path / "fake" / "vllm" / "__init__.py").write_text(FAKE_VLLM)
+    log = tmp_path / "vllm.jsonl"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "fake"), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("FAKE_VLLM_LOG", str(log))
+    monkeypatch.setattr(pages, "machine_gpus", lambda: ["0", "1", "2", "3"])
+    bench = long_bench(tmp_path / "bench", pdfs=1, pages=5)
+    res = invoke(["generate", tiny_model, bench, "-c", "v", "--engine", "vllm", "--tensor-parallel", "2", "--num-processes", "2",
+                  "--seed", "7", "--max-new-tokens", "8", "--longest-side", "84", "-q"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    inits = sorted((e["gpus"], e["tensor_parallel_size"], e["seed"], e["rank"]) for e in events if e["kind"] == "init")
+    assert inits == [("0,1", 2, 7, None), ("2,3", 2, 7, None)]
+    seeds = sorted(s for e in events if e["kind"] == "generate" for s in e["seeds"])
+    assert seeds == sorted(sample_seed(7, "long0.pdf", p, 0) for p in range(1, 6))
+    assert set(page_files(bench / "v").values()) == {b"from vllm"} and len(page_files(bench / "v")) == 5

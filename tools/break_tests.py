@@ -263,6 +263,13 @@ BREAKAGES = [
         [("start_new_session=True, preexec_fn=_die_with_parent, **kwargs)", "start_new_session=True, **kwargs)")],
         ["tests/test_page_workers.py::test_generate_killed_with_sigkill_midway_then_rerun_writes_the_same_files"],
     ),
+    Breakage(
+        "worker-sees-every-gpu",
+        "a worker does not take its own GPUs (every engine on the first ones)",
+        "launch/worker.py",
+        [('    env["CUDA_VISIBLE_DEVICES"] = mine\n', "")],
+        ["tests/test_page_workers.py::test_vllm_workers_take_their_gpus_and_every_request_its_pages_seed"],
+    ),
 ]  # fmt: skip
 
 

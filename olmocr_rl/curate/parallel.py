@@ -29,7 +29,8 @@ from typing import Any
 
 from olmocr_rl.curate.records import CurateError, CurateInterrupted, DifficultyFile, Settings, read_records
 from olmocr_rl.curate.sampling import Page, Result, check_settings, comparable, current, job_pages, pending, score_pages
-from olmocr_rl.launch.pages import JobFolder, Progress, WorkersFailed, deal, launch_job, machine_gpus, wait_for
+from olmocr_rl.launch import pages as launch_pages
+from olmocr_rl.launch.pages import JobFolder, Progress, WorkersFailed, deal, launch_job, wait_for
 
 PART = ".jsonl"
 # `job` below is olmocr_rl/curate/job.py's CurateJob, which calls into this module (not imported back).
@@ -115,7 +116,7 @@ def run_other_machine(job: CurateJob, echo: Callable[..., None], progress: Calla
             progress(t.pages, t.todo, t.tokens)
 
     with folder.machine_lock(workers.machine_rank):
-        code = launch_job(folder, workers, machine_gpus(), shown)
+        code = launch_job(folder, workers, launch_pages.machine_gpus(), shown)
     if code != 0:
         raise WorkersFailed(f"this machine's workers stopped with status {code}; machine 0's curate keeps the pages they finished")
     echo(f"machine {workers.machine_rank}: its {workers.per_machine} worker(s) are done; machine 0's curate writes {job.output}")
@@ -133,7 +134,7 @@ def _run(job: CurateJob, settings: Settings, folder: JobFolder, file: Difficulty
     echo(f"{len(todo)} page(s) to sample on {workers.num_processes} workers: {', '.join(str(len(s)) for s in shares)} each")
     code, lost, stop = 1, [], None
     try:
-        code = launch_job(folder, workers, machine_gpus(), shown)
+        code = launch_job(folder, workers, launch_pages.machine_gpus(), shown)
         if workers.num_machines > 1 and code == 0:
             lost = wait_for(folder, plan, workers.num_processes, shown)
     except Interrupted as e:
@@ -165,7 +166,7 @@ def dry_run_lines(job: CurateJob) -> list[str]:
     todo = pending(pages, records)
     return [f"model: {job.settings.model}; {job.samples} samples a page at temperature {job.temperature:g}, <= "
             f"{job.settings.max_new_tokens} tokens; difficulty file {job.output}",
-            *dry_run(job.workers, todo, len(pages) - len(todo), job.engine, job_folder(job.output).job_file, machine_gpus())]  # fmt: skip
+            *dry_run(job.workers, todo, len(pages) - len(todo), job.engine, job_folder(job.output).job_file, launch_pages.machine_gpus())]  # fmt: skip
 
 
 def payload(job: CurateJob, settings: Settings) -> dict[str, Any]:

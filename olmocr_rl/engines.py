@@ -314,8 +314,13 @@ def _vllm(settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], 
     context, max_tokens = vllm_context(model_context_length(config), longest, settings.max_new_tokens)
     if max_tokens < settings.max_new_tokens:
         warn(f"warning: completions capped at {max_tokens} tokens: the model's context is {context} and a prompt takes up to {longest}")
-    llm = LLM(model=settings.model, max_model_len=context, limit_mm_per_prompt={"image": 1},
-              **vllm_engine_kwargs(settings, cuda=torch.cuda.is_available()))  # fmt: skip
+    cuda = torch.cuda.is_available()
+    # vLLM's CPU build (0.31) fails a seeded request whose prefill it cuts into chunks: it rewinds the
+    # request's generator by an offset, which a CPU generator has not ("CPU Generator does not use
+    # offset"). Without CUDA every prefill is scheduled whole.
+    whole = {} if cuda else {"enable_chunked_prefill": False, "max_num_batched_tokens": max(context, 4096)}
+    llm = LLM(model=settings.model, max_model_len=context, limit_mm_per_prompt={"image": 1}, **whole,
+              **vllm_engine_kwargs(settings, cuda=cuda))  # fmt: skip
     suppression = vllm_suppression(config)
 
     def generate(images: list, messages: list[list[dict]], temperature: float, seeds: list[int]) -> list[str]:

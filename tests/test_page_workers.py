@@ -196,6 +196,16 @@ def test_generate_killed_with_sigkill_midway_then_rerun_writes_the_same_files(ti
     assert all(page_files(bench / "c")[k] == v for k, v in done.items())  # what the killed job wrote stayed
 
 
+def test_generate_stopped_by_sigterm_stops_every_worker_and_says_so(tiny_model, tmp_path):
+    bench = long_bench(tmp_path / "bench", pdfs=1, pages=12)
+    argv = [*CLI, "generate", str(tiny_model), str(bench), *GENERATE, "-c", "c", *TWO]
+    r = drive(str(bench / "c" / "*_repeat2.md"), signal.SIGTERM, argv, tmp_path / "log")
+    assert r["code"] == 130 and r["left"] == [], r
+    last = r["out"].strip().splitlines()[-1]
+    assert last == "error: interrupted (SIGTERM): every worker was stopped; the pages finished are written; run again to go on", r["out"]
+    assert not (bench / "c" / ".job").exists()
+
+
 def test_curate_killed_with_sigkill_midway_then_rerun_gives_the_same_records(tiny_model, long_prepared, tmp_path):
     ref, run = tmp_path / "ref", tmp_path / "run"
     shutil.copytree(long_prepared, ref)

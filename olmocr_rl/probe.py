@@ -329,7 +329,7 @@ def print_result(result: ProbeResult, console: Any = None) -> None:
     JSONL file (a candidate per column; flagged cells marked `!`)."""
     from rich.console import Console
 
-    from olmocr_rl import tables
+    import olmocr_rl.tables as tables
     from olmocr_rl.paths import for_rich
 
     console = console or Console()

@@ -82,26 +82,8 @@ def snapshot(trainer, torch_optimizer) -> dict[str, int]:
     ledger.add("optimizer", [t for state in torch_optimizer.state.values() for t in tensors_in(state) if t.dim() > 0])
     ledger.add("gradients", [p.grad for group in torch_optimizer.param_groups for p in group["params"]])
     ledger.add("gradients", [p.grad for p in params])
-    if os.environ.get("MEMORY_PROBE_DEBUG"):
-        print(
-            "DEBUG opt grads",
-            [(p.grad.dtype, p.grad.numel()) for g in torch_optimizer.param_groups for p in g["params"] if p.grad is not None],
-            file=sys.stderr,
-        )
-        print(
-            "DEBUG model grads",
-            [(n, p.grad.dtype, p.grad.numel()) for n, p in module.named_parameters() if p.grad is not None][:20],
-            file=sys.stderr,
-        )
     if zero_opt is not None:
         for name in DS_GRADS:
-            if os.environ.get("MEMORY_PROBE_DEBUG"):
-                print(
-                    "DEBUG",
-                    name,
-                    [(t.dtype, t.numel(), t.untyped_storage().nbytes()) for t in tensors_in(getattr(zero_opt, name, None))],
-                    file=sys.stderr,
-                )
             ledger.add("ZeRO buffers", tensors_in(getattr(zero_opt, name, None)))
         buckets = getattr(zero_opt, "ipg_buckets", None) or {}  # ZeRO-1/2's reduce buckets (IPGBucket.buffer)
         ledger.add("ZeRO buffers", [t for b in buckets.values() for t in tensors_in(getattr(b, "buffer", None))])

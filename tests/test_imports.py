@@ -55,8 +55,6 @@ def graph() -> dict[str, set[str]]:
 # The rank entry point launchers start (`python -m olmocr_rl.train ...` = `olmocr-rl train ...`): a
 # part of the command line that lives where `-m` finds it, holding nothing but that call.
 ENTRY_POINTS = {"olmocr_rl.train.__main__", "olmocr_rl.cli.__main__"}
-# Not yet: the bench/report side's pass of issue 33 moves these to olmocr_rl._core.
-FACE_NOT_YET = {"olmocr_rl.report.bench", "olmocr_rl.report.run", "olmocr_rl.bench.folder"}
 
 
 def test_nothing_but_the_command_line_imports_it():
@@ -75,7 +73,7 @@ def test_nothing_outside_training_and_the_command_line_imports_training():
 
 def test_library_modules_import_the_extension_not_the_package():
     g = graph()
-    library = [m for m in g if m != "olmocr_rl" and not m.startswith("olmocr_rl.cli") and m not in FACE_NOT_YET]
+    library = [m for m in g if m != "olmocr_rl" and not m.startswith("olmocr_rl.cli")]
     assert sorted(m for m in library if "olmocr_rl" in g[m]) == []
 
 
@@ -101,10 +99,6 @@ def test_no_import_cycles():
     assert cycles == []
 
 
-# The bench/report side's pass of issue 33 shrinks these; nothing else may grow past the limit.
-LONG_NOT_YET = {"olmocr_rl/cli/bench.py:bench_command", "olmocr_rl/report/bench.py:bench_report", "olmocr_rl/report/run.py:run_report"}
-
-
 def body_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     """Lines from the first statement of the body (the docstring included) to the last."""
     return fn.body[-1].end_lineno - fn.body[0].lineno + 1  # type: ignore[operator]
@@ -116,7 +110,7 @@ def test_no_function_body_over_100_lines():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and body_lines(node) > 100:
                 long[f"{path.relative_to(PACKAGE.parent).as_posix()}:{node.name}"] = body_lines(node)
-    assert {k: n for k, n in long.items() if k not in LONG_NOT_YET} == {}
+    assert long == {}
 
 
 def test_the_training_config_stays_small():

@@ -89,7 +89,7 @@ def test_upstreams_node_fits_and_plans_what_the_node_runs(prepared, seven_b, tmp
     assert "error: train_split: no optimizer step would run: 3 page(s), and one generation batch takes 7" in res.stderr
     # The departures from upstream's runs, listed.
     deps = res.stdout.split("departures from upstream's olmOCR 2 runs", 1)[1]
-    for what in ("bench reward: PR #462's short-output guard", "evaluation:", "save_total_limit:", "vision placeholder tokens:",
+    for what in ("bench reward: PR #462's short-output and PR #476's footnote guards", "evaluation:", "save_total_limit:", "vision placeholder tokens:",
                  "sampling seeds:", "front-matter reward:"):  # fmt: skip
         assert f"\n  {what}" in deps, what
 

@@ -249,6 +249,7 @@ def test_the_final_outputs_have_one_writer(prepared, tmp_path, monkeypatch, laun
         monkeypatch.delenv(var, raising=False)
     if PARENT_ENV in passed_on:
         monkeypatch.setenv(PARENT_ENV, passed_on[PARENT_ENV])
+    monkeypatch.setenv("WORLD_SIZE", str(plan.world_size))  # what every launcher tells its ranks
     rank = load_config(plan.config_path, args, prepared_dir=str(prepared))  # what rank 0 reads
     assert rank_main(rank, LAUNCHES[launch].get("zero"), echo=lambda *a, **k: None) == 0
     assert len(written) == 1

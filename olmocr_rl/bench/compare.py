@@ -211,7 +211,7 @@ def print_comparisons(comparisons: list[Comparison], console: Any = None) -> Non
     The verdict lines (`verdict`) are printed before, by the caller."""
     from rich.console import Console
 
-    from olmocr_rl import tables
+    import olmocr_rl.tables as tables
 
     console = console or Console()
     for c in comparisons:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl import _core
+import olmocr_rl._core as _core
 from olmocr_rl.errors import UserError
 from olmocr_rl.jsonl import read_jsonl
 from olmocr_rl.paths import is_utf8, require_utf8, shown

@@ -92,7 +92,7 @@ def print_summary(
     errors and (`show_failures`) every failing test. Tables as `olmocr_rl.tables` draws them."""
     from rich.console import Console
 
-    from olmocr_rl import tables
+    import olmocr_rl.tables as tables
     from olmocr_rl.bench.compare import print_comparisons, significance, verdict
 
     console = console or Console()

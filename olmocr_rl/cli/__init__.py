@@ -132,7 +132,7 @@ def _root(
 
 
 # The command modules, in the order `--help` lists their commands; importing one registers it.
-from olmocr_rl.cli import check, bench, probe, prepare, train, generate, curate, report, soup, install_katex  # noqa: E402,F401,I001
+from olmocr_rl.cli import check, bench, probe, prepare, synth, train, generate, curate, report, soup, install_katex  # noqa: E402,F401,I001
 
 
 def main(argv: list[str] | None = None) -> int:

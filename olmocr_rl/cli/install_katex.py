@@ -8,8 +8,9 @@ import typer
 from olmocr_rl.cli import app, echo, fail
 
 ABOUT = """Install KaTeX 0.16.21's katex.min.js, which math checks need (the file the reference renders
-with), and olmOCR's prompts.py (`--prompt olmocr-v4` reads olmOCR 2's instruction from it): taken
-from the olmocr 0.4.27 wheel on the package index (pip, without dependencies) or from --from-wheel,
+with), and olmOCR's prompts.py (`--prompt olmocr-v4` reads olmOCR 2's instruction from it), with what
+`olmocr-rl synth` takes from the same wheel (KaTeX's CSS and auto-render, olmOCR's synthetic pipeline
+module, whose model conversation it reads): taken from the olmocr 0.4.27 wheel on the package index (pip, without dependencies) or from --from-wheel,
 checked by sha256, and stored in the user cache, where every olmocr-rl entry point finds them.
 OLMOCR_RL_KATEX_JS / OLMOCR_RL_OLMOCR_PROMPTS, when set, still take precedence."""
 

@@ -352,7 +352,7 @@ def _write_texts(stage: Path, bench: Any, cands: list[Any], md: list[list[list[s
 def _facts(summary: Any, max_reports: int | None, shown_pages: int, shown_tests: int) -> tuple[list[tuple[str, str]], list[str]]:
     """The Run section: the run's facts, and notes on what the options left out (the choices that
     change scores are in the header, `_header_html`)."""
-    from olmocr_rl import __version__
+    from olmocr_rl._core import __version__
 
     bench, opts = summary.bench, summary.options or {}
     facts = [

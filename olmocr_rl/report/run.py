@@ -237,7 +237,7 @@ def _config(path: Path, warnings: list[str]) -> dict:
 
 
 def _facts(run: Path, config: dict, logs: list[dict], splits: dict[str, list[tuple[int, dict]]]) -> list[tuple[str, str]]:
-    from olmocr_rl import __version__
+    from olmocr_rl._core import __version__
 
     train_steps = [r["step"] for r in logs if isinstance(r.get("step"), int) and not isinstance(r.get("step"), bool) and "reward" in r]
     return [

@@ -4,12 +4,16 @@ generate`, and the outputs `olmocr-rl train` writes after training (one code pat
     BENCH_DIR/NAME/<pdf key without .pdf>_pg<N>_repeat<M>.md   what `olmocr-rl bench` reads
     BENCH_DIR/NAME/_generate.json                              options, counts, per-page errors
     BENCH_DIR/NAME/.render/                                    the pages rendered as `prepare` does
+    BENCH_DIR/NAME/.job/                                       while workers run: the plan, their progress
 
 The text written is the page's text as the olmOCR format means it: the completion's YAML front
 matter parsed off (olmOCR's pipeline writes the `natural_text` of a parsed response); a completion
 that does not parse is written whole. `raw=True` writes every completion whole. Files are written
 atomically, so a run stopped half-way resumes where it stopped (pages whose files all exist are
 skipped); a page whose generation fails is recorded in `_generate.json` and the rest goes on.
+Repeat M of a page is sampled with the page's own seed (olmocr_rl/engines.py `sample_seed`), so the
+files do not depend on which pages share a call, nor on how many workers share the job
+(`transcribe_with_workers`: each worker writes its pages' files; olmocr_rl/launch/pages.py).
 """
 
 from __future__ import annotations

@@ -74,6 +74,31 @@ def survivors(marker: str) -> list[str]:
     return found
 
 
+# Every process started with `slow_workers` on: the transformers engine sleeps before each call (one
+# page), so that a kill lands half-way through a job on an idle machine too.
+SLOW = """
+import os, time
+if os.environ.get("OLMOCR_RL_TEST_SLOW_CALL"):
+    import olmocr_rl.engines as engines
+    real = engines.transformers_generate
+    def transformers_generate(*args, **kwargs):
+        generate = real(*args, **kwargs)
+        def slow(*call):
+            time.sleep(float(os.environ["OLMOCR_RL_TEST_SLOW_CALL"]))
+            return generate(*call)
+        return slow
+    engines.transformers_generate = transformers_generate
+"""
+
+
+@pytest.fixture()
+def slow_workers(tmp_path, monkeypatch):
+    (tmp_path / "slow").mkdir()
+    (tmp_path / "slow" / "sitecustomize.py").write_text(SLOW)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "slow"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    monkeypatch.setenv("OLMOCR_RL_TEST_SLOW_CALL", "0.2")
+
+
 @pytest.fixture(scope="module")
 def long_prepared(tmp_path_factory) -> Path:
     """24 pages (two PDFs of 12), prepared: enough pages to stop a job half-way; each page tested
@@ -180,7 +205,7 @@ def test_generate_one_and_two_workers_write_identical_files_and_one_progress_lin
 # ---------------------------------------------------------------------------------------------
 
 
-def test_generate_killed_with_sigkill_midway_then_rerun_writes_the_same_files(tiny_model, tmp_path):
+def test_generate_killed_with_sigkill_midway_then_rerun_writes_the_same_files(tiny_model, tmp_path, slow_workers):
     bench = long_bench(tmp_path / "bench", pdfs=2, pages=12)
     args = ["generate", str(tiny_model), str(bench), *GENERATE]
     r = drive(str(bench / "c" / "*_repeat2.md"), signal.SIGKILL, [*CLI, *args, "-c", "c", *TWO], tmp_path / "log")
@@ -196,7 +221,7 @@ def test_generate_killed_with_sigkill_midway_then_rerun_writes_the_same_files(ti
     assert all(page_files(bench / "c")[k] == v for k, v in done.items())  # what the killed job wrote stayed
 
 
-def test_generate_stopped_by_sigterm_stops_every_worker_and_says_so(tiny_model, tmp_path):
+def test_generate_stopped_by_sigterm_stops_every_worker_and_says_so(tiny_model, tmp_path, slow_workers):
     bench = long_bench(tmp_path / "bench", pdfs=1, pages=12)
     argv = [*CLI, "generate", str(tiny_model), str(bench), *GENERATE, "-c", "c", *TWO]
     r = drive(str(bench / "c" / "*_repeat2.md"), signal.SIGTERM, argv, tmp_path / "log")
@@ -206,7 +231,7 @@ def test_generate_stopped_by_sigterm_stops_every_worker_and_says_so(tiny_model, 
     assert not (bench / "c" / ".job").exists()
 
 
-def test_curate_killed_with_sigkill_midway_then_rerun_gives_the_same_records(tiny_model, long_prepared, tmp_path):
+def test_curate_killed_with_sigkill_midway_then_rerun_gives_the_same_records(tiny_model, long_prepared, tmp_path, slow_workers):
     ref, run = tmp_path / "ref", tmp_path / "run"
     shutil.copytree(long_prepared, ref)
     shutil.copytree(long_prepared, run)
@@ -225,7 +250,7 @@ def test_curate_killed_with_sigkill_midway_then_rerun_gives_the_same_records(tin
     assert records(run / "difficulty.jsonl") == records(ref / "difficulty.jsonl") and len(records(ref / "difficulty.jsonl")) == 24
 
 
-def test_a_killed_worker_loses_only_its_unfinished_pages(tiny_model, long_prepared, tmp_path):
+def test_a_killed_worker_loses_only_its_unfinished_pages(tiny_model, long_prepared, tmp_path, slow_workers):
     run = tmp_path / "run"
     shutil.copytree(long_prepared, run)
     args = [*CLI, "curate", str(run), "--model", str(tiny_model), *LONG_CURATE, *TWO]

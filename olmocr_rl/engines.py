@@ -21,6 +21,14 @@ config generates the same way whoever asks:
 * **The run's seed reaches every engine.** trl seeds a colocated engine with the rank index alone
   (every run samples the same streams whatever its seed) and starts no server; here the engine of
   rank r gets `rank_seed(seed, r)`, the server `--seed seed`, and the offline engines the seed.
+* **A page's samples are seeded by the page, not by the batch it shares** (`generate`, `curate`,
+  the final outputs): sample j of a page is drawn with `sample_seed(seed, pdf, page, j)`, so what a
+  page gets does not depend on which other pages were generated before it or beside it, nor on how
+  many workers share the job. vLLM takes a seed per request (`SamplingParams(seed=...)`), so one call
+  mixes many pages (`Engine.mixes_pages`); transformers' `generate` samples a whole batch from one
+  random stream, so its calls hold the rows of one page only, seeded with the first row's seed, and a
+  call never mixes pages (the cost: no batching across pages; also what keeps the numbers equal,
+  since a row's logits move in the last bits with the other rows of its batch).
 """
 
 from __future__ import annotations
@@ -33,8 +41,9 @@ from typing import Any
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.prompts import row_conversation
 
-# (images, one conversation per image (olmocr_rl.prompts.conversation), temperature) -> one completion per image
-GenerateFn = Callable[[list, list[list[dict]], float], list[str]]
+# (images, one conversation per image (olmocr_rl.prompts.conversation), temperature, one seed per image
+# (`sample_seed`)) -> one completion per image
+GenerateFn = Callable[[list, list[list[dict]], float, list[int]], list[str]]
 
 # Qwen-VL's vision tokens, by their config names (Qwen2-VL, Qwen2.5-VL, Qwen3-VL; other VLMs use a
 # subset of these names).
@@ -56,6 +65,15 @@ def rank_seed(seed: int, rank: int) -> int:
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
     x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
     return (x ^ (x >> 31)) % (1 << 32)  # numpy's seed range
+
+
+def sample_seed(seed: int, pdf: str, page: int, sample: int = 0) -> int:
+    """The seed of sample `sample` of a page (its PDF key and page number) in a run seeded `seed`:
+    the same whoever generates the page, in whatever company, in this process or a worker's."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{int(seed)}\0{pdf}\0{int(page)}\0{int(sample)}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") % (1 << 32)  # numpy's seed range, as rank_seed
 
 
 def placeholder_token_ids(config: Any) -> list[int]:
@@ -124,6 +142,7 @@ class EngineSettings:
     max_pixels: int | None = None  # the run's image budget; None: the model folder's
     trust_remote_code: bool = False
     eager: bool | None = None  # vLLM without CUDA graphs or compilation; None: eager without CUDA
+    tensor_parallel: int = 1  # GPUs one vLLM engine spans (vLLM's tensor_parallel_size)
 
     def pixel_bounds(self) -> dict[str, int]:
         return pixel_bounds(self.max_pixels, self.model)
@@ -139,7 +158,7 @@ def vllm_engine_kwargs(settings: EngineSettings, *, cuda: bool) -> dict[str, Any
     """What a `vllm.LLM` of ours is given besides the model and its context: the seed, the processor
     bounds and eager mode (trl's colocated engine gets the same through `colocated_engine`)."""
     kwargs: dict[str, Any] = {"seed": settings.seed, "enforce_eager": (not cuda) if settings.eager is None else settings.eager,
-                              "trust_remote_code": settings.trust_remote_code}  # fmt: skip
+                              "trust_remote_code": settings.trust_remote_code, "tensor_parallel_size": settings.tensor_parallel}  # fmt: skip
     if bounds := settings.pixel_bounds():
         kwargs["mm_processor_kwargs"] = bounds
     return kwargs
@@ -181,24 +200,38 @@ def colocated_engine(settings: EngineSettings) -> Iterator[None]:
 class Engine:
     generate: GenerateFn
     count_tokens: Callable[[list[str]], list[int]]  # tokens of each completion (capped at max_new_tokens)
+    # True: one call may hold the rows of several pages, each sampled with its own seed (vLLM); False:
+    # one random stream per call, seeded with its first row's seed, so a call holds one page's rows.
+    mixes_pages: bool = True
 
 
 @dataclass(frozen=True)
 class EngineKind:
     build: Callable[[EngineSettings, Sequence[dict], Callable[[str], None]], Engine]  # (settings, rows to generate, warn)
     about: str
+    tensor_parallel: bool = False  # one engine can span several GPUs
+    # It starts processes of its own (vLLM's engine core): a worker stops it by unwinding as Ctrl-C
+    # does on SIGTERM (olmocr_rl/procs.py SigtermAsInterrupt), not by dying at once.
+    own_processes: bool = False
 
 
 def build_engine(name: str, settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], None] = print) -> Engine:
     """THE builder: the engine `name` loaded for `settings`, sized for `rows` (prepared rows: the
     vLLM context fits the longest of their prompts). A model that cannot be loaded is a ConfigError
     naming it."""
-    return engine_kind(name).build(settings, rows, warn)
+    return engine_kind(name, settings.tensor_parallel).build(settings, rows, warn)
 
 
-def engine_kind(name: str) -> EngineKind:
+def engine_kind(name: str, tensor_parallel: int = 1) -> EngineKind:
+    """The engine `name` of the table; ConfigError for a name it lacks, or tensor parallelism
+    asked of an engine that cannot span GPUs."""
     if name not in ENGINES:
         raise ConfigError(f"--engine must be {' or '.join(ENGINES)}, not {name!r}")
+    if tensor_parallel < 1:
+        raise ConfigError(f"--tensor-parallel must be at least 1, got {tensor_parallel}")
+    if tensor_parallel > 1 and not ENGINES[name].tensor_parallel:
+        spans = " or ".join(n for n, k in ENGINES.items() if k.tensor_parallel)
+        raise ConfigError(f"--tensor-parallel {tensor_parallel}: the {name} engine runs on one GPU; give --engine {spans}")
     return ENGINES[name]
 
 
@@ -224,14 +257,20 @@ def _transformers(settings: EngineSettings, rows: Sequence[dict], warn: Callable
     model = load_trained(settings.model, dtype=inference_dtype(cuda), trust_remote_code=settings.trust_remote_code)
     model = model.to("cuda") if cuda else model
     model.eval()
-    return Engine(transformers_generate(model, processor, max_new_tokens=settings.max_new_tokens),
-                  token_counter(processor, settings.max_new_tokens))  # fmt: skip
+    return transformers_engine(model, processor, max_new_tokens=settings.max_new_tokens)
+
+
+def transformers_engine(model: Any, processor: Any, *, max_new_tokens: int) -> Engine:
+    """A loaded model (the engine's, or the trained one in memory) as an engine: one page per call."""
+    return Engine(transformers_generate(model, processor, max_new_tokens=max_new_tokens), token_counter(processor, max_new_tokens),
+                  mixes_pages=False)  # fmt: skip
 
 
 def transformers_generate(model: Any, processor: Any, *, max_new_tokens: int) -> GenerateFn:
-    """Batched `model.generate` (left padding), image placeholder tokens suppressed."""
+    """Batched `model.generate` (left padding), image placeholder tokens suppressed, the batch
+    sampled from one random stream seeded with its first row's seed."""
 
-    def generate(images: list, messages: list[list[dict]], temperature: float) -> list[str]:
+    def generate(images: list, messages: list[list[dict]], temperature: float, seeds: list[int]) -> list[str]:
         import torch
 
         texts = [processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in messages]
@@ -250,6 +289,7 @@ def transformers_generate(model: Any, processor: Any, *, max_new_tokens: int) ->
         if tok.pad_token_id is not None:
             gen["pad_token_id"] = tok.pad_token_id
         gen.update(transformers_suppression(model.config))  # placeholders are never sampled
+        torch.manual_seed(seeds[0])  # CPU and every GPU
         with torch.no_grad():
             out = model.generate(**inputs, **gen)
         return processor.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
@@ -274,12 +314,19 @@ def _vllm(settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], 
     context, max_tokens = vllm_context(model_context_length(config), longest, settings.max_new_tokens)
     if max_tokens < settings.max_new_tokens:
         warn(f"warning: completions capped at {max_tokens} tokens: the model's context is {context} and a prompt takes up to {longest}")
-    llm = LLM(model=settings.model, max_model_len=context, limit_mm_per_prompt={"image": 1},
-              **vllm_engine_kwargs(settings, cuda=torch.cuda.is_available()))  # fmt: skip
+    cuda = torch.cuda.is_available()
+    # vLLM's CPU build (0.31) fails a seeded request whose prefill it cuts into chunks: it rewinds the
+    # request's generator by an offset, which a CPU generator has not ("CPU Generator does not use
+    # offset"). Without CUDA every prefill is scheduled whole.
+    whole = {} if cuda else {"enable_chunked_prefill": False, "max_num_batched_tokens": max(context, 4096)}
+    llm = LLM(model=settings.model, max_model_len=context, limit_mm_per_prompt={"image": 1}, **whole,
+              **vllm_engine_kwargs(settings, cuda=cuda))  # fmt: skip
     suppression = vllm_suppression(config)
 
-    def generate(images: list, messages: list[list[dict]], temperature: float) -> list[str]:
-        params = SamplingParams(temperature=temperature, max_tokens=max_tokens, **suppression)
+    def generate(images: list, messages: list[list[dict]], temperature: float, seeds: list[int]) -> list[str]:
+        # Each request its own seed: vLLM then samples it with a generator of its own (and, on a GPU,
+        # with PyTorch's sampler instead of FlashInfer's, which takes no per-request generator).
+        params = [SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=int(s), **suppression) for s in seeds]
         requests = [
             {"prompt": processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False), "multi_modal_data": {"image": im}}
             for im, m in zip(images, messages)
@@ -291,7 +338,7 @@ def _vllm(settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], 
 
 ENGINES: dict[str, EngineKind] = {
     "transformers": EngineKind(_transformers, "transformers' generate, batched (on the GPU when there is one)"),
-    "vllm": EngineKind(_vllm, "vLLM's offline engine (pip install 'olmocr-rl[vllm]')"),
+    "vllm": EngineKind(_vllm, "vLLM's offline engine (pip install 'olmocr-rl[vllm]')", tensor_parallel=True, own_processes=True),
 }
 
 

@@ -28,8 +28,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
@@ -79,6 +80,14 @@ def pool_worker_dies_with(parent: int) -> None:
     end, so it never closes), and so does multiprocessing's resource tracker. A parent that died
     before this ran is caught by the parent pid check."""
     if _prctl(PR_SET_PDEATHSIG, signal.SIGKILL) and os.getppid() != parent:
+        os._exit(1)
+
+
+def dies_with_parent(sig: int = signal.SIGTERM) -> None:
+    """This process gets `sig` when its parent dies (a page job's worker and its launcher,
+    olmocr_rl/launch/worker.py); a parent already gone (re-parented to init or a subreaper): exit now."""
+    parent = os.getppid()
+    if _prctl(PR_SET_PDEATHSIG, sig) and os.getppid() != parent:
         os._exit(1)
 
 
@@ -202,3 +211,43 @@ def interrupts() -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+class SigtermAsInterrupt:
+    """SIGTERM ends the command as Ctrl-C does (`error: interrupted`, status 130) instead of Python's
+    instant death, which leaves vLLM's engine processes running: the interpreter then shuts down
+    in order and vLLM stops them. While the engine generates, the signal interrupts it at once (a
+    KeyboardInterrupt, as Ctrl-C); elsewhere (vLLM's start-up, which can hang when an exception is
+    raised inside it; a page being written) it is remembered and the run stops before its next
+    pages."""
+
+    def __init__(self) -> None:
+        self.came = threading.Event()
+        self.generating = False
+        self.previous: Any = None
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._handle)
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+            self.previous = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.came.set()
+        if self.generating:
+            raise KeyboardInterrupt
+
+    def interruptible(self, generate: Callable[..., list[str]]) -> Callable[..., list[str]]:
+        def run(*args: Any) -> list[str]:
+            if self.came.is_set():
+                raise KeyboardInterrupt
+            self.generating = True
+            try:
+                return generate(*args)
+            finally:
+                self.generating = False
+
+        return run

@@ -70,12 +70,16 @@ COMMANDS = {
         ("--longest-side",): 1288, ("--raw",): False, ("--quiet", "-q"): False,
         ("--seed",): 0, ("--eager", "--no-eager"): None,  # #24/#25: the run's seed reaches the engine; vLLM eager mode
         ("--prompt",): None,  # #25: olmocr-v4, olmOCR 2's instruction
+        **{("--num-processes",): 1, ("--tensor-parallel",): 1, ("--dry-run",): False},  # #36: workers, vLLM tensor parallel
+        **{("--num-machines",): 1, ("--machine-rank",): 0, ("--main-process-ip",): None, ("--main-process-port",): None},  # #36
     },
     "curate": {  # #26: new
         "prepared_dir": None, "overrides": None, ("--model",): "", ("--samples", "-n"): 8, ("--engine",): "transformers",
         ("--config", "-c"): None, ("--set",): None, ("--eval",): False, ("--batch-size",): 16, ("--output", "-o"): None,
         ("--name",): "curated", ("--min-std",): 0.0, ("--min-mean",): None, ("--max-mean",): None, ("--eager", "--no-eager"): None,
         ("--quiet", "-q"): False,
+        **{("--num-processes",): 1, ("--tensor-parallel",): 1, ("--dry-run",): False},  # #36: workers, vLLM tensor parallel
+        **{("--num-machines",): 1, ("--machine-rank",): 0, ("--main-process-ip",): None, ("--main-process-port",): None},  # #36
     },
     "report": {"run_dir": None, ("--output", "-o"): None, ("--max-completions",): 40},  # #16: new
     "soup": {"checkpoints": None, ("--output", "-o"): None, ("--overwrite",): False},

@@ -29,7 +29,8 @@ from olmocr_rl.folder_lock import LOCK_NAME, FolderBusy, folder_lock
 CLI = [sys.executable, "-c", "import sys; from olmocr_rl.cli import main; sys.exit(main())"]
 
 # Runs argv[2:] as a child, sends it a signal once the file argv[1] (a glob under its folder)
-# exists, and prints what the command printed, its exit status and every process left under
+# exists (or `workers>=N`: N worker processes run; `lines>=N:GLOB`: the files GLOB matches hold N
+# lines), and prints what the command printed, its exit status and every process left under
 # the driver afterwards.
 DRIVER = textwrap.dedent("""
     import glob, json, os, signal, subprocess, sys, time
@@ -47,9 +48,23 @@ DRIVER = textwrap.dedent("""
             except OSError:
                 pass
         return sum(b"multiprocessing" in c or b"torch" in c for c in found)
+    def lines(pattern):
+        n = 0
+        for f in glob.glob(pattern):
+            try:
+                n += open(f, "rb").read().count(b"\\n")
+            except OSError:
+                pass
+        return n
+    def ready():
+        if when.startswith("workers>="):
+            return workers() >= int(when.split(">=")[1])
+        if when.startswith("lines>="):  # lines>=N:GLOB: N lines in the files GLOB matches
+            n, _, pattern = when[len("lines>="):].partition(":")
+            return lines(pattern) >= int(n)
+        return glob.glob(when)
     while time.monotonic() < deadline and proc.poll() is None:
-        ready = glob.glob(when) if not when.startswith("workers>=") else workers() >= int(when.split(">=")[1])
-        if ready:
+        if ready():
             break
         time.sleep(0.05)
     seen = len(descendants(proc.pid))

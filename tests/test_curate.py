@@ -103,7 +103,7 @@ class StandIn:
         self.loads += 1
         return Engine(self.generate, words)
 
-    def generate(self, images: list, prompts: list[str], temperature: float) -> list[str]:
+    def generate(self, images: list, prompts: list[str], temperature: float, seeds: list[int]) -> list[str]:
         out = []
         for im in images:
             pdf = self.pdf_of[self._digest(im)]
@@ -271,8 +271,8 @@ def test_an_image_path_outside_the_folder_is_refused(case):
 def test_a_page_the_engine_fails_on_is_listed_and_the_others_written(case):
     engine = StandIn(case, SCHEDULE)
 
-    def generate(images, prompts, temperature):
-        texts = engine.generate(images, prompts, temperature)
+    def generate(images, prompts, temperature, seeds):
+        texts = engine.generate(images, prompts, temperature, seeds)
         if any(engine.pdf_of[engine._digest(im)] == NEVER for im in images):
             raise RuntimeError("out of memory")
         return texts
@@ -315,8 +315,8 @@ def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
     """The command's options the tests below do not check, each for its effect, with a stand-in
     engine (the engine builder replaced where curate calls it): --engine and --no-eager reach the engine,
     --batch-size is the completions per generate call, --set overrides the config (the temperature
-    sampled at), --output names the difficulty file, --min-mean / --max-mean bound the kept pages'
-    mean reward, --eval scores the eval pages (never kept), --quiet starts no progress bar."""
+    sampled at), --output names the difficulty file, --tensor-parallel reaches the engine's settings,
+    --min-mean / --max-mean bound the kept pages' mean reward, --eval scores the eval pages (never kept), --quiet starts no progress bar."""
     import importlib
 
     import rich.progress
@@ -340,12 +340,12 @@ def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
 
     def stand_in(folder: Path, schedule: dict[str, list[str]]):
         def build_engine(engine, settings, rows, warn=print):
-            loads.append({"engine": engine, "eager": settings.eager, "pages": len(rows)})
+            loads.append({"engine": engine, "eager": settings.eager, "pages": len(rows), "tp": settings.tensor_parallel})
             engine_ = StandIn(folder, schedule)
 
-            def generate(images, prompts, temperature):
+            def generate(images, prompts, temperature, seeds):
                 calls.append((len(images), temperature))
-                return engine_.generate(images, prompts, temperature)
+                return engine_.generate(images, prompts, temperature, seeds)
 
             return Engine(generate, words)
 
@@ -361,9 +361,9 @@ def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
     monkeypatch.setattr(job, "build_engine", stand_in(case, schedule))
     difficulty = tmp_path / "elsewhere" / "d.jsonl"
     args = ["curate", case, "--model", "stand-in", "--samples", "4", "--output", difficulty, "--set", "temperature=1.25"]
-    res = invoke([*args, "--engine", "vllm", "--no-eager", "--batch-size", "3", "--min-mean", "0.6", "-q"])
+    res = invoke([*args, "--engine", "vllm", "--no-eager", "--tensor-parallel", "2", "--batch-size", "3", "--min-mean", "0.6", "-q"])
     assert res.exit_code == 0, res.output
-    assert loads == [{"engine": "vllm", "eager": False, "pages": 3}]
+    assert loads == [{"engine": "vllm", "eager": False, "pages": 3, "tp": 2}]
     assert calls == [(3, 1.25), (1, 1.25)] * 3  # one page (4 completions) per group, at most 3 per call
     assert bars == []  # --quiet
     assert difficulty.is_file() and not (case / "difficulty.jsonl").exists()
@@ -392,7 +392,7 @@ def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     records = [r for _, r in read_records(folder / "difficulty.jsonl")[0]]
     assert sorted(r["split"] for r in records) == ["eval", "train", "train", "train"] and all(r["std"] > 0 for r in records)
-    assert loads == [{"engine": "transformers", "eager": None, "pages": 4}]
+    assert loads == [{"engine": "transformers", "eager": None, "pages": 4, "tp": 1}]
     assert [n for n, _ in calls] == [16, 16] and {t for _, t in calls} == {0.8}  # 4 pages x 8 samples; the recipe's temperature
     assert len(bars) == 1 and bars[0]["stopped"] and bars[0]["updates"][-1] == 4
     assert "kept 3 of 3 train pages" in res.output
@@ -456,12 +456,12 @@ import olmocr_rl.engines as g
 real = g.transformers_generate
 def held(*a, **k):
     generate, calls = real(*a, **k), []
-    def f(images, prompts, temperature):
+    def f(images, prompts, temperature, seeds):
         calls.append(1)
         if len(calls) == 2:
             Path(sys.argv[1]).touch()
             time.sleep(600)
-        return generate(images, prompts, temperature)
+        return generate(images, prompts, temperature, seeds)
     return f
 g.transformers_generate = held
 from olmocr_rl.cli import main

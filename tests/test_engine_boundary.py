@@ -12,6 +12,7 @@ model's folder allows 16) and seed 5."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import types
@@ -24,7 +25,7 @@ need("trl")
 torch = need("torch")
 
 from clirun import invoke
-from training import RECIPE
+from training import FIXTURES, RECIPE
 
 from olmocr_rl.engines import folder_pixel_bounds
 from olmocr_rl.prompts import IMAGE_FIRST, TEXT_FIRST
@@ -112,13 +113,27 @@ def bench_copy(dst: Path) -> Path:
     return dst
 
 
-def assert_transformers_engine(calls: list[dict], *, instruction: str, max_tokens: int, seed: int, more_than: int | None = None):
+def page_seeds(seed: int) -> set[int]:
+    """The seeds of the fixture pages' samples (olmocr_rl/engines.py `sample_seed`) in a run seeded `seed`."""
+    from olmocr_rl.engines import sample_seed
+    from olmocr_rl.jsonl import read_jsonl
+
+    pages = {(t["pdf"], int(t["page"])) for f in FIXTURES.glob("*.jsonl") for t in map(json.loads, filter(str.strip, read_jsonl(f).lines))}
+    return {sample_seed(seed, pdf, page, j) for pdf, page in pages for j in range(8)}
+
+
+def assert_transformers_engine(calls: list[dict], *, instruction: str, max_tokens: int, seed: int, more_than: int | None = None,
+                               per_page: bool = True):  # fmt: skip
+    """`per_page`: each call seeded with a sample seed of one of the pages (generate, curate, the
+    final outputs); else with the run's seed (trl's training)."""
     assert calls, "no generate call reached transformers"
+    seeds = page_seeds(seed) if per_page else {seed}
+    assert not page_seeds(seed + 1) & seeds
     for call in calls:
         assert all(layout(t, instruction) == TEXT_FIRST for t in call["texts"]), call["texts"][0]
         assert PLACEHOLDERS <= call["suppressed"], call["suppressed"]
         assert all(0 < n <= max_tokens for n in call["image_tokens"]), call["image_tokens"]
-        assert call["seed"] == seed
+        assert call["seed"] in seeds, call["seed"]
     if more_than is not None:  # the bound is the model folder's, not a smaller one
         assert max(n for c in calls for n in c["image_tokens"]) > more_than
 
@@ -127,7 +142,10 @@ def assert_vllm_engine(fake: VLLM, *, instruction: str, bounds: dict, seed: int)
     (init,) = fake.init
     assert init["seed"] == seed and init["mm_processor_kwargs"] == bounds
     assert fake.requests and all(layout(r["prompt"], instruction) == TEXT_FIRST for r in fake.requests)
-    assert all(s["logit_bias"] == {i: -100.0 for i in PLACEHOLDERS} for s in fake.sampling)
+    params = [p for call in fake.sampling for p in call]  # one per request
+    assert len(params) == len(fake.requests)
+    assert all(p["logit_bias"] == {i: -100.0 for i in PLACEHOLDERS} for p in params)
+    assert all(p["seed"] in page_seeds(seed) for p in params)  # each request its page's sample seed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,7 +213,7 @@ def test_train_without_vllm_and_its_final_outputs(prepared, tiny_model, tmp_path
     training = [c for c in recorded.calls if c["trainer"]]
     outputs = [c for c in recorded.calls if not c["trainer"]]
     assert training and outputs, recorded.calls
-    assert_transformers_engine(training, instruction=V4, max_tokens=8, seed=5)
+    assert_transformers_engine(training, instruction=V4, max_tokens=8, seed=5, per_page=False)
     assert_transformers_engine(outputs, instruction=V4, max_tokens=8, seed=5)
     # The saved model, as `olmocr-rl train` writes them after launching ranks.
     recorded.calls.clear()

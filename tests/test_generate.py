@@ -17,6 +17,7 @@ need("transformers")
 
 from clirun import invoke
 
+from olmocr_rl.engines import Engine, sample_seed
 from olmocr_rl.generate import page_file, page_text, transcribe
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,14 +36,18 @@ def bench_copy(dst: Path) -> Path:
     return dst
 
 
-def expected_files(bench: Path, repeats: int) -> set[str]:
+def pages_of(bench: Path) -> set[tuple[str, int]]:
     pages = set()
     for f in bench.glob("*.jsonl"):
         for line in f.read_text().splitlines():
             if line.strip():
                 t = json.loads(line)
                 pages.add((t["pdf"], t["page"]))
-    return {page_file(pdf, page, m) for pdf, page in pages for m in range(1, repeats + 1)}
+    return pages
+
+
+def expected_files(bench: Path, repeats: int) -> set[str]:
+    return {page_file(pdf, page, m) for pdf, page in pages_of(bench) for m in range(1, repeats + 1)}
 
 
 def written(folder: Path) -> dict[str, float]:
@@ -91,7 +96,7 @@ def test_a_failing_page_is_recorded_and_the_rest_written(tmp_path):
         Image.new("RGB", (10, 10), (i, i, i)).save(tmp_path / f"{i}.png")
         rows.append({"pdf": f"d{i}.pdf", "page": 1, "image": f"{i}.png", "prompt": "p"})
 
-    def generate(images, prompts, temperature):
+    def generate(images, prompts, temperature, seeds):
         if any(im.getpixel((0, 0))[0] == 3 for im in images):
             raise RuntimeError("CUDA out of memory")
         return [
@@ -99,12 +104,13 @@ def test_a_failing_page_is_recorded_and_the_rest_written(tmp_path):
         ] * len(images)
 
     out = tmp_path / "out"
-    summary = transcribe(generate, tmp_path, rows, out, batch_size=2)
+    engine = Engine(generate, lambda texts: [len(t) for t in texts])  # several pages per call, as vLLM
+    summary = transcribe(engine, tmp_path, rows, out, batch_size=2)
     assert summary["errors"] == [{"pdf": "d3.pdf", "page": 1, "error": "RuntimeError: CUDA out of memory"}]
     assert sorted(p.name for p in out.glob("*.md")) == [f"d{i}_pg1_repeat1.md" for i in (0, 1, 2, 4)]
     assert (out / "d0_pg1_repeat1.md").read_text() == "Hello"  # front matter parsed off
     assert summary["parsed"] == 4
-    raw = transcribe(generate, tmp_path, rows[:1], tmp_path / "raw", raw=True)
+    raw = transcribe(engine, tmp_path, rows[:1], tmp_path / "raw", raw=True)
     assert (tmp_path / "raw" / "d0_pg1_repeat1.md").read_text().startswith("---\n") and raw["unparsed"] == 1
     assert page_text("no front matter") == ("no front matter", False)
 
@@ -134,7 +140,11 @@ def test_vllm_engine_at_its_boundary(tiny, tmp_path, monkeypatch):
     assert calls["init"]["model"] == str(tiny) and calls["init"]["seed"] == 0
     assert calls["init"]["enforce_eager"] is True  # no CUDA here: eager unless --no-eager
     # The placeholders are never sampled; the context is the longest prompt plus the new tokens.
-    assert calls["params"] == {"temperature": 0.0, "max_tokens": 64, "logit_bias": {261: -100.0, 262: -100.0, 259: -100.0, 260: -100.0}}
+    bias = {261: -100.0, 262: -100.0, 259: -100.0, 260: -100.0}
+    assert [{k: v for k, v in p.items() if k != "seed"} for p in calls["params"]] == [{"temperature": 0.0, "max_tokens": 64,
+                                                                                       "logit_bias": bias}] * 4  # fmt: skip
+    # Each request carries its page's seed (the run's seed, 0, and the page).
+    assert sorted(p["seed"] for p in calls["params"]) == sorted(sample_seed(0, pdf, page, 0) for pdf, page in pages_of(bench))
     from olmocr_rl.modeling import load_processor
 
     processor = load_processor(str(tiny))
@@ -208,6 +218,9 @@ def test_a_page_missing_one_repeat_is_generated_again_and_only_it(tiny, tmp_path
 
 
 def test_batch_size_is_the_pages_per_generate_call(tiny, tmp_path, monkeypatch):
+    """--batch-size pages per call with vLLM (a stand-in `vllm` module: each request carries its own
+    seed); the transformers engine samples a call from one random stream, so it generates one page
+    per call whatever --batch-size (docs/training.md: the cost of per-page seeds)."""
     import olmocr_rl.engines as engines
 
     calls: list[int] = []
@@ -216,19 +229,44 @@ def test_batch_size_is_the_pages_per_generate_call(tiny, tmp_path, monkeypatch):
     def recording(*args, **kwargs):
         inner = real(*args, **kwargs)
 
-        def generate_fn(images, prompts, temperature):
+        def generate_fn(images, prompts, temperature, seeds):
             calls.append(len(images))
-            return inner(images, prompts, temperature)
+            return inner(images, prompts, temperature, seeds)
 
         return generate_fn
 
     monkeypatch.setattr(engines, "transformers_generate", recording)
     bench = bench_copy(tmp_path / "bench")
-    for size, expected in (("3", [3, 1]), ("1", [1, 1, 1, 1]), ("8", [4])):
+    for size in ("1", "8"):
         calls.clear()
         res = invoke(["generate", str(tiny), str(bench), *SMALL, "--batch-size", size, "--candidate", f"b{size}"])
         assert res.exit_code == 0, res.output
-        assert calls == expected, (size, calls)
+        assert calls == [1, 1, 1, 1], (size, calls)
+    vllm = fake_vllm(monkeypatch, "text")
+    for size, expected in (("3", [3, 1]), ("1", [1, 1, 1, 1]), ("8", [4])):
+        res = invoke(["generate", str(tiny), str(bench), *SMALL, "--engine", "vllm", "--batch-size", size, "--candidate", f"v{size}"])
+        assert res.exit_code == 0, res.output
+        assert [len(r) for r in vllm[-1]["calls"]] == expected, (size, vllm[-1]["calls"])
+
+
+def fake_vllm(monkeypatch, text: str) -> list[dict]:
+    """A recording `vllm` module: per engine built, its keyword arguments and the requests of each call."""
+    engines: list[dict] = []
+
+    class LLM:
+        def __init__(self, **kwargs):
+            engines.append({"init": kwargs, "calls": [], "params": []})
+
+        def generate(self, requests, params, use_tqdm=True):
+            engines[-1]["calls"].append(list(requests))
+            engines[-1]["params"].append(list(params))
+            return [types.SimpleNamespace(outputs=[types.SimpleNamespace(text=text)]) for _ in requests]
+
+    fake = types.ModuleType("vllm")
+    fake.LLM = LLM
+    fake.SamplingParams = lambda **kw: kw
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    return engines
 
 
 def test_max_new_tokens_and_longest_side(tiny, tmp_path):
@@ -251,8 +289,8 @@ FRONT_MATTER = "---\nprimary_language: en\nis_rotation_valid: true\nrotation_cor
 
 def test_what_reaches_the_vllm_engine(tiny, tmp_path, monkeypatch):
     """With a recording `vllm` module: --raw keeps the front matter the default parses off,
-    --prompt-file and --prompt choose the instruction, --temperature, --seed and --no-eager
-    reach the engine as asked."""
+    --prompt-file and --prompt choose the instruction, --temperature, --seed, --no-eager and
+    --tensor-parallel reach the engine as asked."""
     calls: list[dict] = []
 
     class LLM:
@@ -274,14 +312,16 @@ def test_what_reaches_the_vllm_engine(tiny, tmp_path, monkeypatch):
     assert set(texts(bench / "parsed").values()) == {"Page text"}
     assert invoke([*base, "-c", "raw", "--raw"]).exit_code == 0
     assert set(texts(bench / "raw").values()) == {FRONT_MATTER + "Page text"}
-    assert (calls[0]["init"]["seed"], calls[0]["init"]["enforce_eager"], calls[0]["params"]["temperature"]) == (0, True, 0.0)
+    assert (calls[0]["init"]["seed"], calls[0]["init"]["enforce_eager"], calls[0]["params"][0]["temperature"]) == (0, True, 0.0)
 
     instruction = tmp_path / "prompt.txt"
     instruction.write_text("Say what the page says, nothing else.")
-    res = invoke([*base, "-c", "custom", "--prompt-file", str(instruction), "--temperature", "0.7", "--seed", "5", "--no-eager"])
+    res = invoke([*base, "-c", "custom", "--prompt-file", str(instruction), "--temperature", "0.7", "--seed", "5", "--no-eager",
+                  "--tensor-parallel", "2"])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert calls[-1]["requests"] and all("Say what the page says, nothing else." in r["prompt"] for r in calls[-1]["requests"])
-    assert (calls[-1]["init"]["seed"], calls[-1]["init"]["enforce_eager"], calls[-1]["params"]["temperature"]) == (5, False, 0.7)
+    assert (calls[-1]["init"]["seed"], calls[-1]["init"]["enforce_eager"], calls[-1]["params"][0]["temperature"]) == (5, False, 0.7)
+    assert calls[-1]["init"]["tensor_parallel_size"] == 2 and calls[0]["init"]["tensor_parallel_size"] == 1  # one engine on 2 GPUs
 
     from olmocr_rl.prompts import resolve_prompt
 
@@ -312,6 +352,6 @@ def test_quiet_hides_the_progress_bar(tiny, tmp_path, monkeypatch):
     bench = bench_copy(tmp_path / "bench")
     args = ["generate", str(tiny), str(bench), "--max-new-tokens", "2", "--longest-side", "84", "--batch-size", "2"]
     assert invoke([*args, "-c", "a"]).exit_code == 0
-    assert bars == [{"updates": [2, 4], "stopped": True}]
+    assert bars == [{"updates": [1, 2, 3, 4], "stopped": True}]  # the transformers engine: one page a call
     assert invoke([*args, "-c", "b", "--quiet"]).exit_code == 0
     assert len(bars) == 1

@@ -2,7 +2,8 @@
 `make test-vllm` builds (scripts/vllm_env.py), with the tiny model's head-size-32 variant (vLLM's
 CPU attention needs heads of at least 32).
 
-* `olmocr-rl generate --engine vllm` on the fixtures (its context within the model's limit);
+* `olmocr-rl generate --engine vllm` on the fixtures (its context within the model's limit), on one
+  worker and on two (the same files: each request carries its page's seed);
 * the offline engine with our sampling settings never samples a vision placeholder token, and
   without them it does (so the check can fail);
 * `olmocr-rl train` in colocate mode through the real worker: completions sampled by the engine
@@ -100,6 +101,28 @@ def test_generate_with_the_vllm_engine(tiny32, tmp_path):
     assert summary["errors"] == [] and summary["written"] == len(files)
     res = invoke(["bench", str(bench), "--candidate", "v", "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout)["candidates"][0]["status"] != "FAILED", res.output
+
+
+def test_one_and_two_vllm_workers_write_the_same_files(tiny32, tmp_path):
+    """`generate --engine vllm --num-processes 2` (issue 36): every request carries its page's seed,
+    so two workers write what one writes, byte for byte, here on the CPU. Enough requests at once
+    that vLLM would cut a prefill into chunks, which its CPU build cannot do for a seeded request
+    ("CPU Generator does not use offset"): without CUDA the engine schedules every prefill whole
+    (olmocr_rl/engines.py)."""
+    from test_command_safety import long_bench
+
+    bench, pages = long_bench(tmp_path / "bench", pdfs=2, pages=12), 24
+    base = [sys.executable, "-m", "olmocr_rl.cli", "generate", str(tiny32), str(bench), "--engine", "vllm", "--max-new-tokens", "16",
+            "--repeats", "2", "--temperature", "1.0", "--longest-side", "84", "--quiet"]  # fmt: skip
+    files = {}
+    for name, extra in (("one", []), ("two", ["--num-processes", "2"])):
+        proc = subprocess.run([*base, "--candidate", name, *extra], capture_output=True, text=True, timeout=900, env=os.environ.copy())
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        files[name] = {
+            p.relative_to(bench / name).as_posix(): p.read_bytes() for p in (bench / name).rglob("*.md") if ".render" not in p.parts
+        }
+    assert len(files["one"]) == 2 * pages and files["two"] == files["one"]
+    assert len(set(files["one"].values())) > pages  # sampled: the repeats differ
 
 
 def test_the_offline_engine_never_samples_placeholders(tiny32, prepared, monkeypatch):

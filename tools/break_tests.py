@@ -12,7 +12,8 @@ unbroken copy (the control): they must pass there, or a failure would prove noth
 
 The breakages are the ones issue 27's audit found uncaught, plus its two controls, and issue 33's:
 the six settings an engine builder must hand on (prompt layout, placeholder suppression, pixel
-bounds, seed) that no test caught, and its four defects. Each edit must
+bounds, seed) that no test caught, and its four defects; and issue 36's: per-page seeds, parts
+merged, a killed job's parts taken, workers dying with a killed command. Each edit must
 match the source exactly once; when the code moves, the script says so instead of testing nothing.
 Exit status 0 when every breakage is caught (and every control passes).
 """
@@ -132,14 +133,14 @@ BREAKAGES = [
         "curate-ignores-layout",
         "`curate` ignores the olmOCR v4 layout (the image always first)",
         "curate/sampling.py",
-        [("items = [(i, images[i], row_conversation(p.row))", 'items = [(i, images[i], row_conversation({"prompt": p.row["prompt"]}))')],
+        [("conversations = [row_conversation(p.row) for p in group]", 'conversations = [row_conversation({"prompt": p.row["prompt"]}) for p in group]')],
         ["tests/test_engine_boundary.py::test_curate_transformers", "tests/test_engine_boundary.py::test_curate_vllm"],
     ),
     Breakage(
         "generate-ignores-layout",
         "`generate` (and the final outputs) ignore the olmOCR v4 layout",
         "generate.py",
-        [("messages = [row_conversation(r) for r in chunk]", 'messages = [row_conversation({"prompt": r["prompt"]}) for r in chunk]')],
+        [("conversations = [row_conversation(r) for r in chunk]", 'conversations = [row_conversation({"prompt": r["prompt"]}) for r in chunk]')],
         ["tests/test_engine_boundary.py::test_generate_transformers", "tests/test_engine_boundary.py::test_generate_vllm"],
     ),
     Breakage(
@@ -175,7 +176,7 @@ BREAKAGES = [
         "engine-ignores-seed",
         "the transformers engine samples without the run's seed",
         "engines.py",
-        [("torch.manual_seed(settings.seed)", "torch.manual_seed(0)")],
+        [("torch.manual_seed(seeds[0])  # CPU and every GPU", "torch.manual_seed(0)")],
         ["tests/test_engine_boundary.py::test_generate_transformers", "tests/test_engine_boundary.py::test_curate_transformers"],
     ),
     Breakage(
@@ -215,6 +216,59 @@ BREAKAGES = [
         "train/config.py",
         [("for f in dataclasses.fields(self)}", 'for f in dataclasses.fields(self) if f.name != "final_batch_size"}')],
         ["tests/test_config_reaches_ranks.py::test_every_key_set_on_the_command_line_reaches_a_rank"],
+    ),
+    # --- issue 36: curate and generate on several workers (tests/test_page_workers.py)
+    Breakage(
+        "seed-per-engine",
+        "the transformers engine samples from one stream per engine, not per page (the result depends on the workers)",
+        "engines.py",
+        [("torch.manual_seed(seeds[0])  # CPU and every GPU", "pass")],
+        ["tests/test_page_workers.py::test_curate_one_and_two_workers_write_the_same_records",
+         "tests/test_page_workers.py::test_generate_one_and_two_workers_write_identical_files_and_one_progress_line"],
+    ),
+    Breakage(
+        "transformers-mixes-pages",
+        "the transformers engine puts several pages in one call (one random stream for all)",
+        "engines.py",
+        [("token_counter(processor, max_new_tokens),\n                  mixes_pages=False)", "token_counter(processor, max_new_tokens),\n                  mixes_pages=True)")],
+        ["tests/test_page_workers.py::test_curate_one_and_two_workers_write_the_same_records",
+         "tests/test_generate.py::test_batch_size_is_the_pages_per_generate_call"],
+    ),
+    Breakage(
+        "vllm-no-request-seed",
+        "vLLM's requests carry no seed of their page",
+        "engines.py",
+        [("max_tokens=max_tokens, seed=int(s), **suppression", "max_tokens=max_tokens, **suppression")],
+        ["tests/test_engine_boundary.py::test_generate_vllm", "tests/test_engine_boundary.py::test_curate_vllm",
+         "tests/test_generate.py::test_vllm_engine_at_its_boundary"],
+    ),
+    Breakage(
+        "curate-parts-not-merged",
+        "curate's workers' parts are not merged into the difficulty file",
+        "curate/parallel.py",
+        [("scored = merge_parts(folder, file, {p.id: i for i, p in enumerate(pages)}, skip_busy=True)", "scored = 0")],
+        ["tests/test_page_workers.py::test_curate_one_and_two_workers_write_the_same_records"],
+    ),
+    Breakage(
+        "killed-parts-ignored",
+        "a rerun does not take the parts a killed curate left (their pages are sampled again)",
+        "curate/parallel.py",
+        [("if merged := merge_parts(folder, file):", "if merged := 0:")],
+        ["tests/test_page_workers.py::test_curate_killed_with_sigkill_midway_then_rerun_gives_the_same_records"],
+    ),
+    Breakage(
+        "launcher-outlives-kill",
+        "the launcher is started without a parent-death signal (kill -9 of the command leaves the workers)",
+        "procs.py",
+        [("start_new_session=True, preexec_fn=_die_with_parent, **kwargs)", "start_new_session=True, **kwargs)")],
+        ["tests/test_page_workers.py::test_generate_killed_with_sigkill_midway_then_rerun_writes_the_same_files"],
+    ),
+    Breakage(
+        "worker-sees-every-gpu",
+        "a worker does not take its own GPUs (every engine on the first ones)",
+        "launch/worker.py",
+        [('    env["CUDA_VISIBLE_DEVICES"] = mine\n', "")],
+        ["tests/test_page_workers.py::test_vllm_workers_take_their_gpus_and_every_request_its_pages_seed"],
     ),
 ]  # fmt: skip
 

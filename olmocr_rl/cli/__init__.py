@@ -53,6 +53,49 @@ EagerOption = Annotated[
     typer.Option("--eager/--no-eager", help="vLLM without CUDA graphs or compilation (default: eager without CUDA).", show_default=False),
 ]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+# The launch options of every command that starts processes on several machines (train, curate, generate).
+NumMachinesOption = Annotated[int, typer.Option("--num-machines", min=1, help="Machines (nodes) in the run.")]
+MachineRankOption = Annotated[int, typer.Option("--machine-rank", min=0, help="This machine's rank, 0 to --num-machines - 1.")]
+MainProcessIpOption = Annotated[Optional[str], typer.Option("--main-process-ip", help="Address of the rank-0 machine (several machines).")]
+MainProcessPortOption = Annotated[
+    Optional[int], typer.Option("--main-process-port", help="Its port (default: a free one; 29500 for several machines).")
+]
+# curate's and generate's workers (olmocr_rl/launch/pages.py).
+WorkersOption = Annotated[
+    int,
+    typer.Option(
+        "--num-processes", min=1, help="Workers in all (every machine): one per GPU, or per --tensor-parallel group. 1: this process."
+    ),
+]
+TensorParallelOption = Annotated[
+    int, typer.Option("--tensor-parallel", min=1, help="GPUs each worker's engine spans (vLLM's tensor parallel).")
+]
+PagesDryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Print the split (GPUs, workers, pages per worker) and the command, and exit.")
+]
+
+
+def page_progress(label: str, quiet: bool):
+    """A page job's one progress line (rich's, gone when it ends): pages done of all, the tokens
+    generated and the tokens per second since the start, for the whole job whatever its number of
+    workers. Returns (update(done, total, tokens) or None when quiet, close())."""
+    if quiet:
+        return None, lambda: None
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("pages"), TimeElapsedColumn(),
+                   transient=True)  # fmt: skip
+    task = bar.add_task(label, total=None)
+    bar.start()
+    start = time.monotonic()
+
+    def update(done: int, total: int, tokens: int) -> None:
+        rate = tokens / max(time.monotonic() - start, 1e-6)
+        bar.update(task, completed=done, total=total, description=f"{label}: {tokens:,} tokens, {rate:,.0f} tokens/s")
+
+    return update, bar.stop
 
 
 def fail(message: str, code: int = 1) -> NoReturn:

@@ -6,7 +6,21 @@ from typing import Annotated, Optional
 
 import typer
 
-from olmocr_rl.cli import EagerOption, QuietOption, app, echo, fail
+from olmocr_rl.cli import (
+    EagerOption,
+    MachineRankOption,
+    MainProcessIpOption,
+    MainProcessPortOption,
+    NumMachinesOption,
+    PagesDryRunOption,
+    QuietOption,
+    TensorParallelOption,
+    WorkersOption,
+    app,
+    echo,
+    fail,
+    page_progress,
+)
 
 ABOUT = """Sample N completions of every train page with the model, score them with the training
 reward (the config's bench rewards and guard), write PREPARED/difficulty.jsonl (resumable), and
@@ -45,14 +59,25 @@ def curate_command(
     ] = None,
     eager: EagerOption = None,
     quiet: QuietOption = False,
+    num_processes: WorkersOption = 1,
+    tensor_parallel: TensorParallelOption = 1,
+    num_machines: NumMachinesOption = 1,
+    machine_rank: MachineRankOption = 0,
+    main_process_ip: MainProcessIpOption = None,
+    main_process_port: MainProcessPortOption = None,
+    dry_run: PagesDryRunOption = False,
 ) -> int:
+    from dataclasses import replace
+
     from olmocr_rl.curate import CurateJob, KeepRule, file_model, run_job
     from olmocr_rl.engines import engine_kind
+    from olmocr_rl.launch.pages import Workers
     from olmocr_rl.prepared import read_manifest
     from olmocr_rl.prompts import resolve_prompt
     from olmocr_rl.train.config import engine_settings, load_config
 
-    engine_kind(engine)  # a name the table knows, before anything is read
+    engine_kind(engine, tensor_parallel)  # a name the table knows, and an engine that spans GPUs if asked to, before anything is read
+    workers = Workers(num_processes, num_machines, machine_rank, main_process_ip, main_process_port, tensor_parallel)
     path = output or prepared_dir / "difficulty.jsonl"
     try:
         read_manifest(prepared_dir)  # a prepared folder, before anything else is read or written
@@ -65,22 +90,21 @@ def curate_command(
         # settings (output_dir is the trainer's, unused here).
         cfg = load_config(config, [*(set_ or []), *(overrides or [])], prepared_dir=str(prepared_dir), model=model,
                           output_dir=str(prepared_dir))  # fmt: skip
-        job = CurateJob(prepared_dir, path, engine, engine_settings(cfg, eager=eager), samples, cfg.temperature, dict(cfg.rewards),
+        settings = replace(engine_settings(cfg, eager=eager), tensor_parallel=tensor_parallel)
+        job = CurateJob(prepared_dir, path, engine, settings, samples, cfg.temperature, dict(cfg.rewards),
                         cfg.bench_guard, cfg.reward_threads, resolve_prompt(cfg.prompt) if cfg.prompt else None, cfg.top_p,
-                        include_eval, batch_size, KeepRule(min_std, min_mean, max_mean), name, cfg.num_generations, config)  # fmt: skip
-        update, close = _progress(quiet)
+                        include_eval, batch_size, KeepRule(min_std, min_mean, max_mean), name, cfg.num_generations, config, workers)  # fmt: skip
+        if workers.launched:
+            from olmocr_rl.curate.parallel import job_folder
+
+            workers.launcher_argv(job_folder(path).job_file)  # the launch options checked (train's checks)
+        if dry_run:
+            from olmocr_rl.curate.parallel import dry_run_lines
+
+            echo("\n".join(dry_run_lines(job)))
+            return 0
+        update, close = page_progress("sampling pages" + (f" ({num_processes} workers)" if workers.launched else ""), quiet)
         run_job(job, echo, update, close)
     except (KeyError, OSError) as e:
         fail(str(e).strip("'\""))
     return 0
-
-
-def _progress(quiet: bool):
-    if quiet:
-        return None, lambda: None
-    from rich.progress import Progress
-
-    bar = Progress(transient=True)
-    task = bar.add_task("sampling pages", total=None)
-    bar.start()
-    return (lambda done, todo: bar.update(task, completed=done, total=todo)), bar.stop

@@ -7,7 +7,21 @@ from typing import Annotated, Optional
 
 import typer
 
-from olmocr_rl.cli import EagerOption, QuietOption, app, echo, fail
+from olmocr_rl.cli import (
+    EagerOption,
+    MachineRankOption,
+    MainProcessIpOption,
+    MainProcessPortOption,
+    NumMachinesOption,
+    PagesDryRunOption,
+    QuietOption,
+    TensorParallelOption,
+    WorkersOption,
+    app,
+    echo,
+    fail,
+    page_progress,
+)
 
 ABOUT = "Transcribe a bench folder's tested pages with a model into BENCH_DIR/NAME/ for `olmocr-rl bench`."
 
@@ -20,7 +34,9 @@ def generate_command(
     repeats: Annotated[int, typer.Option("--repeats", min=1, help="Files per page (samples when --temperature > 0).")] = 1,
     temperature: Annotated[float, typer.Option("--temperature", min=0.0, help="0 = greedy.")] = 0.0,
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", min=1, help="Longest completion, tokens.")] = 8000,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Pages per generate call.")] = 8,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Pages per generate call (vLLM; the transformers engine: one page a call).")
+    ] = 8,
     engine: Annotated[str, typer.Option("--engine", help="transformers, or vllm (its offline engine, when installed).")] = "transformers",
     prompt: Annotated[
         Optional[str], typer.Option("--prompt", help="The instruction by name: olmocr-rl (default) or olmocr-v4 (olmOCR 2's).")
@@ -30,19 +46,26 @@ def generate_command(
     ] = None,
     longest_side: Annotated[int, typer.Option("--longest-side", min=1, help="Longest side of rendered pages, px (as prepare).")] = 1288,
     raw: Annotated[bool, typer.Option("--raw", help="Write whole completions (front matter kept).")] = False,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the sampling (either engine).")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sampling: each page's samples by it and the page (either engine).")] = 0,
     eager: EagerOption = None,
     quiet: QuietOption = False,
+    num_processes: WorkersOption = 1,
+    tensor_parallel: TensorParallelOption = 1,
+    num_machines: NumMachinesOption = 1,
+    machine_rank: MachineRankOption = 0,
+    main_process_ip: MainProcessIpOption = None,
+    main_process_port: MainProcessPortOption = None,
+    dry_run: PagesDryRunOption = False,
 ) -> int:
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in locals().items()}  # recorded in _generate.json
-    from olmocr_rl.engines import EngineSettings, build_engine, engine_kind
-    from olmocr_rl.folder_lock import folder_lock
-    from olmocr_rl.generate import transcribe, write_summary
+    from olmocr_rl.engines import EngineSettings, engine_kind
+    from olmocr_rl.generate import job_folder
+    from olmocr_rl.launch.pages import Workers
     from olmocr_rl.modeling import model_problem
-    from olmocr_rl.prepare import PrepareOptions
     from olmocr_rl.prompts import resolve_prompt
 
-    engine_kind(engine)  # a name the table knows, before anything is read
+    engine_kind(engine, tensor_parallel)  # a name the table knows, and an engine that spans GPUs if asked to, before anything is read
+    workers = Workers(num_processes, num_machines, machine_rank, main_process_ip, main_process_port, tensor_parallel)
     if not candidate or candidate in ("pdfs", ".", "..") or "/" in candidate:
         fail(f"--candidate {candidate!r}: give a folder name (not pdfs)")
     if prompt and prompt_file:
@@ -53,25 +76,19 @@ def generate_command(
     if not bench_dir.is_dir():
         fail(f"{bench_dir}: not a folder (give an olmOCR-bench folder)")
     out = bench_dir / candidate
-    created = not out.exists()
-    with folder_lock(out, "generate"):  # a second run on this candidate fails at once
-        try:
-            # The pages, rendered exactly as `prepare` renders them for training (kept for a re-run).
-            options = PrepareOptions(longest_side=longest_side, prompt=chosen.text, prompt_name=chosen.name, prompt_layout=chosen.layout)
-            rows = _render(bench_dir, out, options)
-            settings = EngineSettings(model, max_new_tokens=max_new_tokens, seed=seed, eager=eager)
-            generate = build_engine(engine, settings, rows, warn=lambda m: echo(m, err=True)).generate
-        except BaseException:
-            if created:  # nothing transcribed yet: a failed run leaves no candidate for `bench` to list
-                shutil.rmtree(out, ignore_errors=True)
-            raise
-        progress, close = _progress(len(rows), quiet)
-        try:
-            summary = transcribe(generate, out / ".render", rows, out, repeats=repeats, temperature=temperature,
-                                 batch_size=batch_size, raw=raw, progress=progress)  # fmt: skip
-        finally:
-            close()
-        path = write_summary(out, summary, given)
+    if workers.launched:
+        workers.launcher_argv(job_folder(out).job_file)  # the launch options checked (train's checks)
+    if dry_run:
+        echo("\n".join(_dry_run(bench_dir, out, repeats, engine, workers)))
+        return 0
+    settings = EngineSettings(model, max_new_tokens=max_new_tokens, seed=seed, eager=eager, tensor_parallel=tensor_parallel)
+    options = {"repeats": repeats, "temperature": temperature, "batch_size": batch_size, "raw": raw, "seed": seed}
+    if machine_rank > 0:
+        return _other_machine(out, workers, quiet)
+    summary = _transcribe(bench_dir, out, engine, settings, options, chosen, longest_side, workers, quiet)
+    from olmocr_rl.generate import write_summary
+
+    path = write_summary(out, summary, given)
     echo(f"{out}: {summary['written']} files written, {summary['skipped']} pages already done, "
          f"{summary['unparsed']} completions without olmOCR front matter (written whole); summary in {path}")  # fmt: skip
     if summary["errors"]:
@@ -82,6 +99,78 @@ def generate_command(
 
     echo(f"score them: {command_line(bench_dir, candidate)}")
     return 0
+
+
+def _transcribe(bench_dir: Path, out: Path, engine: str, settings, options: dict, chosen, longest_side: int, workers, quiet: bool) -> dict:
+    """Machine 0 (or the one process): the pages rendered once, then transcribed here or by the
+    workers; a folder this run created is removed when nothing could be transcribed into it."""
+    from olmocr_rl.engines import build_engine
+    from olmocr_rl.folder_lock import folder_lock
+    from olmocr_rl.generate import job_folder, transcribe, transcribe_with_workers
+    from olmocr_rl.launch.pages import machine_gpus
+    from olmocr_rl.prepare import PrepareOptions
+
+    created = not out.exists()
+    with folder_lock(out, "generate"):  # a second run on this candidate fails at once
+        try:
+            # The pages, rendered exactly as `prepare` renders them for training (kept for a re-run).
+            prepare_options = PrepareOptions(longest_side=longest_side, prompt=chosen.text, prompt_name=chosen.name,
+                                             prompt_layout=chosen.layout)  # fmt: skip
+            rows = _render(bench_dir, out, prepare_options)
+            job_folder(out).clear()  # a stopped job's plan and progress (its pages' files are in place)
+            built = None if workers.launched else build_engine(engine, settings, rows, warn=lambda m: echo(m, err=True))
+        except BaseException:
+            if created:  # nothing transcribed yet: a failed run leaves no candidate for `bench` to list
+                shutil.rmtree(out, ignore_errors=True)
+            raise
+        label = "transcribing" + (f" ({workers.num_processes} workers)" if workers.launched else "")
+        update, close = page_progress(label, quiet)
+        try:
+            if built is None:
+                return transcribe_with_workers(engine, settings, out / ".render", rows, out, options, workers, machine_gpus(), echo, update)
+            shown = None if update is None else (lambda done, todo, tokens: update(len(rows) - todo + done, len(rows), tokens))
+            return transcribe(built, out / ".render", rows, out, **options, progress=shown)
+        except BaseException:
+            if created and not any(out.glob("*.md")):  # the workers could not load the model, say
+                shutil.rmtree(out, ignore_errors=True)
+            raise
+        finally:
+            close()
+
+
+def _other_machine(out: Path, workers, quiet: bool) -> int:
+    """Machine M > 0: its workers on the plan machine 0's command shares (the pages, the summary and
+    the render are machine 0's)."""
+    from olmocr_rl.generate import job_folder
+    from olmocr_rl.launch.pages import WorkersFailed, launch_job, machine_gpus
+
+    folder = job_folder(out)
+    update, close = page_progress(f"transcribing (machine {workers.machine_rank})", quiet)
+    try:
+        with folder.machine_lock(workers.machine_rank):
+            code = launch_job(folder, workers, machine_gpus(), None if update is None else (lambda t: update(t.pages, t.todo, t.tokens)))
+    finally:
+        close()
+    if code != 0:
+        raise WorkersFailed(f"this machine's workers stopped with status {code}; the files they finished are in {out}")
+    echo(f"machine {workers.machine_rank}: its {workers.per_machine} worker(s) are done; machine 0's generate writes the summary")
+    return 0
+
+
+def _dry_run(bench_dir: Path, out: Path, repeats: int, engine: str, workers) -> list[str]:
+    """The tested pages (read from the tests; rendering happens on the real run and skips unreadable
+    PDFs), those already transcribed, and the split."""
+    from olmocr_rl.generate import job_folder, pages_to_do
+    from olmocr_rl.launch.pages import dry_run, machine_gpus
+    from olmocr_rl.suite import BenchSuite
+
+    files = sorted(bench_dir.glob("*.jsonl"))
+    if not files:
+        fail(f"{bench_dir}: no *.jsonl test files")
+    suite = BenchSuite.load(files, strict=False)
+    pages = sorted({(i.pdf, int(i.page)) for i in map(suite.info, suite.ids)})
+    todo = pages_to_do([{"pdf": pdf, "page": page} for pdf, page in pages], out, repeats)
+    return dry_run(workers, todo, len(pages) - len(todo), engine, job_folder(out).job_file, machine_gpus())
 
 
 def _render(bench: Path, out: Path, options) -> list[dict]:
@@ -99,14 +188,3 @@ def _render(bench: Path, out: Path, options) -> list[dict]:
     if not rows:
         fail(f"{bench}: no page with tests could be rendered (see {out / '.render' / 'report.json'})")
     return rows
-
-
-def _progress(total: int, quiet: bool):
-    if quiet:
-        return None, lambda: None
-    from rich.progress import Progress
-
-    bar = Progress(transient=True)
-    task = bar.add_task("transcribing", total=total)
-    bar.start()
-    return (lambda done, todo: bar.update(task, completed=total - todo + done)), bar.stop

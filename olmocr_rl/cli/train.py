@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from olmocr_rl.cli import app, echo, fail
+from olmocr_rl.cli import MachineRankOption, MainProcessIpOption, MainProcessPortOption, NumMachinesOption, app, echo, fail
 
 ABOUT = "Train a VLM with GRPO, the olmOCR-bench pass rate as the reward (olmOCR 2 recipe defaults)."
 
@@ -54,14 +54,10 @@ def train_command(
         Optional[int],
         typer.Option("--vllm-gpus", min=1, help="Serve generation with vLLM on this node's last K GPUs; train on the others."),
     ] = None,
-    num_machines: Annotated[int, typer.Option("--num-machines", min=1, help="Machines (nodes) in the run.")] = 1,
-    machine_rank: Annotated[int, typer.Option("--machine-rank", min=0, help="This machine's rank, 0 to --num-machines - 1.")] = 0,
-    main_process_ip: Annotated[
-        Optional[str], typer.Option("--main-process-ip", help="Address of the rank-0 machine (several machines).")
-    ] = None,
-    main_process_port: Annotated[
-        Optional[int], typer.Option("--main-process-port", help="Its port (default: a free one; 29500 for several machines).")
-    ] = None,
+    num_machines: NumMachinesOption = 1,
+    machine_rank: MachineRankOption = 0,
+    main_process_ip: MainProcessIpOption = None,
+    main_process_port: MainProcessPortOption = None,
     hostfile: Annotated[
         Optional[Path], typer.Option("--hostfile", help="DeepSpeed hostfile (--launcher deepspeed on several machines).")
     ] = None,

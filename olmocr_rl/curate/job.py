@@ -5,23 +5,18 @@ command line (olmocr_rl/cli/curate.py) reads the training config into a `CurateJ
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl.curate.records import CurateError, Settings
+from olmocr_rl.curate.records import CurateError, CurateInterrupted, Settings
 from olmocr_rl.curate.sampling import Result, bench_rewards, curate, training_reward
 from olmocr_rl.curate.selection import Selection, select, write_split
 from olmocr_rl.engines import Engine, EngineSettings, build_engine
 from olmocr_rl.keep_rule import KeepRule
-
-
-class CurateInterrupted(CurateError):
-    """Ctrl-C or SIGTERM: the finished pages are in the difficulty file (exit status 130)."""
-
-    code = 130
+from olmocr_rl.launch.pages import Workers
+from olmocr_rl.procs import SigtermAsInterrupt
 
 
 @dataclass(frozen=True)
@@ -43,13 +38,27 @@ class CurateJob:
     name: str = "curated"  # the selection's split
     num_generations: int = 28  # the training config's, for what the selection saves
     config: str | None = None  # the training config's file, for the train command shown
+    workers: Workers = Workers()  # --num-processes and the other launch options (olmocr_rl/launch/pages.py)
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        return ("train", "eval") if self.include_eval else ("train",)
 
 
-def run_job(job: CurateJob, echo: Callable[..., None], progress: Callable[[int, int], None] | None = None,
-        progress_done: Callable[[], None] = lambda: None) -> Path:  # fmt: skip
-    """Scores the pages (`progress(done, todo)` after each group, `progress_done()` at the end),
+def run_job(job: CurateJob, echo: Callable[..., None], progress: Callable[[int, int, int], None] | None = None,
+        progress_done: Callable[[], None] = lambda: None) -> Path | None:  # fmt: skip
+    """Scores the pages (`progress(done, todo, tokens)` while they are sampled, `progress_done()` at the end),
     selects, writes the split (returned); prints what it did with `echo`. CurateError (a UserError)
-    when nothing can be kept, a page failed, or the run was stopped."""
+    when nothing can be kept, a page failed, or the run was stopped. On machine M > 0 of a job on
+    several machines: this machine's workers only (machine 0 selects), None."""
+    if job.workers.machine_rank > 0:
+        from olmocr_rl.curate.parallel import run_other_machine
+
+        try:
+            run_other_machine(job, echo, progress)
+        finally:
+            progress_done()
+        return None
     settings, result = score(job, echo, progress, progress_done)
     _report_scoring(job, settings, result, echo)
     sel = select(result.pages, result.records, job.rule, top=sum(settings.rewards.values()))
@@ -64,9 +73,10 @@ def run_job(job: CurateJob, echo: Callable[..., None], progress: Callable[[int, 
     return split
 
 
-def score(job: CurateJob, echo: Callable[..., None], progress: Callable[[int, int], None] | None,
+def score(job: CurateJob, echo: Callable[..., None], progress: Callable[[int, int, int], None] | None,
           progress_done: Callable[[], None]) -> tuple[Settings, Result]:  # fmt: skip
-    """The pages not yet in the difficulty file sampled and scored with the config's bench rewards."""
+    """The pages not yet in the difficulty file sampled and scored with the config's bench rewards:
+    in this process, or by the job's workers (olmocr_rl/curate/parallel.py)."""
     rewards, left_out = bench_rewards(job.rewards)
     if not rewards:
         raise CurateError(f"the config's rewards ({', '.join(job.rewards)}) have no bench reward with a weight: difficulty is measured "
@@ -76,18 +86,25 @@ def score(job: CurateJob, echo: Callable[..., None], progress: Callable[[int, in
     if job.top_p != 1.0:
         echo(f"warning: top_p={job.top_p} is not applied: curate samples the whole distribution at temperature {job.temperature}", err=True)
     settings = Settings(job.settings.model, job.samples, job.temperature, job.settings.max_new_tokens, rewards, job.guard)
+    if job.workers.launched:
+        from olmocr_rl.curate.parallel import score_with_workers
+
+        try:
+            return settings, score_with_workers(job, settings, echo, progress)
+        finally:
+            progress_done()
     reward = training_reward(job.prepared, rewards, job.guard, job.threads)
     term = SigtermAsInterrupt()
 
     def engine_for(rows: list[dict]) -> Engine:
         engine = build_engine(job.engine, job.settings, rows, warn=lambda m: echo(m, err=True))
-        return Engine(term.interruptible(engine.generate), engine.count_tokens)
+        return Engine(term.interruptible(engine.generate), engine.count_tokens, engine.mixes_pages)
 
     term.install()
     try:
-        result = curate(job.prepared, settings, engine_for, reward, prompt=job.prompt, output=job.output,
-                        splits=("train", "eval") if job.include_eval else ("train",), batch_size=job.batch_size,
-                        engine=job.engine, progress=progress, stopped=term.came.is_set)  # fmt: skip
+        result = curate(job.prepared, settings, engine_for, reward, prompt=job.prompt, output=job.output, splits=job.splits,
+                        batch_size=job.batch_size, engine=job.engine, seed=job.settings.seed, progress=progress,
+                        stopped=term.came.is_set)  # fmt: skip
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM (typer alone would end with a silent status 130)
         raise CurateInterrupted("interrupted: the pages finished are in the difficulty file; run again to go on") from None
     finally:
@@ -123,47 +140,3 @@ def _report_selection(job: CurateJob, settings: Settings, result: Result, sel: S
     echo(f"curation sampled {settings.samples} per page: {settings.samples / g:.2g} epoch(s) of generation at num_generations={g}")
     cmd = f"olmocr-rl train {job.prepared} --model {settings.model} -o OUTPUT_DIR train_split={job.name}"
     echo(f"train on them: {cmd}" + (f" --config {job.config}" if job.config else ""))
-
-
-class SigtermAsInterrupt:
-    """SIGTERM ends the command as Ctrl-C does (`error: interrupted`, status 130) instead of Python's
-    instant death, which leaves vLLM's engine processes running: the interpreter then shuts down
-    in order and vLLM stops them. While the engine generates, the signal interrupts it at once (a
-    KeyboardInterrupt, as Ctrl-C); elsewhere (vLLM's start-up, which can hang when an exception is
-    raised inside it; a page being written) it is remembered and the run stops before its next
-    pages."""
-
-    def __init__(self) -> None:
-        self.came = threading.Event()
-        self.generating = False
-        self.previous: Any = None
-
-    def install(self) -> None:
-        import signal
-
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGTERM, self._handle)
-
-    def restore(self) -> None:
-        import signal
-
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
-            self.previous = None
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        self.came.set()
-        if self.generating:
-            raise KeyboardInterrupt
-
-    def interruptible(self, generate: Callable[[list, list, float], list[str]]) -> Callable[[list, list, float], list[str]]:
-        def run(images: list, messages: list, temperature: float) -> list[str]:
-            if self.came.is_set():
-                raise KeyboardInterrupt
-            self.generating = True
-            try:
-                return generate(images, messages, temperature)
-            finally:
-                self.generating = False
-
-        return run

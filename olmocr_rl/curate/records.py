@@ -22,6 +22,12 @@ class CurateError(UserError, ValueError):
     """A problem the user fixes (a file, an option); the message names the file and line."""
 
 
+class CurateInterrupted(CurateError):
+    """Ctrl-C or SIGTERM: the finished pages are in the difficulty file (exit status 130)."""
+
+    code = 130
+
+
 @dataclass(frozen=True)
 class Settings:
     """What a page's statistics depend on; records made with other settings are not comparable."""
@@ -132,9 +138,15 @@ class DifficultyFile:
         return f
 
     def append(self, record: dict) -> None:
-        self._f.write((json.dumps(record, ensure_ascii=False) + "\n").encode())
-        self._f.flush()
-        os.fsync(self._f.fileno())
+        self.append_all([record])
+
+    def append_all(self, records: list[dict]) -> None:
+        """The records' lines in one write, fsync'd (a kill during it leaves whole lines and at most
+        one torn last line, which the next open drops)."""
+        if records:
+            self._f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode())
+            self._f.flush()
+            os.fsync(self._f.fileno())
 
     def close(self) -> None:
         if self._f is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from olmocr_rl.curate.records import DIFFICULTY, CurateError, DifficultyFile, Settings, row_key
-from olmocr_rl.engines import Engine, GenerateFn
+from olmocr_rl.engines import Engine, sample_seed
 from olmocr_rl.keep_rule import statistics
 from olmocr_rl.prompts import row_conversation
 
@@ -52,33 +52,86 @@ def source_pages(prepared_dir: str | os.PathLike[str], splits: Sequence[str]) ->
     return [Page(split, row, f"{root / (split + '.jsonl')}:{n}") for split in splits for n, row in numbered_rows(root, split)]
 
 
-def _groups(todo: list[Page], samples: int, batch_size: int) -> Iterator[list[Page]]:
-    """Pages sampled together: as many as fit `batch_size` completions (at least one)."""
-    per_call = max(1, batch_size // samples)
+def _groups(todo: list[Page], samples: int, batch_size: int, mixes_pages: bool) -> Iterator[list[Page]]:
+    """Pages sampled together: as many as fit `batch_size` completions (at least one), or one page
+    at a time for an engine that samples a call from one random stream (olmocr_rl/engines.py)."""
+    per_call = max(1, batch_size // samples) if mixes_pages else 1
     for i in range(0, len(todo), per_call):
         yield todo[i : i + per_call]
 
 
-def _sample(generate: GenerateFn, root: Path, group: list[Page], samples: int, batch_size: int, temperature: float) -> list[list[str]]:
-    """`samples` completions of each page of `group`, in calls of at most `batch_size`."""
+def _sample(engine: Engine, root: Path, group: list[Page], samples: int, batch_size: int, temperature: float, seed: int) -> list[list[str]]:
+    """`samples` completions of each page of `group`, in calls of at most `batch_size`; sample j of a
+    page seeded with `sample_seed(seed, pdf, page, j)`."""
     from PIL import Image
 
     images = []
     for p in group:
         with Image.open(root / p.row["image"]) as im:
             images.append(im.convert("RGB"))
-    items = [(i, images[i], row_conversation(p.row)) for i, p in enumerate(group) for _ in range(samples)]
+    conversations = [row_conversation(p.row) for p in group]
+    items = [(i, j) for i in range(len(group)) for j in range(samples)]
     texts: list[list[str]] = [[] for _ in group]
     for start in range(0, len(items), batch_size):
         chunk = items[start : start + batch_size]
-        out = generate([im for _, im, _ in chunk], [pr for _, _, pr in chunk], temperature)
+        seeds = [sample_seed(seed, str(group[i].row["pdf"]), int(group[i].row["page"]), j) for i, j in chunk]
+        out = engine.generate([images[i] for i, _ in chunk], [conversations[i] for i, _ in chunk], temperature, seeds)
         if len(out) != len(chunk):
             raise RuntimeError(f"the engine returned {len(out)} completions for {len(chunk)} prompts")
-        for (i, _, _), text in zip(chunk, out):
+        for (i, _), text in zip(chunk, out):
             if not isinstance(text, str):
                 raise RuntimeError(f"the engine returned a {type(text).__name__}, not text")
             texts[i].append(text)
     return texts
+
+
+def check_settings(settings: Settings) -> None:
+    if settings.samples < 2:
+        raise CurateError("--samples must be at least 2: the spread of one sample is not defined")
+    if settings.temperature <= 0:
+        raise CurateError("temperature must be above 0: greedy samples are all the same, so every page would look uniform")
+
+
+def job_pages(prepared_dir: str | os.PathLike[str], splits: Sequence[str], prompt: Any = None) -> list[Page]:
+    """The pages of `splits`, with the training config's instruction (olmocr_rl.prompts.Prompt) when
+    it gives one, as train uses it."""
+    pages = source_pages(prepared_dir, splits)
+    if prompt is not None:
+        for p in pages:
+            p.row = {**p.row, "prompt": prompt.text, "prompt_layout": prompt.layout}
+    return pages
+
+
+def pending(pages: Sequence[Page], records: dict[tuple[str, str, int], dict]) -> list[Page]:
+    """The pages without a record of their current row."""
+    return [p for p in pages if records.get(p.id, {}).get("key") != row_key(p.row)]
+
+
+def current(pages: Sequence[Page], records: dict[tuple[str, str, int], dict]) -> dict[tuple[str, str, int], dict]:
+    """Each page's record of its current row, in page order."""
+    return {p.id: records[p.id] for p in pages if p.id in records and records[p.id].get("key") == row_key(p.row)}
+
+
+def score_pages(todo: list[Page], engine: Engine, root: Path, settings: Settings, seed: int, reward: RewardFn,
+                record: Callable[[dict], None], *, batch_size: int, engine_name: str, errors: list[dict],
+                progress: Callable[[int, int, int], None] | None = None, stopped: Callable[[], bool] | None = None) -> int:  # fmt: skip
+    """Samples and scores `todo`, each page's record handed to `record` (written) before the next
+    group is generated; a page the engine fails on goes to `errors`. `progress(done, todo, tokens)`
+    after each group; `stopped()` before each: True ends it (KeyboardInterrupt). Returns the count
+    of pages scored."""
+    done = scored = tokens = 0
+    for group in _groups(todo, settings.samples, batch_size, engine.mixes_pages):
+        if stopped is not None and stopped():
+            raise KeyboardInterrupt
+        for page, texts in _sample_or_split(engine, root, group, settings, seed, batch_size, errors):
+            rec = _score(page, texts, reward, engine.count_tokens, settings, engine_name)
+            record(rec)
+            scored += 1
+            tokens += sum(rec["tokens"])
+        done += len(group)
+        if progress is not None:
+            progress(done, len(todo), tokens)
+    return scored
 
 
 def curate(
@@ -91,54 +144,45 @@ def curate(
     splits: Sequence[str] = ("train",),
     batch_size: int = 16,
     engine: str = "",
-    progress: Callable[[int, int], None] | None = None,
+    seed: int = 0,
+    progress: Callable[[int, int, int], None] | None = None,
     stopped: Callable[[], bool] | None = None,
     prompt: Any = None,
 ) -> Result:
     """Scores every page of `splits` not yet in the difficulty file (`output`, default
     PREPARED/difficulty.jsonl) and returns every page's newest record. `load_engine(rows)` is
     called only when a page is left to sample (re-selecting from a finished file loads no model);
-    `engine` is its name, recorded. `stopped()` is asked before each group of pages: True ends the
-    run (KeyboardInterrupt) with every finished page written."""
-    if settings.samples < 2:
-        raise CurateError("--samples must be at least 2: the spread of one sample is not defined")
-    if settings.temperature <= 0:
-        raise CurateError("temperature must be above 0: greedy samples are all the same, so every page would look uniform")
+    `engine` is its name, recorded; `seed` the run's (each page's samples: `sample_seed`).
+    `stopped()` is asked before each group of pages: True ends the run (KeyboardInterrupt) with
+    every finished page written."""
+    check_settings(settings)
     root = Path(prepared_dir)
     path = Path(output) if output is not None else root / DIFFICULTY
-    pages = source_pages(root, splits)
-    if prompt is not None:  # the training config's instruction (olmocr_rl.prompts.Prompt), as train uses it
-        for p in pages:
-            p.row = {**p.row, "prompt": prompt.text, "prompt_layout": prompt.layout}
+    pages = job_pages(root, splits, prompt)
     file = DifficultyFile(path)
     started = time.monotonic()
     try:
         lines, torn = file.open()
-        records = _comparable(lines, settings, path)
-        todo = [p for p in pages if records.get(p.id, {}).get("key") != row_key(p.row)]
+        records = comparable(lines, settings, path)
+        todo = pending(pages, records)
         result = Result(records={}, pages=pages, reused=len(pages) - len(todo), torn=torn)
         if todo:
-            loaded = load_engine([p.row for p in todo])
-            done = 0
-            for group in _groups(todo, settings.samples, batch_size):
-                if stopped is not None and stopped():
-                    raise KeyboardInterrupt
-                for page, texts in _sample_or_split(loaded.generate, root, group, settings, batch_size, result.errors):
-                    rec = _score(page, texts, reward, loaded.count_tokens, settings, engine)
-                    file.append(rec)
-                    records[page.id] = rec
-                    result.scored += 1
-                done += len(group)
-                if progress is not None:
-                    progress(done, len(todo))
+
+            def record(rec: dict) -> None:
+                file.append(rec)
+                records[(rec["split"], rec["pdf"], rec["page"])] = rec
+
+            result.scored = score_pages(todo, load_engine([p.row for p in todo]), root, settings, seed, reward, record,
+                                        batch_size=batch_size, engine_name=engine, errors=result.errors, progress=progress,
+                                        stopped=stopped)  # fmt: skip
     finally:
         file.close()
-    result.records = {p.id: records[p.id] for p in pages if p.id in records and records[p.id].get("key") == row_key(p.row)}
+    result.records = current(pages, records)
     result.seconds = time.monotonic() - started
     return result
 
 
-def _comparable(lines: list[tuple[int, dict]], settings: Settings, path: Path) -> dict[tuple[str, str, int], dict]:
+def comparable(lines: list[tuple[int, dict]], settings: Settings, path: Path) -> dict[tuple[str, str, int], dict]:
     """Each page's newest record; CurateError naming the line of one made with other settings."""
     wanted = settings.to_dict()
     records: dict[tuple[str, str, int], dict] = {}
@@ -172,15 +216,15 @@ def _score(page: Page, texts: list[str], reward: RewardFn, count_tokens: Callabl
 
 
 def _sample_or_split(
-    generate: GenerateFn, root: Path, group: list[Page], settings: Settings, batch_size: int, errors: list[dict]
+    engine: Engine, root: Path, group: list[Page], settings: Settings, seed: int, batch_size: int, errors: list[dict]
 ) -> list[tuple[Page, list[str]]]:
     """The group's samples; when the engine fails on the group, each page alone, and a page that
     still fails is listed in `errors` (the run goes on; the next run tries it again)."""
     try:
-        return list(zip(group, _sample(generate, root, group, settings.samples, batch_size, settings.temperature)))
+        return list(zip(group, _sample(engine, root, group, settings.samples, batch_size, settings.temperature, seed)))
     except Exception as e:  # noqa: BLE001 - find the page at fault; a failing page is recorded, the run goes on
         if len(group) > 1:
-            return [pair for page in group for pair in _sample_or_split(generate, root, [page], settings, batch_size, errors)]
+            return [pair for page in group for pair in _sample_or_split(engine, root, [page], settings, seed, batch_size, errors)]
         page = group[0]
         errors.append(
             {"split": page.split, "pdf": str(page.row["pdf"]), "page": int(page.row["page"]), "error": f"{type(e).__name__}: {e}"}

@@ -103,7 +103,7 @@ def accelerate_argv(
     if not 0 <= machine_rank < num_machines:
         raise ConfigError(f"--machine-rank must be in [0, {num_machines}), got {machine_rank}")
     if num_machines > 1 and not main_process_ip:
-        raise ConfigError("multi-node training needs --main-process-ip (the address of the rank-0 machine)")
+        raise ConfigError(f"--num-machines {num_machines} needs --main-process-ip (the address of the rank-0 machine)")
     preset = ["--config_file", str(ddp_config_file())]
     if zero is not None:
         preset = ["--use_deepspeed", "--deepspeed_config_file", str(deepspeed_config_file(zero))]
@@ -226,13 +226,14 @@ def deepspeed_active(env: dict[str, str] | None = None) -> bool:
     return env.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true"
 
 
-def launch(argv: list[str], env: dict[str, str]) -> int:
+def launch(argv: list[str], env: dict[str, str], tick: Any = None) -> int:
     """Run a launcher command and return its exit code; every process it starts is stopped with it
-    (olmocr_rl/launch/supervise.py). Raises Interrupted on SIGINT, SIGTERM or SIGHUP."""
+    (olmocr_rl/launch/supervise.py); `tick()` every half second while it runs. Raises Interrupted
+    on SIGINT, SIGTERM or SIGHUP."""
     from olmocr_rl.launch.supervise import supervise
 
     Path(env["TORCH_EXTENSIONS_DIR"]).mkdir(parents=True, exist_ok=True)
-    return supervise(argv, env)
+    return supervise(argv, env, tick=tick)
 
 
 def shutdown_process_group() -> None:

@@ -1,5 +1,6 @@
 """Running the processes a command starts, and nothing left behind: a launcher (`accelerate launch`
-or `deepspeed`, and the ranks it starts; `olmocr-rl train`'s), with a vLLM server before it when
+or `deepspeed`, and the ranks it starts: `olmocr-rl train`'s; the workers of `generate` and
+`curate`, olmocr_rl/launch/pages.py), with a vLLM server before it when
 there is one (`train --vllm-gpus`). SIGINT, SIGTERM and SIGHUP stop them all; so does the end of training, a failure, or a
 server that dies mid-run (olmocr_rl/procs.py says how every descendant is found, the ranks torchrun
 puts in sessions of their own included).
@@ -24,11 +25,13 @@ def supervise(
     grace: float = STOP_GRACE_S,
     poll: float = 0.5,
     echo: Callable[[str], None] = print,
+    tick: Callable[[], None] | None = None,
 ) -> int:
     """Start `server` (if any) and wait until it is healthy (`timeout` seconds at most), run the
     training command, and stop every process on the way out (SIGTERM, SIGKILL after `grace`).
-    Returns the training exit code; raises ServerError when the server fails (before or during
-    training) and Interrupted on SIGINT, SIGTERM or SIGHUP."""
+    `tick()` is called every `poll` seconds while it runs (a progress line). Returns the training
+    exit code; raises ServerError when the server fails (before or during training) and Interrupted
+    on SIGINT, SIGTERM or SIGHUP."""
     tree = ProcessTree()
     first = signal.SIGTERM
     try:
@@ -47,6 +50,8 @@ def supervise(
                     raise server.failure(
                         f"the vLLM server exited with status {server.proc.returncode} during training; training was stopped"
                     )
+                if tick is not None:
+                    tick()
                 time.sleep(poll)
     except Interrupted as e:
         first = signal.SIGINT if e.signum == signal.SIGINT else signal.SIGTERM

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from olmocr_rl.atomic import atomic_write, write_text
-from olmocr_rl.engines import GenerateFn
+from olmocr_rl.engines import Engine
 from olmocr_rl.prepared import read_manifest, read_split, tests_dir
 
 CANDIDATE = "outputs"
@@ -47,7 +47,7 @@ def select_rows(
 
 
 def write_outputs(
-    generate: GenerateFn,
+    engine: Engine,
     prepared_dir: str | os.PathLike[str],
     output_dir: str | os.PathLike[str],
     rows: list[dict],
@@ -55,11 +55,13 @@ def write_outputs(
     repeats: int = 1,
     temperature: float = 0.0,
     batch_size: int = 8,
+    seed: int = 0,
     progress: Any = None,
 ) -> dict:
-    """Transcribes the rows with `generate` (an engine's, olmocr_rl/engines.py) through `olmocr-rl
-    generate`'s code (greedy when temperature is 0: one generation, copied; the page text with the
-    front matter parsed off) and lays out the bench folder. Returns a summary."""
+    """Transcribes the rows with `engine` (olmocr_rl/engines.py) through `olmocr-rl generate`'s
+    code (greedy when temperature is 0: one generation, copied; each page's samples seeded by `seed`
+    and the page; the page text with the front matter parsed off) and lays out the bench folder.
+    Returns a summary."""
     from olmocr_rl.generate import transcribe
 
     prepared = Path(prepared_dir)
@@ -67,7 +69,7 @@ def write_outputs(
     cand = out / CANDIDATE
     if cand.exists():
         shutil.rmtree(cand)  # the outputs of this model only
-    summary = transcribe(generate, prepared, rows, cand, repeats=repeats, temperature=temperature, batch_size=batch_size,
+    summary = transcribe(engine, prepared, rows, cand, repeats=repeats, temperature=temperature, batch_size=batch_size, seed=seed,
                          progress=progress)  # fmt: skip
     if summary["errors"]:
         first = summary["errors"][0]

@@ -291,7 +291,7 @@ def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = No
     with output_dir laid out as a bench folder: the trained `model` (with its processor), or the
     saved one loaded by the engine builder as `olmocr-rl generate` loads a model (olmocr_rl/engines.py),
     with the run's engine settings."""
-    from olmocr_rl.engines import build_engine, transformers_generate
+    from olmocr_rl.engines import build_engine, transformers_engine
     from olmocr_rl.train.outputs import select_rows, write_outputs
 
     settings = engine_settings(cfg, model=cfg.output_dir)
@@ -300,14 +300,19 @@ def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = No
     rows = select_rows(cfg.prepared_dir, cfg.final_outputs, cfg.train_split, eval_split, limits)
     if (prompt := run_prompt(cfg)) is not None:
         rows = [{**r, "prompt": prompt.text, "prompt_layout": prompt.layout} for r in rows]
-    options = {"repeats": cfg.final_output_repeats, "temperature": cfg.final_temperature, "batch_size": cfg.final_batch_size}
+    options = {
+        "repeats": cfg.final_output_repeats,
+        "temperature": cfg.final_temperature,
+        "batch_size": cfg.final_batch_size,
+        "seed": settings.seed,
+    }
     if model is None:
-        return write_outputs(build_engine("transformers", settings, rows).generate, cfg.prepared_dir, cfg.output_dir, rows, **options)
+        return write_outputs(build_engine("transformers", settings, rows), cfg.prepared_dir, cfg.output_dir, rows, **options)
     was_training = getattr(model, "training", False)
     model.eval()
     try:
-        generate = transformers_generate(model, processor, max_new_tokens=settings.max_new_tokens)
-        return write_outputs(generate, cfg.prepared_dir, cfg.output_dir, rows, **options)
+        engine = transformers_engine(model, processor, max_new_tokens=settings.max_new_tokens)
+        return write_outputs(engine, cfg.prepared_dir, cfg.output_dir, rows, **options)
     finally:
         if was_training:
             model.train()

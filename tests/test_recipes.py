@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from olmocr_rl.train.config import ConfigError, load_config, recipe_names, recipe_path
+from olmocr_rl.recipes import recipe_names, recipe_path
+from olmocr_rl.train.config import ConfigError, load_config
 from olmocr_rl.train.preflight import generation_batch
 
 

@@ -116,7 +116,7 @@ def train_command(
         return rank_main(cfg, zero, dry_run=dry_run, echo=echo)
     options_ = LaunchOptions(num_processes, zero, launcher, vllm_gpus, num_machines, machine_rank, main_process_ip, main_process_port,
                              str(hostfile) if hostfile else None, gpus, gpu_memory)  # fmt: skip
-    from olmocr_rl.train.config import recipe_path
+    from olmocr_rl.recipes import recipe_path
 
     packaged = config if config and not Path(config).is_file() and recipe_path(config) else None
     plan = build_plan(cfg, options_, strict=strict, recipe=packaged)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 
@@ -51,3 +53,15 @@ def departures_table() -> list[str]:
     """DEPARTURES as the Markdown table docs/training.md holds."""
     rows = ["| setting | olmocr-rl | upstream (f7cfe4c) | why |", "|---|---|---|---|"]
     return rows + [f"| {d.what} | {d.ours} | {d.upstream} | {d.why} |" for d in DEPARTURES]
+
+
+def recipe_path(name: str) -> Path | None:
+    """A packaged recipe (olmocr_rl/recipes/NAME.yaml) by name, e.g. `--config olmocr2`."""
+    if not name or any(c in name for c in "/\\."):
+        return None
+    p = Path(str(resources.files(__name__).joinpath(f"{name}.yaml")))
+    return p if p.is_file() else None
+
+
+def recipe_names() -> list[str]:
+    return sorted(Path(str(f)).stem for f in resources.files(__name__).iterdir() if str(f).endswith(".yaml"))

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 from olmocr_rl.errors import ConfigError
+from olmocr_rl.recipes import recipe_names, recipe_path
 from olmocr_rl.reward_registry import REWARDS, unknown_reward
 from olmocr_rl.train.filtering import validate_filter
 from olmocr_rl.train.schema import coerce, suggest, trl_fields, trl_value, trl_version, type_name
@@ -324,22 +325,6 @@ def apply_mapping(cfg: TrainConfig, data: dict, *, source: str) -> None:
         raise ConfigError(f"{source}: expected a mapping of option names to values, got {type(data).__name__}")
     for key, value in data.items():
         set_option(cfg, str(key), value, source)
-
-
-def recipe_path(name: str) -> Path | None:
-    """A packaged recipe (olmocr_rl/recipes/NAME.yaml) by name, e.g. `--config olmocr2`."""
-    from importlib import resources
-
-    if not name or any(c in name for c in "/\\."):
-        return None
-    p = Path(str(resources.files("olmocr_rl.recipes").joinpath(f"{name}.yaml")))
-    return p if p.is_file() else None
-
-
-def recipe_names() -> list[str]:
-    from importlib import resources
-
-    return sorted(Path(str(f)).stem for f in resources.files("olmocr_rl.recipes").iterdir() if str(f).endswith(".yaml"))
 
 
 def load_config_file(path: str | os.PathLike[str]) -> dict:

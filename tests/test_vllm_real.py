@@ -46,12 +46,20 @@ PLACEHOLDERS = {259, 260, 261, 262}  # the tiny model's <|vision_start|>, <|visi
 
 @pytest.fixture(autouse=True)
 def cpu_vllm_env(monkeypatch, tmp_path_factory):
-    """vLLM on a 2-core CPU machine: a 1 GiB KV cache, loopback addresses, caches in the temp dir."""
+    """vLLM on a 2-core CPU machine: a 1 GiB KV cache, loopback addresses, caches in the temp dir.
+    The environment is restored whole after each test: vLLM writes os.environ itself (trl's
+    colocated engine, an `external_launcher`, sets VLLM_ENABLE_V1_MULTIPROCESSING=0 for the rest of
+    the process), which a later test's subprocess would inherit (its engine then starts no process)."""
+    saved = dict(os.environ)
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     monkeypatch.setenv("VLLM_HOST_IP", "127.0.0.1")
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path_factory.getbasetemp() / "vllm-cache"))
     monkeypatch.setenv("VLLM_NO_USAGE_STATS", "1")
+    yield
+    monkeypatch.undo()
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 @pytest.fixture(scope="module")
@@ -343,14 +351,19 @@ def test_the_server_train_starts(tiny32, prepared, tmp_path):
 
 
 def _group_alive(pgid: int) -> bool:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                return True
+    """A process of the group still runs. A zombie does not count: it has exited, and only its
+    parent's wait is missing. (An engine process orphaned by the command is re-parented to this
+    test process when an earlier test's in-process `olmocr-rl train` made it a child subreaper, and
+    nothing here waits for it.)"""
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
     return False
 
 
@@ -419,11 +432,3 @@ def _ppid(pid: str) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return None
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True

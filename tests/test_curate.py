@@ -315,7 +315,7 @@ def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
     """The command's options the tests below do not check, each for its effect, with a stand-in
     engine (the engine builder replaced where curate calls it): --engine and --no-eager reach the engine,
     --batch-size is the completions per generate call, --set overrides the config (the temperature
-    sampled at), --output names the difficulty file, --tensor-parallel reaches the engine's settings,
+    sampled at, and the train command shown), --output names the difficulty file, --tensor-parallel reaches the engine's settings,
     --min-mean / --max-mean bound the kept pages' mean reward, --eval scores the eval pages (never kept), --quiet starts no progress bar."""
     import importlib
 
@@ -371,11 +371,14 @@ def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
     assert {pdf: r["mean"] for pdf, r in records.items()} == {ALWAYS: 0.75, NEVER: 0.25, SOMETIMES: 0.5}
     assert all(r["engine"] == "vllm" and r["settings"]["temperature"] == 1.25 for r in records.values())
     assert "kept 1 of 3 train pages (reward std > 0, mean > 0.6)" in res.output
+    # The train command shown trains with the config curate scored with (its overrides too).
+    assert f"train on them: olmocr-rl train {case} --model stand-in -o OUTPUT_DIR train_split=curated temperature=1.25\n" in res.output
     assert [r["pdf"] for r in read_split(case, "curated")] == [ALWAYS]
     # The other bound, from the same file (nothing sampled), into another split.
     res = invoke([*args, "--max-mean", "0.3", "--name", "low", "-q"])
     assert res.exit_code == 0, res.output
     assert len(loads) == 1 and "kept 1 of 3 train pages (reward std > 0, mean < 0.3)" in res.output
+    assert "train_split=low temperature=1.25\n" in res.output
     assert [r["pdf"] for r in read_split(case, "low")] == [NEVER]
 
     # --eval, the defaults otherwise (the transformers engine, 16 completions per call, a progress bar):

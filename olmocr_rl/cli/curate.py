@@ -93,7 +93,8 @@ def curate_command(
         settings = replace(engine_settings(cfg, eager=eager), tensor_parallel=tensor_parallel)
         job = CurateJob(prepared_dir, path, engine, settings, samples, cfg.temperature, dict(cfg.rewards),
                         cfg.bench_guard, cfg.reward_threads, resolve_prompt(cfg.prompt) if cfg.prompt else None, cfg.top_p,
-                        include_eval, batch_size, KeepRule(min_std, min_mean, max_mean), name, cfg.num_generations, config, workers)  # fmt: skip
+                        include_eval, batch_size, KeepRule(min_std, min_mean, max_mean), name, cfg.num_generations, config, workers,
+                        tuple([*(set_ or []), *(overrides or [])]))  # fmt: skip
         if workers.launched:
             from olmocr_rl.curate.parallel import job_folder
 

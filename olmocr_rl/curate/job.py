@@ -39,6 +39,7 @@ class CurateJob:
     num_generations: int = 28  # the training config's, for what the selection saves
     config: str | None = None  # the training config's file, for the train command shown
     workers: Workers = Workers()  # --num-processes and the other launch options (olmocr_rl/launch/pages.py)
+    overrides: tuple[str, ...] = ()  # the training config's KEY=VALUE overrides (--set and the arguments), for the train command shown
 
     @property
     def splits(self) -> tuple[str, ...]:
@@ -138,5 +139,15 @@ def _report_selection(job: CurateJob, settings: Settings, result: Result, sel: S
     echo(f"generation saved per epoch: {len(sel.dropped)} pages x {g} generations x <= {budget} tokens = {sel.saved_pages:.1%} of the "
          f"completion budget{measured}")  # fmt: skip
     echo(f"curation sampled {settings.samples} per page: {settings.samples / g:.2g} epoch(s) of generation at num_generations={g}")
-    cmd = f"olmocr-rl train {job.prepared} --model {settings.model} -o OUTPUT_DIR train_split={job.name}"
-    echo(f"train on them: {cmd}" + (f" --config {job.config}" if job.config else ""))
+    echo(f"train on them: {train_command(job)}")
+
+
+def train_command(job: CurateJob) -> str:
+    """The `olmocr-rl train` command that trains on the selection with the training config curate
+    scored with: its --config and its KEY=VALUE overrides, shell-quoted."""
+    import shlex
+
+    argv = ["olmocr-rl", "train", str(job.prepared), "--model", job.settings.model, "-o", "OUTPUT_DIR", f"train_split={job.name}"]
+    argv += ["--config", job.config] if job.config else []
+    argv += [o for o in job.overrides if not o.replace("-", "_").startswith("train_split=")]
+    return " ".join(shlex.quote(a) for a in argv)

@@ -40,10 +40,21 @@ def folder_lock(folder: str | os.PathLike[str], command: str) -> Iterator[Path]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
-            raise FolderBusy(f"{folder} is in use by {holder}: wait for it to finish, or stop it first") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} (olmocr-rl {command})\n".encode(), 0)
+            raise FolderBusy(f"{folder} is in use by {_holder(fd)}: wait for it to finish, or stop it first") from None
+        name = f"pid {os.getpid()} (olmocr-rl {command})\n".encode()
+        os.pwrite(fd, name, 0)  # then cut: the file is never empty while a holder names itself
+        os.ftruncate(fd, len(name))
         yield folder
     finally:
         os.close(fd)
+
+
+def _holder(fd: int) -> str:
+    """The holder's name from the lock file. A holder that has just taken the lock may not have
+    written it yet (the file is created empty): asked again for up to half a second."""
+    import time
+
+    deadline = time.monotonic() + 0.5
+    while not (holder := os.pread(fd, 200, 0).decode("utf-8", "replace").strip()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return holder or "another process"

@@ -150,6 +150,25 @@ def test_folder_lock_is_exclusive_and_dies_with_its_holder(tmp_path):
         pass
 
 
+def test_a_holder_that_has_not_named_itself_yet_is_still_named(tmp_path):
+    """The race two prepares run (CI saw "in use by another process"): the second asks while the
+    first holds the fresh, still empty lock file; it waits briefly for the name."""
+    folder = tmp_path / "f"
+    folder.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX)\n"
+                               "print('locked', flush=True); time.sleep(0.2); os.pwrite(fd, b'pid 7 (olmocr-rl prepare)', 0)\n"
+                               "time.sleep(60)", str(folder / LOCK_NAME)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(FolderBusy, match="in use by pid 7 \\(olmocr-rl prepare\\)"):
+            with folder_lock(folder, "prepare"):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def hold(folder: Path) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-c", "import sys, time; from olmocr_rl.folder_lock import folder_lock\n"
                              "with folder_lock(sys.argv[1], 'prepare'):\n    print('held', flush=True); time.sleep(120)",

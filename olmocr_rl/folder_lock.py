@@ -29,18 +29,19 @@ class FolderBusy(UserError):
 
 
 @contextlib.contextmanager
-def folder_lock(folder: str | os.PathLike[str], command: str) -> Iterator[Path]:
+def folder_lock(folder: str | os.PathLike[str], command: str, *, name: str = LOCK_NAME, busy: str | None = None) -> Iterator[Path]:
     """Holds `folder`'s lock (creating the folder) for the block; FolderBusy if another process
-    holds it. `command` names this one to a second run."""
+    holds it. `command` names this one to a second run; `name`: another lock file of the folder
+    (launch/pages.py's per-machine locks); `busy`: the refusal, instead of naming the holder."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / LOCK_NAME
+    path = folder / name
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise FolderBusy(f"{folder} is in use by {_holder(fd)}: wait for it to finish, or stop it first") from None
+            raise FolderBusy(busy or f"{folder} is in use by {_holder(fd)}: wait for it to finish, or stop it first") from None
         name = f"pid {os.getpid()} (olmocr-rl {command})\n".encode()
         os.pwrite(fd, name, 0)  # then cut: the file is never empty while a holder names itself
         os.ftruncate(fd, len(name))

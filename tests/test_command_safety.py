@@ -169,6 +169,22 @@ def test_a_holder_that_has_not_named_itself_yet_is_still_named(tmp_path):
         holder.wait()
 
 
+def test_a_machines_lock_refuses_a_second_job_of_that_machine_rank(tmp_path):
+    """curate's and generate's machine M > 0 hold machine-M.lock in the job folder (through
+    folder_lock): the same rank of a second job is refused, another rank is not."""
+    from olmocr_rl.launch.pages import JobFolder
+
+    folder = JobFolder(tmp_path / "job")
+    with folder.machine_lock(1):
+        with pytest.raises(FolderBusy, match="machine rank 1 of another job on this output is running"):
+            with JobFolder(tmp_path / "job").machine_lock(1):
+                pass
+        with folder.machine_lock(2):
+            pass
+    with folder.machine_lock(1):  # released with the block
+        pass
+
+
 def hold(folder: Path) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-c", "import sys, time; from olmocr_rl.folder_lock import folder_lock\n"
                              "with folder_lock(sys.argv[1], 'prepare'):\n    print('held', flush=True); time.sleep(120)",

@@ -198,21 +198,11 @@ class JobFolder:
         """Machine M > 0's command holds `machine-M.lock` while it runs (machine 0 holds the output's
         own lock): a second job's command for the same machine rank is refused where the shared
         file system passes flock(2) between its clients."""
-        import fcntl
+        from olmocr_rl.folder_lock import folder_lock
 
-        from olmocr_rl.folder_lock import FolderBusy
-
-        self.path.mkdir(parents=True, exist_ok=True)
-        path = self.path / f"machine-{machine_rank}.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise FolderBusy(f"{self.path}: machine rank {machine_rank} of another job on this output is running") from None
+        busy = f"{self.path}: machine rank {machine_rank} of another job on this output is running"
+        with folder_lock(self.path, f"machine {machine_rank}", name=f"machine-{machine_rank}.lock", busy=busy):
             yield
-        finally:
-            os.close(fd)
 
 
 @dataclass

@@ -21,8 +21,12 @@ def soup_command(
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the averaged model to.", show_default=False)],
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace files in a non-empty --output folder.")] = False,
 ) -> int:
+    from olmocr_rl.model_ref import missing_part
     from olmocr_rl.soup import soup as make_soup
 
+    for ckpt in checkpoints:  # a mistyped folder named with the close names beside it, before anything is read
+        if not ckpt.exists():
+            fail(f"{ckpt}: no such checkpoint folder ({missing_part(ckpt)})")
     try:
         out = make_soup(checkpoints, output, overwrite=overwrite)
     except ImportError as e:

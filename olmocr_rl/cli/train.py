@@ -95,14 +95,22 @@ def train_command(
 ) -> int:
     if debug:
         os.environ["OLMOCR_RL_DEBUG"] = "1"  # also for the launched ranks
+    from olmocr_rl.model_ref import resolve_model
+    from olmocr_rl.train.keys import check_keys
     from olmocr_rl.train.preflight import trl_problem
+    from olmocr_rl.train.rank import launched_rank
 
+    rank = launched_rank(local_rank)
+    # Answered in a second, before trl is imported: a key no config has, a model that is nowhere.
+    configured = check_keys(config, [*(set_ or []), *(overrides or [])])
+    if (model or configured) and not rank:
+        resolve_model(model or configured, "--model" if model else "model")
     if (problem := trl_problem()) is not None:  # before anything imports trl
         fail(f"{problem.message}; {problem.fix}")
     from olmocr_rl.train.config import load_config
     from olmocr_rl.train.plan import LaunchOptions, build_plan, execute
     from olmocr_rl.train.preflight import errors
-    from olmocr_rl.train.rank import launched_rank, rank_main
+    from olmocr_rl.train.rank import rank_main
 
     cfg = load_config(
         config,
@@ -112,7 +120,7 @@ def train_command(
         output_dir=str(output_dir) if output_dir else None,
         resume=resume,
     )
-    if launched_rank(local_rank):
+    if rank:
         return rank_main(cfg, zero, dry_run=dry_run, echo=echo)
     options_ = LaunchOptions(num_processes, zero, launcher, vllm_gpus, num_machines, machine_rank, main_process_ip, main_process_port,
                              str(hostfile) if hostfile else None, gpus, gpu_memory)  # fmt: skip

@@ -13,7 +13,7 @@ Architecture, tensor names and shapes must match; tensors are summed in float32 
 config, tokenizer and processor files are copied from the first checkpoint."""
 
 
-@app.command("soup", help=DESCRIPTION)
+@app.command("soup", help=DESCRIPTION, short_help="Average the weights of checkpoints of one model (a model soup).")
 def soup_command(
     checkpoints: Annotated[
         list[Path], typer.Argument(help="Two or more checkpoint folders (save_pretrained layout, safetensors).", show_default=False)

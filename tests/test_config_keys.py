@@ -21,6 +21,8 @@ TYPOS = [
     ([], ["lora.r=8"]),  # a dotted key with no such head
     (["temprature: 0.9\n"], []),  # in a config file
     (["trl:\n  top_kk: 50\n"], []),
+    ([], ["rewards.non-emty=1"]),  # a reward name
+    (["rewards:\n  benchh: 1\n"], []),
 ]
 
 

@@ -368,12 +368,12 @@ def test_report_max_completions_and_output(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_train_launch_flags_reach_the_launcher(tmp_path):
+def test_train_launch_flags_reach_the_launcher(tmp_path, tiny_model):
     from training import make_prepared
 
     prepared = make_prepared(tmp_path / "prep")
     # 4 ranks x 1 completion / 4 generations: 1 page a generation batch (the fixtures have 3).
-    base = ["train", str(prepared), "--model", "m", "-o", str(tmp_path / "run"), "--config", str(RECIPE), "--dry-run",
+    base = ["train", str(prepared), "--model", str(tiny_model), "-o", str(tmp_path / "run"), "--config", str(RECIPE), "--dry-run",
             "per_device_train_batch_size=1"]  # fmt: skip
     res = invoke([*base, "--num-processes", "4", "--zero", "2", "--num-machines", "2", "--machine-rank", "1",
                   "--main-process-ip", "10.0.0.9", "--main-process-port", "29613"])  # fmt: skip

@@ -71,7 +71,7 @@ def test_upstreams_node_fits_and_plans_what_the_node_runs(prepared, seven_b, tmp
     """7 training ranks, ZeRO-2, the server on the 8th GPU of an 8 x 80 GB node, planned here: it
     fits; the plan is the GPU node's (bf16, no gloo or use_cpu, the server command with the flag
     trl adds where vLLM >= 0.30 is installed, its bf16 weights)."""
-    res = dry_run(prepared, seven_b, tmp_path / "run", "--config", "olmocr2", "--zero", "2", "--vllm-gpus", "1", *NODE)
+    res = dry_run(prepared, seven_b, tmp_path / "run", "--config", "olmocr2", "--zero", "2", "--vllm-gpus", "1", *NODE, "--show-config")
     assert "error: memory" not in res.stderr and "warning: memory" not in res.stderr, res.stderr
     block = memory_block(res.stdout)
     assert "7 ranks, ZeRO-2, bf16" in block[0] and any("reference model" in ln for ln in block)

@@ -1,4 +1,4 @@
-"""Config keys checked before anything heavy is imported: a typo in a config file or a KEY=VALUE is
+"""Config keys (and reward names) checked before anything heavy is imported: a typo in a config file or a KEY=VALUE is
 refused in a fraction of a second, not after the 5-15 s that importing trl (and with it
 transformers and torch) takes. The full check (olmocr_rl/train/config.py, with trl imported) runs
 afterwards as before; this one only answers sooner, with the same message.
@@ -118,6 +118,7 @@ def check_keys(config: str | None, overrides: list[str]) -> str | None:
     """Refuses the first unknown key of the config file and the overrides, in the order the full
     check reads them, with its message (ConfigError); keys it cannot judge are left to it. Returns
     the model they set (the last `model`), for the command to find it before trl is imported."""
+    from olmocr_rl.reward_registry import unknown_reward
     from olmocr_rl.train.config import _OWN_NAMES, _STATED_NAMES, load_config_file, parse_override
     from olmocr_rl.train.schema import suggest
 
@@ -137,6 +138,12 @@ def check_keys(config: str | None, overrides: list[str]) -> str | None:
         raise ConfigError(f"{source}: trl.{key}: not a GRPOConfig option in trl {_version('trl')}{suggest(key, sorted(trl))}")
 
     model = None
+
+    def rewards(value: object) -> None:  # the reward names (validate's check, sooner)
+        for name in value if isinstance(value, dict) else ():
+            if (error := unknown_reward(str(name))) is not None:
+                raise error
+
     data: dict[str, Any] = load_config_file(config) if config is not None else {}
     for key, value in data.items():
         flat(str(key), str(config))
@@ -144,6 +151,8 @@ def check_keys(config: str | None, overrides: list[str]) -> str | None:
         if str(key).replace("-", "_") == "trl" and isinstance(value, dict):
             for sub in value:
                 under_trl(str(sub), str(config))
+        if str(key) == "rewards":
+            rewards(value)
     for item in overrides:
         key, value = parse_override(item)
         source = f"override {item!r}"
@@ -152,6 +161,8 @@ def check_keys(config: str | None, overrides: list[str]) -> str | None:
             head = head.replace("-", "_")
             if head == "trl":
                 under_trl(sub, source)
+            elif head == "rewards":
+                rewards({sub: None})
             elif head != "rewards" and trl is not None:
                 raise ConfigError(f"{source}: unknown key {key!r}{suggest(key, sorted(ours | (trl or frozenset())))}: "
                                   "neither an olmocr-rl option nor a trl.GRPOConfig one")  # fmt: skip
@@ -161,4 +172,6 @@ def check_keys(config: str | None, overrides: list[str]) -> str | None:
             if key.replace("-", "_") == "trl" and isinstance(value, dict):
                 for sub in value:
                     under_trl(str(sub), source)
+            if key == "rewards":
+                rewards(value)
     return model if isinstance(model, str) and model else None

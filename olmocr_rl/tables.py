@@ -81,7 +81,7 @@ def facts(rows: list[tuple[str, object]]) -> Table:
 
     t = Table(header=False)
     name_column(t, "", style="bold")
-    text_column(t, "", justify="right")
+    text_column(t, "")
     for label, value in rows:
         t.add_row(for_rich(label), for_rich(value))
     return t

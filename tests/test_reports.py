@@ -228,6 +228,22 @@ def test_bench_report_views(tmp_path):
 HOSTILE = '<img src=x onerror="window.pwned=1"></script><script>window.pwned=2</script>"\'&amp;'
 
 
+def test_a_failed_candidate_reads_first_and_whole_at_800_px(tmp_path):
+    """The verdict names the FAILED candidate first; at 800 px the summary table fits (the error
+    wraps) rather than hiding its last column behind a scroll bar."""
+    bench = tmp_path / "bench"
+    shutil.copytree(ROOT / "bench_fixtures", bench, ignore=shutil.ignore_patterns("*.py", "*.yaml"))
+    shutil.copytree(bench / "demo_model", bench / "partial")
+    for f in sorted((bench / "partial").rglob("*.md"))[:2]:
+        f.unlink()
+    html = tmp_path / "r.html"
+    assert invoke(["bench", bench, "-c", "demo_model", "-c", "partial", "--compare", "--report", html]).exit_code == 0
+    with open_report(html, tmp_path / "r.png", width=800) as page:
+        page.set_width(800)
+        assert page.evaluate("document.querySelector('#verdicts p.answer').textContent").startswith("partial is FAILED (errors")
+        assert page.evaluate("(s => s.scrollWidth <= s.clientWidth)(document.getElementById('scores').parentElement)") is True
+
+
 def test_bench_report_shows_hostile_strings_as_text(tmp_path):
     tests = {f"x{HOSTILE[:8]}.pdf".replace("/", ""): [{"id": f"t{HOSTILE}", "type": "present", "text": f"a{HOSTILE}"}]}
     pdf = next(iter(tests))

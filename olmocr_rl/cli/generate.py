@@ -26,7 +26,7 @@ from olmocr_rl.cli import (
 ABOUT = "Transcribe a bench folder's tested pages with a model into BENCH_DIR/NAME/ for `olmocr-rl bench`."
 
 
-@app.command("generate", help=ABOUT)
+@app.command("generate", help=ABOUT, short_help=ABOUT)
 def generate_command(
     model: Annotated[str, typer.Argument(help="Model folder or hub id (a checkpoint, a LoRA adapter, a soup).", show_default=False)],
     bench_dir: Annotated[Path, typer.Argument(help="olmOCR-bench folder: top-level *.jsonl tests and pdfs/**.pdf.", show_default=False)],

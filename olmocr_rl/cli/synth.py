@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 DESCRIPTION = (
     "Render HTML pages to one-page PDFs with Chromium and write the unit tests and reference markdown olmOCR's synthetic "
     "pipeline derives from the HTML: an olmOCR-bench folder for `validate`, `prepare` and `bench`.\n\n"
-    "`olmocr-rl synth HTML_DIR OUT_BENCH` takes the top-level .html files of HTML_DIR (their relative URLs are served from "
-    "HTML_DIR; nothing else is reachable). `olmocr-rl synth OUT_BENCH --from-pdf PDFS --endpoint URL --model NAME` first has a "
+    "`olmocr-rl synth HTML_DIR OUT_BENCH` takes the top-level .html files of HTML_DIR whose real path is in it (a link out is "
+    "skipped, never read; their relative URLs are served from HTML_DIR; nothing else is reachable), page `X.html` named "
+    "X_page1 as upstream names a synthetic page. `olmocr-rl synth OUT_BENCH --from-pdf PDFS --endpoint URL --model NAME` first has a "
     "model behind an OpenAI-compatible endpoint rewrite one random page of each PDF (or every page) as HTML, in olmOCR's "
     "conversation: the page images go to that endpoint (docs/preparing.md).\n\n"
     "A rerun does only the pages not done. Pages that cannot be used are listed with the reason; the others are written."

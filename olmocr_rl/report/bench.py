@@ -169,9 +169,7 @@ def _scores_html(summary: Any) -> str:
     for c in cands:
         pages = len({(o.pdf, str(o.page)) for o in c.outcomes})
         if c.failed:
-            score = (
-                f'<span class="bad">FAILED (errors)</span><br><span class="muted">{_fmt_pct(c.score_ignoring_errors)} ignoring errors</span>'
-            )
+            score = f'<span class="bad">FAILED (errors)</span><br><span class="muted">{_fmt_pct(c.score_ignoring_errors)} ignoring errors</span>'
             half = ""
         else:
             score, half = esc(c.status), f"{(c.ci[1] - c.ci[0]) / 2 * 100:.1f}"

@@ -352,6 +352,20 @@ def test_math_pages_empty_pages_counts_and_seeds(tmp_path):
     assert " 0 / 3" in res.output and "synthesizing" not in res.output, res.output
 
 
+def test_keep_katex_math_forgives_only_katexs_mathml_copy():
+    """--keep-katex-math leaves out KaTeX's hidden MathML copy and nothing else: a page with other
+    text cut off is still dropped, for that text; without the option, upstream's rule."""
+    from olmocr_rl.synth.render import significant_cutoff
+
+    mathml = {"tag": "MI", "text": "sin", "occluded": False, "hvis": 0.04, "katex_mathml": True}
+    clipped = {"tag": "P", "text": "a paragraph cut in half", "occluded": False, "hvis": 0.4}
+    covered = {"tag": "SPAN", "text": "under a box", "occluded": True, "hvis": 1.0, "katex_mathml": False}
+    assert significant_cutoff([mathml, clipped]) is mathml
+    assert significant_cutoff([mathml, clipped], katex_mathml_ok=True) is clipped
+    assert significant_cutoff([mathml, covered], katex_mathml_ok=True) is covered
+    assert significant_cutoff([mathml], katex_mathml_ok=True) is None
+
+
 def test_a_run_that_cannot_start_leaves_no_folder(tmp_path, monkeypatch):
     """No Chromium: one error line, and no output folder left holding only a lock file; a folder
     that was there before is kept as it was."""

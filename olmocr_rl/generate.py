@@ -26,14 +26,15 @@ from typing import Any
 
 from olmocr_rl.atomic import write_text
 from olmocr_rl.engines import Engine, sample_seed
+from olmocr_rl.paths import candidate_file
 from olmocr_rl.prompts import row_conversation
 
 SUMMARY = "_generate.json"
 
 
 def page_file(pdf: str, page: int, repeat: int) -> str:
-    stem = pdf[:-4] if pdf.lower().endswith(".pdf") else pdf
-    return f"{stem}_pg{page}_repeat{repeat}.md"
+    """The candidate file of a page and repeat (olmocr_rl/paths.py, `candidate_file`)."""
+    return candidate_file(pdf, page, repeat)
 
 
 def page_text(completion: str, raw: bool = False) -> tuple[str, bool]:

@@ -6,30 +6,19 @@ effect, a trained model (full weights or a LoRA adapter) for generation. The pol
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from olmocr_rl.errors import ConfigError
 
-# A hub id: `name` or `owner/name` (what huggingface_hub accepts; checked by it again when used).
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
 
+def model_problem(model: str, what: str = "model") -> str | None:
+    """Why `model` (a folder, or a hub id) cannot be a model, found without loading anything or the
+    network (olmocr_rl/model_ref.py, `local_problem`); None when it may be. A path that is not a
+    model folder is named, with the close names beside it, before anything is written."""
+    from olmocr_rl.model_ref import local_problem
 
-def model_problem(model: str) -> str | None:
-    """Why `model` (a folder, or a hub id) cannot be a model, found without loading anything;
-    None when it may be. A path that is not a folder is named as such before anything is written
-    (transformers would say "Repo id must be in the form ..." after the run had started)."""
-    path = Path(model).expanduser()
-    if path.is_dir():
-        if not any((path / f).is_file() for f in ("config.json", "adapter_config.json")):
-            return f"{model}: not a model folder (no config.json, nor a LoRA adapter's adapter_config.json)"
-        return None
-    if path.exists():
-        return f"{model}: not a folder (give the model's folder or a hub id)"
-    if not _HUB_ID.fullmatch(model) or model.startswith((".", "~")):
-        return f"no such model folder: {model}"
-    return None
+    return local_problem(model, what)
 
 
 def inference_dtype(cuda: bool) -> Any:

@@ -7,11 +7,29 @@ to show and to follow:
   `NameNotUtf8`, naming the file, for a command that cannot go on without it;
 * `inside(root, rel)`: `rel` (a path read from a data file) resolved within `root`, or None when it
   leads elsewhere (`../../secret`, an absolute path, a link out of the folder).
+
+And the names of a bench page's files, olmOCR-bench's layout, in one place for every command that
+writes or looks for them (`synth` both modes, `prepare`, `bench`, `generate`, training's outputs and,
+through `prepare`, the rewards that compare with a reference). For a PDF `pdfs/<key>` (`key` its
+path under pdfs/, ending .pdf):
+
+* `candidate_file(key, N, M)`: `<key without .pdf>_pg<N>_repeat<M>.md`, a system's output for page N,
+  repeat M, in its candidate folder (`PAGE_FILE` matches one; bench finds a page's files by
+  `page_marker(N)` in the name, as the reference's regex `_pg{N}_`);
+* `reference_file(key, N)`: `claude_original/<key's folder>/<name>_page<P>_pg1_repeat1.md`, the page's
+  reference output where olmOCR's GRPO trainer looks for it (`name` and `P` from a `_page<P>` in the
+  PDF's name, else the name and N: upstream's parse), or None where that parse fails;
+* `synthetic_key(id, N)`: `<id>_page<N>`, how olmOCR's synthetic pipeline names page N of document
+  `id` (mine_html_templates.py: `f"{pdf_id}_page{page_num}.pdf"`), so that its reference file is
+  the one the trainer looks for: `reference_file(f"{folder}/{id}_page{N}.pdf", 1)` is
+  `claude_original/<folder>/<id>_page<N>_pg1_repeat1.md`, which is also
+  `candidate_file(f"{folder}/{id}_page{N}.pdf", 1, 1)` in the `claude_original` candidate folder.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from olmocr_rl.errors import UserError
@@ -61,3 +79,46 @@ def for_rich(text: object) -> str:
     from rich.markup import escape
 
     return escape(shown(str(text)))
+
+
+# --- a bench page's files (see the module docstring) ------------------------------------------------
+
+REFERENCE_DIR = "claude_original"
+# A page file's path relative to its candidate folder. The suffix is anchored, so the base is unique
+# and matching it equals the reference's per-PDF `^{re.escape(base)}_pg\d+_repeat\d+\.md$`.
+PAGE_FILE = re.compile(r"^(.*)_pg\d+_repeat\d+\.md$", re.DOTALL)
+
+
+def page_stem(key: str) -> str:
+    """A PDF's key without its extension: the base of its page files."""
+    return os.path.splitext(key)[0]
+
+
+def candidate_file(key: str, page: int | str, repeat: int) -> str:
+    """`<key without .pdf>_pg<page>_repeat<repeat>.md`: what bench reads for that page and repeat."""
+    return f"{page_stem(key)}_pg{page}_repeat{repeat}.md"
+
+
+def page_marker(page: int | str) -> str:
+    """What a page file's name holds for page `page` (the reference searches it as a regex; a page
+    is digits, so the plain text is the same search)."""
+    return f"_pg{page}_"
+
+
+def synthetic_key(doc_id: str, page: int) -> str:
+    """Upstream's name of page `page` of a synthetic document (its PDF is `<key>.pdf`)."""
+    return f"{doc_id}_page{page}"
+
+
+def reference_file(key: str, page: int) -> str | None:
+    """The page's reference output, relative to the bench folder, where olmOCR's GRPO trainer looks
+    for it; None where upstream's parse of the name fails."""
+    base = Path(key).name.replace(".pdf", "")  # as upstream: every ".pdf", and split on "_page"
+    parts = base.split("_page")
+    name, number = parts[0], page
+    if len(parts) > 1 and parts[1].isdigit():
+        try:
+            number = int(parts[1])
+        except ValueError:  # digits int() does not read (superscripts): upstream would fail here
+            return None
+    return (Path(REFERENCE_DIR) / Path(key).parent / f"{name}_page{number}_pg1_repeat1.md").as_posix()

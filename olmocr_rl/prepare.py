@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl import paths
 from olmocr_rl.atomic import atomic_write, write_bytes
 from olmocr_rl.errors import UserError
 from olmocr_rl.folder_lock import folder_lock
@@ -222,6 +223,7 @@ class PrepareReport:
     environment: list[dict[str, Any]] = field(default_factory=list)
     # {"patch_size", "min_pixels", "max_pixels", "pages", "min", "mean", "max", "total"}
     image_tokens: dict[str, Any] = field(default_factory=dict)
+    references_used: set[str] = field(default_factory=set, repr=False)  # claude_original/ files a row took (not written)
 
     @property
     def problems(self) -> int:
@@ -237,7 +239,7 @@ class PrepareReport:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "problems": self.problems}
+        return {**{k: v for k, v in asdict(self).items() if k != "references_used"}, "problems": self.problems}
 
 
 @dataclass
@@ -425,6 +427,7 @@ def prepare(
             }
             ref = reference_file(folders[fi].root, key, page)
             if ref is not None:
+                report.references_used.add(str(ref))
                 rel = f"{folders[fi].name_prefix}references/{ref.relative_to(folders[fi].root / 'claude_original').as_posix()}"
                 (out / rel).parent.mkdir(parents=True, exist_ok=True)
                 _write_bytes(out / rel, ref.read_bytes())
@@ -454,19 +457,11 @@ def prepare(
 
 
 def reference_file(root: Path, key: str, page: int) -> Path | None:
-    """The page's reference output in a bench folder, where olmOCR's GRPO trainer looks for it:
-    `claude_original/<pdf's folder>/<name>_page<N>_pg1_repeat1.md`, N from a `_page<N>` already
-    in the PDF's name, else the page number. None when there is none."""
-    base = Path(key).name.replace(".pdf", "")  # as upstream: every ".pdf", and split on "_page"
-    parts = base.split("_page")
-    name, number = parts[0], page
-    if len(parts) > 1 and parts[1].isdigit():
-        try:
-            number = int(parts[1])
-        except ValueError:  # digits int() does not read (superscripts): upstream would fail here
-            return None
-    path = root / "claude_original" / Path(key).parent / f"{name}_page{number}_pg1_repeat1.md"
-    return path if path.is_file() else None
+    """The page's reference output in a bench folder, where olmOCR's GRPO trainer looks for it
+    (olmocr_rl/paths.py, `reference_file`). None when there is none."""
+    rel = paths.reference_file(key, page)
+    path = root / rel if rel is not None else None
+    return path if path is not None and path.is_file() else None
 
 
 _Page = tuple[int, str, int]  # (folder index, pdf key, page)
@@ -661,6 +656,12 @@ def _summarize(
         "pdfs_eval": len({r["pdf"] for r in splits["eval"]}),
         "pages_train": len(splits["train"]),
         "pages_eval": len(splits["eval"]),
+        # Reference outputs (paths.reference_file): the pages that have one, and the claude_original/
+        # files no page took (named otherwise than olmOCR's trainer looks for them, or of pages not prepared).
+        "pages_with_reference": sum(1 for rows in splits.values() for r in rows if r.get("reference")),
+        "references_not_used": sum(
+            1 for f in folders for p in (f.root / paths.REFERENCE_DIR).rglob("*.md") if str(p) not in report.references_used
+        ),
     }
 
 

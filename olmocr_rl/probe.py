@@ -272,27 +272,51 @@ def details_rows(result: ProbeResult) -> list[dict]:
     return rows
 
 
+# The judgement against the tests' own text: what the best degenerate output earns as a share of what
+# the page's own texts (`own-texts`, a model that learned the tests) earn.
+GAMEABLE_AT = 0.5  # at half or more: gameable, a policy gains little by reading the page
+WEAK_AT = 0.25  # a quarter to a half: weak; below: sound
+RULE = f"gameable from {GAMEABLE_AT:.0%} of what the page's own texts earn, weak from {WEAK_AT:.0%}, else sound"
+
+
+def judgement(reward: float | None, own: float | None) -> str | None:
+    """`RULE` applied (None when the own texts earn nothing to compare with)."""
+    if reward is None:
+        return "sound"
+    if not own:
+        return None
+    share = reward / own
+    return "gameable" if share >= GAMEABLE_AT else "weak" if share >= WEAK_AT else "sound"
+
+
 def verdict(result: ProbeResult) -> dict[str, dict]:
     """Per guard: the degenerate candidate that earns the most (its mean page reward; the first
-    in CANDIDATES on a tie) and what the page's own texts earn, the bound of a model that learned
-    the tests."""
+    in CANDIDATES on a tie), what the page's own texts earn (the bound of a model that learned
+    the tests), the first as a share of the second and the judgement (`RULE`)."""
     out = {}
     for guard in dict.fromkeys(e.guard for e in result.earned):
         mine = [e for e in result.earned if e.guard == guard]
         degenerate = [e for e in mine if e.candidate in DEGENERATE]
         best = max(degenerate, key=lambda e: e.reward) if degenerate else None
         own = next((e.reward for e in mine if e.candidate == "own-texts"), None)
-        out[guard] = {"best_degenerate": best.candidate if best else None, "reward": best.reward if best else None, "own_texts": own}
+        reward = best.reward if best else None
+        out[guard] = {"best_degenerate": best.candidate if best else None, "reward": reward, "own_texts": own,
+                      "share_of_own_texts": reward / own if reward is not None and own else None,
+                      "judgement": judgement(reward, own)}  # fmt: skip
     return out
 
 
 def verdict_line(result: ProbeResult) -> str:
+    """The verdict: per guard, what the best degenerate output earns against the page's own texts,
+    judged (`RULE`, stated at the end)."""
     parts = []
     for guard, v in verdict(result).items():
         part = f"{v['reward']:.3f} ({v['best_degenerate']})" if v["best_degenerate"] else "nothing (no degenerate candidate)"
         own = f" against {v['own_texts']:.3f} for the page's own texts" if v["own_texts"] is not None else ""
-        parts.append(f"{part}{own} with guard {guard}")
-    return "verdict: the best degenerate output earns " + "; ".join(parts)
+        share = f"{v['share_of_own_texts']:.0%}: " if v["share_of_own_texts"] is not None else ""
+        judged = (v["judgement"] or "not judged, the own texts earn nothing").upper()
+        parts.append(f"{part}{own} with guard {guard} ({share}{judged})")
+    return f"verdict: the best degenerate output earns {'; '.join(parts)}; rule: {RULE}"
 
 
 def result_dict(result: ProbeResult) -> dict:

@@ -50,6 +50,7 @@ COMMANDS = {
         ("--endpoint",): None, ("--model",): None, ("--all-pages",): False, ("--exclude",): None, ("--concurrency",): 4,
         ("--retries",): 3, ("--request-timeout",): 300.0, ("--max-tokens",): None, ("--budget",): None, ("--strict",): False,
         ("--quiet", "-q"): False,
+        ("--seed",): 0, ("--keep-katex-math",): False,  # #42: the pages' seeds (0: upstream's), KaTeX's MathML copy not cut off
     },
     "train": {
         "prepared_dir": None, "overrides": None, ("--model",): "", ("--output-dir", "-o"): None, ("--config", "-c"): None,
@@ -63,6 +64,7 @@ COMMANDS = {
         ("--gpus",): None, ("--gpu-memory",): None,  # #34: the node planned for (default: this machine's)
         ("--options",): None,  # #17: every config key with its type, default and help
         ("--strict",): False,  # #25: pre-flight warnings (checkpoint disk) stop the run
+        ("--show-config", "-v"): False,  # #42: the dry run prints the resolved config (else only its file)
     },
     "generate": {  # #16: new
         "model": None, "bench_dir": None, ("--candidate", "-c"): "generated", ("--repeats",): 1, ("--temperature",): 0.0,

@@ -239,7 +239,10 @@ def test_two_prepares_racing_on_one_folder(tmp_path):
 def test_generate_with_a_model_that_cannot_load_leaves_no_candidate(tmp_path):
     bench = long_bench(tmp_path / "bench", pdfs=1, pages=2)
     res = invoke(["generate", tmp_path / "no" / "such", bench, "-c", "y", "-q"])
-    assert res.exit_code == 1 and f"error: no such model folder: {tmp_path / 'no' / 'such'}" in res.stderr, res.output
+    assert (
+        res.exit_code == 1
+        and f"error: MODEL {tmp_path / 'no' / 'such'}: no such model folder (nothing named no in {tmp_path})" in res.stderr
+    ), res.output
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text("{}")  # a folder that looks like a model and does not load
@@ -254,7 +257,7 @@ def test_train_with_no_such_model_folder_writes_nothing(tmp_path, prepared):
     out = tmp_path / "run"
     res = invoke(["train", prepared, "--model", "/no/such/folder", "-o", out, "--config", RECIPE])
     assert res.exit_code == 1, res.output
-    assert "no such model folder: /no/such/folder" in res.output and "Repo id" not in res.output
+    assert "--model /no/such/folder: no such model folder (nothing named no in /)" in res.output and "Repo id" not in res.output
     assert not out.exists()
 
 

@@ -194,3 +194,48 @@ def test_compare_on_the_command_line():
 
     res = invoke(["bench", str(FIXTURES), "-c", "demo_model", "--compare"])
     assert res.exit_code == 1 and res.stderr.strip() == "error: --compare needs two or more candidates"
+
+
+def test_a_failed_candidate_is_named_first_in_the_verdict(tmp_path):
+    """A candidate missing page files is FAILED (the reference scores it 0): the verdict line says
+    so before the difference (console, JSON and the report), which is on its figures ignoring errors."""
+    import shutil
+
+    bench = tmp_path / "bench"
+    shutil.copytree(FIXTURES, bench, ignore=shutil.ignore_patterns("*.py", "*.yaml"))
+    shutil.copytree(bench / "demo_model", bench / "partial")
+    for f in sorted((bench / "partial").rglob("*.md"))[:2]:
+        f.unlink()
+    res = invoke(
+        ["bench", bench, "-c", "demo_model", "-c", "partial", "--compare", "--report", tmp_path / "r.html"], env={"COLUMNS": "400"}
+    )
+    assert res.exit_code == 0, res.output
+    [cmp] = compare_summary(run_bench(bench, ["demo_model", "partial"]), "demo_model")
+    line = res.stdout.splitlines()[1]
+    assert cmp.failed == ["partial"] and line == verdict(cmp)
+    assert line.startswith("partial is FAILED (errors: the reference scores it 0); ignoring errors, partial − demo_model = "), line
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    shown = html.split('<section id="verdicts">')[1].split("</p>")[0]
+    assert "partial is FAILED (errors: the reference scores it 0); ignoring errors, partial − demo_model = " in shown
+    data = json.loads(invoke(["bench", bench, "-c", "demo_model", "-c", "partial", "--compare", "--json"]).stdout)
+    assert data["comparisons"][0]["verdict"] == line and data["comparisons"][0]["failed"] == ["partial"]
+    # Neither failed: the verdict is the difference alone.
+    [plain] = compare_summary(run_bench(FIXTURES, ["demo_model", "other_model"]), "demo_model")
+    assert plain.failed == [] and verdict(plain).startswith("other_model − demo_model = ")
+
+
+def test_one_candidate_prints_its_score_first(tmp_path):
+    """`bench` with one candidate: its score (or FAILED) on the line after the title, before
+    anything else."""
+    res = invoke(["bench", FIXTURES, "-c", "demo_model"], env={"COLUMNS": "200"})
+    [cand] = run_bench(FIXTURES, ["demo_model"]).candidates
+    assert res.stdout.splitlines()[1] == (
+        f"demo_model: {cand.score * 100:.1f}% (95% interval {cand.ci[0] * 100:.1f} – {cand.ci[1] * 100:.1f}%), {len(cand.outcomes)} tests"
+    )
+    import shutil
+
+    bench = tmp_path / "bench"
+    shutil.copytree(FIXTURES, bench, ignore=shutil.ignore_patterns("*.py", "*.yaml"))
+    next(iter(sorted((bench / "demo_model").rglob("*.md")))).unlink()
+    res = invoke(["bench", bench, "-c", "demo_model"], env={"COLUMNS": "200"})
+    assert res.stdout.splitlines()[1].startswith("demo_model: FAILED (1 error(s): the reference scores it 0); "), res.stdout

@@ -296,7 +296,18 @@ def test_eval_pages_are_scored_and_never_selected(prepared, tmp_path):
     assert not eval_pages & {(r["pdf"], r["page"]) for r in sel.kept}
 
 
-def test_command_errors_are_one_line(case, tmp_path):
+@pytest.fixture
+def hub(monkeypatch):
+    """A stand-in hub (HF_ENDPOINT) that has the made-up models these tests name, so that `curate`
+    finds them (olmocr_rl/model_ref.py asks the hub for a model that is not a folder here)."""
+    from standin_hub import StandInHub
+
+    with StandInHub("found", have=("m", "stand-in")) as standin:
+        monkeypatch.setenv("HF_ENDPOINT", standin.url)
+        yield standin
+
+
+def test_command_errors_are_one_line(case, tmp_path, hub):
     res = invoke(["curate", case, "-q"])
     assert res.exit_code == 1 and res.stderr.strip() == "error: --model is required (there is no difficulty file to take it from)"
     res = invoke(["curate", case, "--model", "m", "--engine", "tgi", "-q"])
@@ -311,7 +322,7 @@ def test_command_errors_are_one_line(case, tmp_path):
     assert res.exit_code == 1 and "no prepared.json" in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
-def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch):
+def test_curate_options_for_their_effect(case, prepared, tmp_path, monkeypatch, hub):
     """The command's options the tests below do not check, each for its effect, with a stand-in
     engine (the engine builder replaced where curate calls it): --engine and --no-eager reach the engine,
     --batch-size is the completions per generate call, --set overrides the config (the temperature

@@ -104,6 +104,7 @@ EFFECTS: dict[tuple[str, str], str | tuple[str, str]] = {
     ("train", "--main-process-port"): "test_options.py::test_train_launch_flags_reach_the_launcher",
     ("train", "--hostfile"): "test_options.py::test_train_launch_flags_reach_the_launcher",
     ("train", "--dry-run"): "test_options.py::test_train_launch_flags_reach_the_launcher",
+    ("train", "--show-config"): "test_plan_estimates.py::test_upstreams_node_fits_and_plans_what_the_node_runs",
     ("train", "--gpus"): "test_plan_estimates.py::test_the_servers_share_must_hold_the_weights",
     ("train", "--gpu-memory"): "test_plan_estimates.py::test_the_servers_share_must_hold_the_weights",
     ("train", "--debug"): "test_cli.py::test_a_refused_trl_option_is_one_error_line",
@@ -157,6 +158,8 @@ EFFECTS: dict[tuple[str, str], str | tuple[str, str]] = {
     ("synth", "--all-pages"): "test_synth.py::test_from_pdf_budget_all_pages_and_retries",
     ("synth", "--budget"): "test_synth.py::test_from_pdf_budget_all_pages_and_retries",
     ("synth", "--strict"): "test_synth.py::test_synth_validate_prepare_train_bench",
+    ("synth", "--seed"): "test_synth.py::test_math_pages_empty_pages_counts_and_seeds",
+    ("synth", "--keep-katex-math"): "test_synth.py::test_math_pages_empty_pages_counts_and_seeds",
     ("synth", "--quiet"): ("test_synth.py::test_synth_validate_prepare_train_bench", "-q"),
     ("install-katex", "--from-wheel"): "test_cli.py::test_install_katex_into_a_folder",
     ("install-katex", "--dir"): "test_cli.py::test_install_katex_into_a_folder",
@@ -368,12 +371,12 @@ def test_report_max_completions_and_output(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_train_launch_flags_reach_the_launcher(tmp_path):
+def test_train_launch_flags_reach_the_launcher(tmp_path, tiny_model):
     from training import make_prepared
 
     prepared = make_prepared(tmp_path / "prep")
     # 4 ranks x 1 completion / 4 generations: 1 page a generation batch (the fixtures have 3).
-    base = ["train", str(prepared), "--model", "m", "-o", str(tmp_path / "run"), "--config", str(RECIPE), "--dry-run",
+    base = ["train", str(prepared), "--model", str(tiny_model), "-o", str(tmp_path / "run"), "--config", str(RECIPE), "--dry-run",
             "per_device_train_batch_size=1"]  # fmt: skip
     res = invoke([*base, "--num-processes", "4", "--zero", "2", "--num-machines", "2", "--machine-rank", "1",
                   "--main-process-ip", "10.0.0.9", "--main-process-port", "29613"])  # fmt: skip

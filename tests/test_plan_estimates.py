@@ -71,7 +71,7 @@ def test_upstreams_node_fits_and_plans_what_the_node_runs(prepared, seven_b, tmp
     """7 training ranks, ZeRO-2, the server on the 8th GPU of an 8 x 80 GB node, planned here: it
     fits; the plan is the GPU node's (bf16, no gloo or use_cpu, the server command with the flag
     trl adds where vLLM >= 0.30 is installed, its bf16 weights)."""
-    res = dry_run(prepared, seven_b, tmp_path / "run", "--config", "olmocr2", "--zero", "2", "--vllm-gpus", "1", *NODE)
+    res = dry_run(prepared, seven_b, tmp_path / "run", "--config", "olmocr2", "--zero", "2", "--vllm-gpus", "1", *NODE, "--show-config")
     assert "error: memory" not in res.stderr and "warning: memory" not in res.stderr, res.stderr
     block = memory_block(res.stdout)
     assert "7 ranks, ZeRO-2, bf16" in block[0] and any("reference model" in ln for ln in block)
@@ -102,7 +102,7 @@ def test_a_cpu_plan_says_it_is_one(prepared, tiny_model, tmp_path):
 def test_a_hub_id_in_the_local_cache_gets_the_folders_estimate(prepared, seven_b, tmp_path):
     """HF_HUB_OFFLINE=1: `--model allenai/olmOCR-2-7B-1025` found in the Hugging Face cache (the
     layout huggingface_hub writes) gets the estimate of the same files as a folder; a hub id the
-    cache lacks is named with what to do."""
+    cache lacks is an error naming what to do."""
     cache = tmp_path / "hub"
     snap = cache / "models--allenai--olmOCR-2-7B-1025" / "snapshots" / ("0" * 40)
     snap.mkdir(parents=True)
@@ -121,9 +121,10 @@ def test_a_hub_id_in_the_local_cache_gets_the_folders_estimate(prepared, seven_b
     assert memory_block(hub.stdout) == memory_block(folder.stdout), hub.stdout + hub.stderr
     checkpoints = [next(ln for ln in r.stdout.splitlines() if ln.startswith("checkpoints: ")) for r in (hub, folder)]
     assert checkpoints[0] == checkpoints[1] and "GB each" in checkpoints[0]
-    missing = run("allenai/not-downloaded")
-    assert "memory: not estimated (allenai/not-downloaded is neither a local folder nor in the Hugging Face cache" in missing.stdout
-    assert "hf download allenai/not-downloaded" in missing.stdout
+    missing = run("allenai/not-downloaded")  # a model that is nowhere is an error, not a size note (olmocr_rl/model_ref.py)
+    assert missing.returncode == 1 and missing.stdout == "", missing.stdout
+    assert "not in the Hugging Face cache, and the hub was not asked (HF_HUB_OFFLINE is set)" in missing.stderr
+    assert "hf download allenai/not-downloaded" in missing.stderr
 
 
 def test_the_disk_peak_of_the_recipe(seven_b, tmp_path):

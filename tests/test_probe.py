@@ -16,7 +16,7 @@ import pytest
 from clirun import invoke
 
 from olmocr_rl import BenchSuite
-from olmocr_rl.probe import COMMON_WORDS, LOOP_REPEATS, MARKER_GAP, details_rows, probe, probe_pages, result_dict, verdict_line
+from olmocr_rl.probe import COMMON_WORDS, LOOP_REPEATS, MARKER_GAP, RULE, details_rows, probe, probe_pages, result_dict, verdict_line
 from olmocr_rl.suite import TRAINING_GUARD as G
 
 FIXTURES = Path(__file__).resolve().parent.parent / "bench_fixtures"
@@ -145,9 +145,9 @@ def test_flags_and_details(tiny):
     assert sorted(r["id"] for r in rows if r["candidate"] == "common-words") == ["aA", "aA", "aB", "aB", "bB", "bB"]
     assert verdict_line(probe(suite)) == (
         f"verdict: the best degenerate output earns {float(EXPECTED[('common-words', 'none')][0]):.3f} (common-words) against "
-        f"{float(EXPECTED[('own-texts', 'none')][0]):.3f} for the page's own texts with guard none; "
+        f"{float(EXPECTED[('own-texts', 'none')][0]):.3f} for the page's own texts with guard none (89%: GAMEABLE); "
         f"{float(EXPECTED[('common-words', G)][0]):.3f} (common-words) against {float(EXPECTED[('own-texts', G)][0]):.3f} for the "
-        f"page's own texts with guard {G}"
+        f"page's own texts with guard {G} (89%: GAMEABLE); rule: {RULE}"
     )
     with pytest.raises(ValueError, match="flag_share"):
         probe(suite, flag_share=1.5)
@@ -163,7 +163,8 @@ def test_cli_json_details_and_text(tiny, tmp_path):
     assert got[("newline", "none")]["by_type"]["present"] == {"passed": 1, "total": 1, "rate": 1.0}
     assert got[("newline", G)]["reward"] == pytest.approx(5 / 12)
     assert len(out["flags"]) == 14 and sum(not f["expected"] for f in out["flags"]) == 3
-    assert out["verdict"]["none"] == {"best_degenerate": "common-words", "reward": pytest.approx(2 / 3), "own_texts": pytest.approx(3 / 4)}
+    assert out["verdict"]["none"] == {"best_degenerate": "common-words", "reward": pytest.approx(2 / 3), "own_texts": pytest.approx(3 / 4),
+                                      "share_of_own_texts": pytest.approx(8 / 9), "judgement": "gameable"}  # fmt: skip
     assert [json.loads(line) for line in details.read_text().splitlines()] == details_rows(probe(BenchSuite.load(tiny)))
     assert out == result_dict(probe(BenchSuite.load(tiny), source=str(tiny)))
 
@@ -229,23 +230,65 @@ def test_bundled_fixtures(tmp_path):
     assert exploits == {("newline", "none", "present"), ("stray-marker", "none", "footnote")}
 
 
-@pytest.mark.parametrize("columns", [80, 40])
-@pytest.mark.parametrize("command", [["probe", FIXTURES], ["bench", FIXTURES, "-c", "demo_model", "-c", "other_model", "--compare"]])
-def test_tables_read_whole_at_80_columns_in_a_pipe(command, columns):
-    """Issue 37, row 3: piped at 80 columns (a console that is not a terminal), no cell is cut:
-    no ellipsis, no line wider than 80, every name and figure whole. At 40 columns the tables
-    cannot fit: they are printed wider than the console, still whole."""
-    res = invoke(command, env={"COLUMNS": str(columns)})
+# olmOCR-bench's own JSONL files: the fixtures' three renamed to the longest of them.
+REAL_NAMES = {"letter_tests.jsonl": "headers_footers.jsonl", "report_tests.jsonl": "old_scans_math.jsonl",
+              "text_tests.jsonl": "long_tiny_text.jsonl"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def real_names(tmp_path_factory) -> Path:
+    import shutil
+
+    root = tmp_path_factory.mktemp("names") / "bench"
+    shutil.copytree(FIXTURES, root)
+    for old, new in REAL_NAMES.items():
+        (root / old).rename(root / new)
+    return root
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+@pytest.mark.parametrize("command", [["probe"], ["bench", "-c", "demo_model", "-c", "other_model", "--compare"]])
+def test_tables_read_whole_at_80_and_60_columns_in_a_pipe(real_names, command, columns):
+    """Issue 37, row 3, and issue 42: piped (a console that is not a terminal) at 80 columns no cell
+    is cut or wrapped: no ellipsis, no line wider than 80, olmOCR-bench's file names and every
+    figure whole, the tables drawn; at 60 the tables that do not fit are printed row by row, still
+    no line wider than 60 and no name or figure split."""
+    res = invoke([command[0], real_names, *command[1:]], env={"COLUMNS": str(columns)})
     assert res.exit_code == 0, res.output
-    assert "…" not in res.stdout.replace(" … ", "")  # the intervals' own "a … b" aside
+    assert "…" not in " ".join(res.stdout.split()).replace(" … ", "")  # the intervals' own "a … b" aside
+    assert max(len(line) for line in res.stdout.splitlines()) <= columns, res.stdout
     words = set(res.stdout.split())
-    if columns == 80:  # names whole too (at 40 they may wrap inside their column)
-        assert max(len(line) for line in res.stdout.splitlines()) <= 80
-        assert {"letter_tests.jsonl", "report_tests.jsonl", "text_tests.jsonl"} <= words
+    assert set(REAL_NAMES.values()) <= words, res.stdout
     if command[0] == "probe":
         assert {"0.308", "0.719", "90.0%!", "100.0%!"} <= words
     else:
         assert {"91.9%", "74.2%", "-17.8*", "-60.0*"} <= words
+        rule = "─" * 40
+        drawn = res.stdout.split("B − A with B")[1]
+        assert (rule in drawn) == (columns == 80)  # 80: the comparison drawn as a table; 60: row by row
+        if columns == 60:
+            block = drawn[drawn.index("\nheaders_footers.jsonl\n") + 1 :].splitlines()[1:3]
+            assert block == ["  tests 9 · A % 88.9 · B % 77.8 · B − A -11.1", "  95% interval -33.3 … +0.0 · gained 0 · lost 1"], block
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_help_is_whole_in_a_pipe(columns):
+    """Every command's --help, piped: no line wider than the console, every option name whole."""
+    import typer
+
+    from olmocr_rl.cli import app
+
+    commands = typer.main.get_command(app).commands
+    for name, command in commands.items():
+        res = invoke([name, "--help"], env={"COLUMNS": str(columns)})
+        assert res.exit_code == 0, res.output
+        assert max(len(line) for line in res.stdout.splitlines()) <= columns, (name, res.stdout)
+        words = set(res.stdout.replace(",", " ").split())
+        for p in command.params:
+            if not p.hidden:
+                assert all(o in words for o in p.opts + p.secondary_opts if o.startswith("-")), (name, p.opts, res.stdout)
+    listing = invoke(["--help"], env={"COLUMNS": str(columns)}).stdout
+    assert "...\n" not in listing.replace("[ARGS]...\n", "") and all(name in listing.split() for name in commands), listing
 
 
 def test_suite_record_reads_the_line_as_loaded(tmp_path):
@@ -259,3 +302,15 @@ def test_suite_record_reads_the_line_as_loaded(tmp_path):
     assert suite.info("pA").line == 3
     with pytest.raises(KeyError):
         suite.record("nope")
+
+
+def test_the_judgement_follows_its_rule_at_its_bounds():
+    """probe's judgement against the page's own texts (RULE): gameable from half of what they earn,
+    weak from a quarter, else sound; nothing to compare with when they earn nothing."""
+    from olmocr_rl.probe import GAMEABLE_AT, WEAK_AT, judgement
+
+    assert (GAMEABLE_AT, WEAK_AT) == (0.5, 0.25)
+    own = 0.8  # a share of 0.8, not of 1: the rule is a ratio
+    assert judgement(0.4, own) == "gameable" and judgement(0.3999, own) == "weak"
+    assert judgement(0.2, own) == "weak" and judgement(0.1999, own) == "sound"
+    assert judgement(None, own) == "sound" and judgement(0.3, 0.0) is None

@@ -228,6 +228,22 @@ def test_bench_report_views(tmp_path):
 HOSTILE = '<img src=x onerror="window.pwned=1"></script><script>window.pwned=2</script>"\'&amp;'
 
 
+def test_a_failed_candidate_reads_first_and_whole_at_800_px(tmp_path):
+    """The verdict names the FAILED candidate first; at 800 px the summary table fits (the error
+    wraps) rather than hiding its last column behind a scroll bar."""
+    bench = tmp_path / "bench"
+    shutil.copytree(ROOT / "bench_fixtures", bench, ignore=shutil.ignore_patterns("*.py", "*.yaml"))
+    shutil.copytree(bench / "demo_model", bench / "partial")
+    for f in sorted((bench / "partial").rglob("*.md"))[:2]:
+        f.unlink()
+    html = tmp_path / "r.html"
+    assert invoke(["bench", bench, "-c", "demo_model", "-c", "partial", "--compare", "--report", html]).exit_code == 0
+    with open_report(html, tmp_path / "r.png", width=800) as page:
+        page.set_width(800)
+        assert page.evaluate("document.querySelector('#verdicts p.answer').textContent").startswith("partial is FAILED (errors")
+        assert page.evaluate("(s => s.scrollWidth <= s.clientWidth)(document.getElementById('scores').parentElement)") is True
+
+
 def test_bench_report_shows_hostile_strings_as_text(tmp_path):
     tests = {f"x{HOSTILE[:8]}.pdf".replace("/", ""): [{"id": f"t{HOSTILE}", "type": "present", "text": f"a{HOSTILE}"}]}
     pdf = next(iter(tests))
@@ -425,11 +441,24 @@ def fake_run(root: Path) -> Path:
 
 def test_run_report_views(tmp_path):
     run = fake_run(tmp_path)
+    barely = "training barely moved the weights: 2.0 % of a sample of them changed (every reward in each group equal, ...)"
+    (run / "train_summary.json").write_text(json.dumps({"weights_moved": {"elements_sampled": 5000, "share": 0.02,
+                                                                          "median_change_over_lr": 0.5}, "warnings": [barely]}))  # fmt: skip
     res = invoke(["report", str(run)])
     assert res.exit_code == 0, res.output
     html = run / "report.html"
     logs = [json.loads(line) for line in (run / "logs" / "metrics.jsonl").read_text().splitlines()[:-1]]
     with open_report(html, tmp_path / "run.png") as page:
+        # The verdict opens the report: the reward's first and last step, the zero-spread share, the
+        # weights moved, and the console's warnings (train_summary.json).
+        assert page.evaluate("document.querySelector('h1').nextElementSibling.nextElementSibling.id") == "verdict"
+        assert page.evaluate("document.querySelector('#verdict p.answer').textContent") == (
+            "The reward rose: 0.300 at step 1 → 0.600 at step 4; eval 0.300 → 0.300; 38% of groups without reward spread; "
+            "2.0% of sampled weights moved. 1 warning."
+        )
+        assert page.evaluate("document.querySelector('#verdict p.warning').textContent") == f"warning: {barely}"
+        facts = page.evaluate("[...document.querySelectorAll('#verdict li')].map(li => li.textContent)")
+        assert facts[-1] == "weights moved: 2.0% of 5,000 sampled elements changed, the median change 0.5 x the learning rate"
         # The zero-spread curve, train and eval, point for point; every metric in its own panel.
         for series, key in (("train", "frac_reward_zero_std"), ("eval", "eval_frac_reward_zero_std")):
             got = page.evaluate(f"[...document.querySelectorAll('figure[data-metric=frac_reward_zero_std] circle[data-series={series}]')]"
@@ -488,7 +517,8 @@ def test_run_report_names_the_split_and_labels_axes_apart(tmp_path):
     config |= {"train_split": "curated", "max_train_pages": 2, "eval_split": "train", "bench_guard": "short-output+footnote"}
     (run / "train_config.json").write_text(json.dumps(config))
     with (run / "logs" / "metrics.jsonl").open("a") as f:  # after the cut line: entropy within a hundredth
-        f.write("\n" + "".join(json.dumps({"step": s, "entropy": 5.5455 + 0.0025 * s}) + "\n" for s in range(1, 5)))
+        f.write("\n" + "".join(json.dumps({"step": s, "entropy": 5.5455 + 0.0025 * s, "grad_norm": 12.34561 + 0.00002 * s}) + "\n"
+                               for s in range(1, 5)))  # fmt: skip
     res = invoke(["report", str(run)])
     assert res.exit_code == 0, res.output
     with open_report(run / "report.html", tmp_path / "run.png") as page:
@@ -505,6 +535,19 @@ def test_run_report_names_the_split_and_labels_axes_apart(tmp_path):
             "[...document.querySelectorAll('figure[data-metric=entropy] svg text[text-anchor=end]')].map(t => t.textContent)"
         )
         assert "5.545" in entropy or "5.555" in entropy
+        # Every axis label is drawn whole inside its panel (a long one, "12.34564", was clipped at the left).
+        clipped = page.evaluate("[...document.querySelectorAll('figure.chart svg text')].filter(t => t.getBBox().x < 0 || "
+                                "t.getBBox().x + t.getBBox().width > t.ownerSVGElement.width.baseVal.value).map(t => t.textContent)")  # fmt: skip
+        assert clipped == [], clipped
+        assert (
+            max(
+                len(t)
+                for t in page.evaluate(
+                    "[...document.querySelectorAll('figure[data-metric=grad_norm] svg text[text-anchor=end]')].map(t => t.textContent)"
+                )
+            )
+            >= 7
+        )
     assert tick_labels(nice_ticks(5.541, 5.558)) == ["5.545", "5.55", "5.555"]
     assert tick_labels(nice_ticks(1234.5, 1236)) == ["1234.5", "1235", "1235.5", "1236"]  # was "1.2e+03" four times
     assert tick_labels([0.0, 0.25, 0.5]) == ["0", "0.25", "0.5"]
@@ -526,7 +569,12 @@ def test_run_report_of_a_real_run(tmp_path):
     recorded = [json.loads(line) for f in (run / "completions").glob("failing_*.jsonl") for line in f.read_text().splitlines()]
     groups = {(r["mode"], r["step"] + (r["mode"] == "train"), r["pdf"], r["page"]) for r in recorded}
     logged = {json.loads(line)["step"] for line in (run / "logs" / "metrics.jsonl").read_text().splitlines()}
+    summary = json.loads((run / "train_summary.json").read_text())
+    assert summary["warnings"] == [] and summary["weights_moved"]["share"] > 0.1  # lr 1e-3 moves them: no warning
     with open_report(run / "report.html", tmp_path / "run.png") as page:
+        verdict = page.evaluate("document.querySelector('#verdict p.answer').textContent")
+        assert verdict.startswith("The reward ") and f"{summary['weights_moved']['share']:.1%} of sampled weights moved." in verdict
+        assert page.evaluate("document.querySelectorAll('#verdict p.warning').length") == 0
         assert page.evaluate("document.querySelectorAll('figure[data-metric=frac_reward_zero_std] circle').length") >= 3
         entries = page.evaluate("[...document.querySelectorAll('section.entry')].map(e => [e.dataset.mode, +e.dataset.step])")
         assert len(entries) == min(len(groups), 40) and {s for _, s in entries} <= logged

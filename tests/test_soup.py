@@ -128,6 +128,9 @@ def test_cli(two_ckpts, tmp_path):
     res = invoke(["soup", str(a), "--output", str(tmp_path / "t")])
     assert res.exit_code == 1 and "at least two checkpoints" in res.output
     res = invoke(["soup", str(a), str(tmp_path / "missing"), "--output", str(tmp_path / "t")])
+    assert res.exit_code == 1 and f"{tmp_path / 'missing'}: no such checkpoint folder (nothing named missing in {tmp_path}" in res.output
+    (tmp_path / "file").write_text("x")
+    res = invoke(["soup", str(a), str(tmp_path / "file"), "--output", str(tmp_path / "t")])
     assert res.exit_code == 1 and "not a directory" in res.output
 
 

@@ -188,6 +188,11 @@ def test_hostile_pages_reach_nothing_and_are_bounded(tmp_path, monkeypatch):
 
     listener = Listener()
     site = hostile_site(tmp_path, listener.port)
+    # HTML files that are links out of the folder (issue 42): to a sibling folder's page, to a system file.
+    (tmp_path / "sibling").mkdir()
+    (tmp_path / "sibling" / "page.html").write_text("<!DOCTYPE html><html><body><p>The sibling folder's private page.</p></body></html>")
+    (site / "sibling.html").symlink_to(tmp_path / "sibling" / "page.html")
+    (site / "system.html").symlink_to("/etc/passwd")
     answered: list[tuple[str, object]] = []
     real = render._serve
 
@@ -217,21 +222,28 @@ def test_hostile_pages_reach_nothing_and_are_bounded(tmp_path, monkeypatch):
     assert listener.connections == 0, "a page reached the loopback listener"
     manifest = json.loads((out / "synth.json").read_text())
     reasons = {d["key"]: d["reason"] for d in manifest["dropped"]}
-    assert reasons["hang"].startswith("took longer than 20 s"), reasons
-    assert reasons["memory"].startswith("used more than 300 MB"), reasons
-    assert sorted(o["key"] for o in manifest["kept"]) == ["a4", "net", "ok"]  # the browser came back after each kill
-    assert (out / "hostile.jsonl").is_file() and (out / "pdfs" / "hostile" / "net.pdf").is_file()
+    assert reasons["hang_page1"].startswith("took longer than 20 s"), reasons
+    assert reasons["memory_page1"].startswith("used more than 300 MB"), reasons
+    assert sorted(o["key"] for o in manifest["kept"]) == ["a4_page1", "net_page1", "ok_page1"]  # the browser came back after each kill
+    assert (out / "hostile.jsonl").is_file() and (out / "pdfs" / "hostile" / "net_page1.pdf").is_file()
+    # The links out of the folder were named and never read: nothing of them in any file written.
+    skipped = {Path(s["source"]).name: s["reason"] for s in manifest["skipped"]}
+    assert skipped.keys() == {"sibling.html", "system.html"}, skipped
+    assert skipped["system.html"].startswith("a link to /etc/passwd, outside ") and "not read" in skipped["system.html"]
+    assert f"a link to {tmp_path / 'sibling' / 'page.html'}, outside" in skipped["sibling.html"]
+    written = b"".join(f.read_bytes() for f in out.rglob("*") if f.is_file())
+    assert b"root:" not in written and b"private page" not in written
     # Every request that is not for the made-up origin was aborted; of the folder only its own files were served.
     assert any(how == "aborted" for _, how in answered) and all(u.startswith(render.ORIGIN) for u, how in answered if how != "aborted")
     served = {u.removeprefix(render.ORIGIN): how for u, how in answered if u.startswith(render.ORIGIN)}
     assert served["logo.png"] == 200 and served["link.png"] == 404 and served.get("secret.txt", 404) == 404, served
     import pypdfium2 as pdfium
 
-    doc = pdfium.PdfDocument(str(out / "pdfs" / "hostile" / "net.pdf"))
+    doc = pdfium.PdfDocument(str(out / "pdfs" / "hostile" / "net_page1.pdf"))
     pdf_text = doc[0].get_textpage().get_text_range()
     assert "a text file of the folder itself" in pdf_text and "secret" not in pdf_text, pdf_text
     # The page size is the HTML's CSS @page size, else US Letter.
-    sizes = {k: pdfium.PdfDocument(str(out / "pdfs" / "hostile" / f"{k}.pdf"))[0].get_size() for k in ("a4", "ok")}
+    sizes = {k: pdfium.PdfDocument(str(out / "pdfs" / "hostile" / f"{k}_page1.pdf"))[0].get_size() for k in ("a4", "ok")}
     assert abs(sizes["a4"][0] - 595.3) < 1.5 and abs(sizes["a4"][1] - 841.9) < 1.5 and sizes["ok"] == (612.0, 792.0), sizes
     assert took < 120, took
 
@@ -279,7 +291,7 @@ def test_a_killed_synth_leaves_no_process_and_a_rerun_finishes(tmp_path):
     shutil.copy(PAGES / "table_spans.html", site / "a_table.html")
     (site / "b_hang.html").write_text("<!DOCTYPE html><html><body><p>Never ends.</p><script>while (true) {}</script></body></html>")
     out = tmp_path / "out"
-    when = str(out / ".synth" / "synthetic" / "a_table.json")
+    when = str(out / ".synth" / "synthetic" / "a_table_page1.json")
     r = drive(when, signal.SIGKILL, [*CLI, "synth", str(site), str(out), "--page-timeout", "500", "-q"], tmp_path / "log")
     assert r["code"] == -signal.SIGKILL and r["descendants_seen"] >= 3, r
     assert r["left"] == [], f"processes outlived the killed synth: {r['left']}"
@@ -287,8 +299,88 @@ def test_a_killed_synth_leaves_no_process_and_a_rerun_finishes(tmp_path):
     res = invoke(["synth", site, out, "--page-timeout", "5", "-q"])
     assert res.exit_code == 0, res.output
     manifest = json.loads((out / "synth.json").read_text())
-    assert [o["key"] for o in manifest["kept"]] == ["a_table"] and [d["key"] for d in manifest["dropped"]] == ["b_hang"]
-    assert "1 / 1" in res.output  # synthesized now / reused: the table page was not rendered again
+    assert [o["key"] for o in manifest["kept"]] == ["a_table_page1"] and [d["key"] for d in manifest["dropped"]] == ["b_hang_page1"]
+    assert "0 / 1" in res.output  # kept: synthesized now / reused: the table page was not rendered again
+
+
+TRIG_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body><h1>Trigonometry</h1>
+<p>The identity \\(\\sin^2 x + \\cos^2 x = 1\\) holds for every real x, as the notes show.</p>
+<p>Ordinary text continues here for a while, so that the page has a body of prose to test.</p></body></html>"""
+
+
+def test_math_pages_empty_pages_counts_and_seeds(tmp_path):
+    """Issue 42's small things, in one Chromium session a run: a page whose math names a function is
+    dropped as upstream drops it (KaTeX's hidden MathML copy measures as cut off) and kept with
+    --keep-katex-math, which redoes only that page; an empty page is kept with a warning; the
+    counts row counts kept pages only (a dropped page is not "reused"); each page's seed is
+    upstream's, the first 8 hex digits of its file's sha1, and --seed N adds N to it. Two Chromium
+    runs of three pages, and a rerun that starts none."""
+    import hashlib
+
+    need_chromium()
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.copy(PAGES / "table_spans.html", site / "table.html")
+    (site / "trig.html").write_text(TRIG_PAGE)
+    (site / "empty.html").write_text("")
+    out = tmp_path / "out"
+    res = invoke(["synth", site, out, "-q"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((out / "synth.json").read_text())
+    assert [o["key"] for o in manifest["kept"]] == ["empty_page1", "table_page1"], manifest["kept"]
+    (trig,) = manifest["dropped"]
+    assert trig["key"] == "trig_page1" and trig["reason"].startswith("text cut off: <mi> 'sin' is clipped"), trig
+    assert "warning: empty_page1: the page has no text (its markdown is empty): kept with only 1 test(s) (baseline)" in res.output
+    assert (manifest["pages_kept_now"], manifest["pages_kept_reused"]) == (2, 0) and "2 / 0" in res.output
+    for key, name in (("table_page1", "table.html"), ("empty_page1", "empty.html")):
+        record = json.loads((out / ".synth" / "synthetic" / f"{key}.json").read_text())
+        assert record["settings"] == {"seed": int(hashlib.sha1((site / name).read_bytes()).hexdigest()[:8], 16), "keep_katex_math": False}
+    before = jsonl(out / "synthetic.jsonl")
+
+    # Again with both options: every page redone (its settings changed), the math page kept.
+    res = invoke(["synth", site, out, "-q", "--keep-katex-math", "--seed", "7"], env={"COLUMNS": "200"})
+    manifest = json.loads((out / "synth.json").read_text())
+    assert [o["key"] for o in manifest["kept"]] == ["empty_page1", "table_page1", "trig_page1"] and not manifest["dropped"]
+    assert "kept: synthesized now / reused" in res.output and " 3 / 0" in res.output, res.output
+    assert [t for t in jsonl(out / "synthetic.jsonl") if t["pdf"] == "synthetic/trig_page1.pdf"]
+    record = json.loads((out / ".synth" / "synthetic" / "table_page1.json").read_text())
+    assert record["settings"] == {"seed": int(hashlib.sha1((site / "table.html").read_bytes()).hexdigest()[:8], 16) + 7,
+                                  "keep_katex_math": True}  # fmt: skip
+    table = [t for t in before if t["pdf"] == "synthetic/table_page1.pdf"]
+    assert [t for t in jsonl(out / "synthetic.jsonl") if t["pdf"] == "synthetic/table_page1.pdf"] != table  # other draws
+    res = invoke(["synth", site, out, "-q", "--keep-katex-math", "--seed", "7"], env={"COLUMNS": "200"})
+    assert " 0 / 3" in res.output and "synthesizing" not in res.output, res.output
+
+
+def test_keep_katex_math_forgives_only_katexs_mathml_copy():
+    """--keep-katex-math leaves out KaTeX's hidden MathML copy and nothing else: a page with other
+    text cut off is still dropped, for that text; without the option, upstream's rule."""
+    from olmocr_rl.synth.render import significant_cutoff
+
+    mathml = {"tag": "MI", "text": "sin", "occluded": False, "hvis": 0.04, "katex_mathml": True}
+    clipped = {"tag": "P", "text": "a paragraph cut in half", "occluded": False, "hvis": 0.4}
+    covered = {"tag": "SPAN", "text": "under a box", "occluded": True, "hvis": 1.0, "katex_mathml": False}
+    assert significant_cutoff([mathml, clipped]) is mathml
+    assert significant_cutoff([mathml, clipped], katex_mathml_ok=True) is clipped
+    assert significant_cutoff([mathml, covered], katex_mathml_ok=True) is covered
+    assert significant_cutoff([mathml], katex_mathml_ok=True) is None
+
+
+def test_a_run_that_cannot_start_leaves_no_folder(tmp_path, monkeypatch):
+    """No Chromium: one error line, and no output folder left holding only a lock file; a folder
+    that was there before is kept as it was."""
+    need_synth()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.html").write_text(OK_PAGE)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))  # no chromium on the PATH
+    res = invoke(["synth", site, tmp_path / "out"])
+    assert res.exit_code == 1 and "Chromium, which is not installed" in res.stderr, res.output
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "notes.txt").write_text("mine")
+    res = invoke(["synth", site, tmp_path / "kept"])
+    assert res.exit_code == 1 and (tmp_path / "kept" / "notes.txt").read_text() == "mine"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -529,15 +621,18 @@ def test_synth_validate_prepare_train_bench(tmp_path, tiny_model):
     assert strict.exit_code == 1 and "1 page(s) dropped or skipped and --strict was given" in strict.output, strict.output
     assert "synthesizing" in strict.output  # the progress bar, without --quiet
     assert "text cut off" in strict.output and "clipped" in strict.output
+    assert "kept: synthesized now / reused" in strict.output and "3 / 0" in strict.output, strict.output
     res = invoke(["synth", site, out, "-q"])  # a rerun: everything reused, exit 0 without --strict
-    assert res.exit_code == 0 and "synthesizing" not in res.output and "0 / 4" in res.output, res.output
-    # The bench folder: tests, one-page PDFs, the reference markdown as files, all of it valid.
+    assert res.exit_code == 0 and "synthesizing" not in res.output and "0 / 3" in res.output, res.output
+    # The bench folder: tests, one-page PDFs named as upstream names them (<id>_page<N>.pdf), the
+    # reference markdown as files where olmOCR's trainer looks for them, all of it valid.
+    kept = ("footnotes", "header_footer", "table_spans")
     tests = jsonl(out / "synthetic.jsonl")
-    assert {t["pdf"] for t in tests} == {f"synthetic/{n}.pdf" for n in ("table_spans", "header_footer", "footnotes")}
+    assert {t["pdf"] for t in tests} == {f"synthetic/{n}_page1.pdf" for n in kept}
     refs = sorted((out / "claude_original" / "synthetic").iterdir())
-    assert [p.name for p in refs] == [f"{n}_pg1_repeat1.md" for n in ("footnotes", "header_footer", "table_spans")]
+    assert [p.name for p in refs] == [f"{n}_page1_pg1_repeat1.md" for n in kept]
     assert all(p.is_file() and not p.is_symlink() for p in refs)
-    assert (out / "claude_original" / "synthetic" / "table_spans_pg1_repeat1.md").read_text() == next(
+    assert (out / "claude_original" / "synthetic" / "table_spans_page1_pg1_repeat1.md").read_text() == next(
         c["markdown"] for c in CASES if c["page"] == "table_spans.html"
     )
     assert json.loads((out / "synth.json").read_text())["tests_failing_their_reference"] == []
@@ -546,13 +641,23 @@ def test_synth_validate_prepare_train_bench(tmp_path, tiny_model):
     res = invoke(["bench", out, "--candidate", "claude_original", "--json"])
     (cand,) = json.loads(res.output[res.output.index("{") :])["candidates"]
     assert res.exit_code == 0 and cand["score"] == 1.0, res.output  # every test passes on its own reference
-    # prepare -> train (the tiny model, 2 steps) -> bench on what it wrote.
+    # prepare: every page gets its reference markdown (issue 42: it found none when synth named the
+    # PDFs otherwise than olmOCR's trainer looks for their references).
     prepared = tmp_path / "prepared"
     res = invoke(["prepare", out, prepared, "--eval-fraction", "0.34", "--longest-side", "140", "--strict", "--quiet"])
-    assert res.exit_code == 0 and "2 train + 1 eval pages" in res.output, res.output
+    assert res.exit_code == 0 and "2 train + 1 eval pages" in res.output and "3 of 3 pages" in res.output, res.output
+    rows = jsonl(prepared / "train.jsonl") + jsonl(prepared / "eval.jsonl")
+    for row in rows:
+        synthesized = out / "claude_original" / Path(row["pdf"]).with_suffix("").as_posix()
+        assert (prepared / row["reference"]).read_text() == Path(f"{synthesized}_pg1_repeat1.md").read_text(), row
+    # train (the tiny model, 2 steps) with a reward scored against the reference: it varies.
     run = tmp_path / "run"
-    res = invoke(["train", prepared, "--model", tiny_model, "-o", run, "--config", RECIPE])
+    res = invoke(["train", prepared, "--model", tiny_model, "-o", run, "--config", RECIPE, "rewards.edit-distance=0.5"])
     assert res.exit_code == 0 and "step 2/2" in res.output, res.output[-3000:]
+    assert "no prepared page has a reference output" not in res.output
+    logged = [json.loads(line) for line in (run / "logs" / "metrics.jsonl").read_text().splitlines()]
+    spread = [r["rewards/edit_distance/std"] for r in logged if "rewards/edit_distance/std" in r]
+    assert spread and max(spread) > 0, logged  # not constant: the references reach the reward
     res = invoke(["bench", run, "--candidate", "outputs", "--json"])
     assert res.exit_code == 0, res.output
     (cand,) = json.loads(res.output[res.output.index("{") :])["candidates"]

@@ -108,19 +108,30 @@ def test_preflight_rejects_bad_batch_and_names_the_fix(prepared, tmp_path):
     assert errors(preflight(cfg, 7, tmp_path / "nowhere"))[0].key == "prepared_dir"
 
 
-def test_cli_dry_run_prints_the_plan_and_rejects_bad_batches(prepared, tmp_path):
+def test_cli_dry_run_prints_the_plan_and_rejects_bad_batches(prepared, tiny_model, tmp_path):
     out = tmp_path / "run"
     res = invoke(
-        ["train", str(prepared), "--model", "m", "-o", str(out), "--dry-run", "num_generations=4", "gradient_accumulation_steps=8"]
+        [
+            "train",
+            str(prepared),
+            "--model",
+            str(tiny_model),
+            "-o",
+            str(out),
+            "--dry-run",
+            "num_generations=4",
+            "gradient_accumulation_steps=8",
+        ]
     )
     assert res.exit_code == 0, res.output
     assert "world size: 1" in res.output and "= 8 completions = 2 pages x 4 generations" in res.output
     assert "command: this process trains (config" in res.output and not out.exists()
-    res = invoke(["train", str(prepared), "--model", "m", "-o", str(out), "--set", "gradient_accumulation_steps=6", "num_generations=4"])
+    res = invoke(["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--set", "gradient_accumulation_steps=6",
+                  "num_generations=4"])  # fmt: skip
     assert res.exit_code == 1 and "fix: set gradient_accumulation_steps=8, or num_generations=3 or 6" in res.output and not out.exists()
     bad = tmp_path / "bad.yaml"
     bad.write_text("learning_rat: 1e-5\n")
-    res = invoke(["train", str(prepared), "--model", "m", "-o", str(out), "--config", str(bad)])
+    res = invoke(["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(bad)])
     assert res.exit_code == 1 and "unknown key 'learning_rat'" in res.output
 
 

@@ -185,18 +185,20 @@ def test_a_launched_rank_is_recognised(monkeypatch):
     assert launched_rank(None)
 
 
-def test_dry_run_of_a_first_run_shows_the_precision_it_will_launch(tmp_path):
+def test_dry_run_of_a_first_run_shows_the_precision_it_will_launch(tmp_path, tiny_model):
     """The accelerate command takes the mixed precision from the config in hand: on a first run the
     resolved config file does not exist yet (it used to say `--mixed_precision no` then)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from clirun import invoke
 
     out = tmp_path / "never-written"
-    res = invoke(["train", str(tmp_path / "prep"), "--model", "m", "-o", str(out), "--num-processes", "2", "--zero", "2",
+    res = invoke(["train", str(tmp_path / "prep"), "--model", tiny_model, "-o", str(out), "--num-processes", "2", "--zero", "2",
                   "--dry-run", "bf16=true"])  # fmt: skip
     command = next(line for line in res.stdout.splitlines() if line.startswith("command: "))
     assert "--mixed_precision bf16" in command and not (out / "train_config.json").exists()
-    res = invoke(["train", str(tmp_path / "prep"), "--model", "m", "-o", str(out), "--num-processes", "2", "--dry-run", "bf16=false"])
+    res = invoke(
+        ["train", str(tmp_path / "prep"), "--model", tiny_model, "-o", str(out), "--num-processes", "2", "--dry-run", "bf16=false"]
+    )
     assert "--mixed_precision no" in next(line for line in res.stdout.splitlines() if line.startswith("command: "))
 
 

@@ -323,7 +323,9 @@ def test_dry_run_prints_the_split_and_both_commands(prepared, tiny_model, tmp_pa
     command = next(line for line in res.stdout.splitlines() if line.startswith("command: "))
     assert "CUDA_VISIBLE_DEVICES=0,1,2 " in command and "--num_processes 3" in command
     assert "world size: 3" in res.stdout
-    assert '"vllm_mode": "server"' in res.stdout and '"vllm_server_host": "127.0.0.1"' in res.stdout
+    # The resolved config the plan writes (its file named at the end of the plan) points at the server.
+    config = json.loads(Path(res.stdout.split("\n  config:     ")[1].split()[0]).read_text())
+    assert (config["vllm_mode"], config["vllm_server_host"]) == ("server", "127.0.0.1")
     # Another machine of a multi-node run: no server there, the rank-0 address in the config.
     res = invoke([*_cli(prepared, tiny_model, tmp_path / "run", 8123), "--dry-run", "--num-machines", "2", "--machine-rank", "1",
                   "--main-process-ip", "10.1.2.3"], env={"CUDA_VISIBLE_DEVICES": "0,1,2,3"})  # fmt: skip

@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from olmocr_rl.bench.folder import Bench, _page_files, _read_page
 from olmocr_rl.bench.results import CandidateResult, TestOutcome
+from olmocr_rl.paths import candidate_file, page_marker
 from olmocr_rl.suite import BenchSuite, CheckResult
 
 # progress(message, done, total): what runs now and, while pairs are checked, how many of
@@ -106,7 +107,7 @@ def evaluate_candidate(
     missing: list[str] = []
     for k in bench.pdf_keys:
         if not files[k]:
-            missing.append(f"{k}: no page files (expected {os.path.splitext(k)[0]}_pg<N>_repeat<M>.md)")
+            missing.append(f"{k}: no page files (expected {candidate_file(k, '<N>', '<M>')})")
     outcomes: list[TestOutcome] = []
     # md file -> (outcome index, position of the file among that outcome's md files), for each
     # test the file serves; results[j][i] is then the verdict of outcomes[j] on its i-th file.
@@ -115,10 +116,8 @@ def evaluate_candidate(
     missing_pages: set[tuple[str, str]] = set()
     page_md: dict[tuple[str, str], list[str]] = {}  # (pdf, page text) -> its md files
     for t in bench.tests:
-        # The reference searches `_pg{page}_` as a regex; a page is a number or a string of digits
-        # (the suite refuses anything else), so the plain text is the same search.
-        page_text = f"{t.page}"
-        marker = f"_pg{page_text}_"
+        page_text = f"{t.page}"  # a number or a string of digits (the suite refuses anything else)
+        marker = page_marker(page_text)
         pdf_files = files.get(t.pdf, [])
         md = page_md.get((t.pdf, page_text))
         if md is None:
@@ -133,10 +132,9 @@ def evaluate_candidate(
             o.explanations.append("Missing MD files")
         elif not md:
             if pdf_files:
-                base = os.path.splitext(t.pdf)[0]
                 if (t.pdf, page_text) not in missing_pages:
                     missing_pages.add((t.pdf, page_text))
-                    missing.append(f"{t.pdf} page {page_text}: no page files (expected {base}_pg{page_text}_repeat<M>.md)")
+                    missing.append(f"{t.pdf} page {page_text}: no page files (expected {candidate_file(t.pdf, page_text, '<M>')})")
             o.explanations.append("Missing MD files")
         for i, f in enumerate(md):
             by_file.setdefault(f, []).append((j, i))

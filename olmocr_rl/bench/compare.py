@@ -19,7 +19,7 @@ linear ones, as for the score's interval. With two identical candidates every pe
 difference is 0, so is every resample, and the interval is exactly (0, 0).
 
 A candidate with errors (FAILED, score 0 in the reference) is compared on its figures ignoring
-errors (an error counts as a failed repeat), and the comparison says so.
+errors (an error counts as a failed repeat), and the verdict says so first.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class Comparison:
     level: float
     seed: int
     notes: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # of a and b, those with errors (FAILED, score 0 in the reference)
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -157,7 +158,7 @@ def compare(a: CandidateResult, b: CandidateResult, *, samples: int = 1000, leve
         a.name, b.name, n, overall, by_jsonl, by_type,
         gained=[o.id for o, pa, pb in zip(outs_a, pass_a, pass_b) if pb and not pa],
         lost=[o.id for o, pa, pb in zip(outs_a, pass_a, pass_b) if pa and not pb],
-        samples=samples, level=level, seed=seed, notes=notes,
+        samples=samples, level=level, seed=seed, notes=notes, failed=[c.name for c in (a, b) if c.failed],
     )  # fmt: skip
 
 
@@ -187,7 +188,8 @@ def significance(d: Difference) -> int:
 
 def verdict(c: Comparison) -> str:
     """The answer to "does B beat A?" in one line: B − A on the score with its interval, the
-    tests gained and lost, and whether the interval excludes 0."""
+    tests gained and lost, and whether the interval excludes 0; first, a candidate that is FAILED
+    (it has errors: the reference scores it 0), since its difference is on figures ignoring them."""
     o = c.overall
     pct = f"{c.level * 100:g}%"
     sig = significance(o)
@@ -196,7 +198,11 @@ def verdict(c: Comparison) -> str:
     else:
         what = f"no clear difference (the {pct} interval includes 0)"
     gained = f"{o.gained} test{'' if o.gained == 1 else 's'} gained"
-    return f"{c.b} − {c.a} = {_points(o.diff)} points ({pct} interval {_points(o.ci[0])} … {_points(o.ci[1])}), {gained}, {o.lost} lost: {what}"
+    line = f"{c.b} − {c.a} = {_points(o.diff)} points ({pct} interval {_points(o.ci[0])} … {_points(o.ci[1])}), {gained}, {o.lost} lost: {what}"
+    if not c.failed:
+        return line
+    who = " and ".join(c.failed)
+    return f"{who} {'is' if len(c.failed) == 1 else 'are'} FAILED (errors: the reference scores {'it' if len(c.failed) == 1 else 'them'} 0); ignoring errors, {line}"
 
 
 SIGNIFICANT = "*"  # marks a B − A whose interval excludes 0, in every table (colour is lost in a pipe)
@@ -223,7 +229,7 @@ def print_comparisons(comparisons: list[Comparison], console: Any = None) -> Non
         ):
             t = tables.table()
             tables.name_column(t, label)
-            for col in ("tests", "A", "B", "B − A", f"{pct} interval", "gained", "lost"):
+            for col in ("tests", "A %", "B %", "B − A", f"{pct} interval", "gained", "lost"):
                 tables.figure_column(t, col)
             for d in rows:
                 sig = significance(d)
@@ -231,7 +237,7 @@ def print_comparisons(comparisons: list[Comparison], console: Any = None) -> Non
                 diff = f"[{style}]{_points(d.diff)}{SIGNIFICANT}[/]" if sig else f"{_points(d.diff)} "
                 name = "score" if d is c.overall else for_rich(d.name)
                 ci = f"{_points(d.ci[0])} … {_points(d.ci[1])}"
-                t.add_row(name, str(d.tests), f"{d.a * 100:.1f}%", f"{d.b * 100:.1f}%", diff, ci, str(d.gained), str(d.lost),
+                t.add_row(name, str(d.tests), f"{d.a * 100:.1f}", f"{d.b * 100:.1f}", diff, ci, str(d.gained), str(d.lost),
                           end_section=d is c.by_jsonl[-1] if c.by_jsonl else False)  # fmt: skip
             tables.show(console, t, title)
         console.print(

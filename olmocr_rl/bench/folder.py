@@ -6,7 +6,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,19 +14,13 @@ from typing import Any
 import olmocr_rl._core as _core
 from olmocr_rl.errors import UserError
 from olmocr_rl.jsonl import read_jsonl
-from olmocr_rl.paths import is_utf8, require_utf8, shown
+from olmocr_rl.paths import PAGE_FILE, is_utf8, page_stem, require_utf8, shown
 from olmocr_rl.suite import BenchSuite, Guard, SuiteError, TestInfo
 
 BASELINE_GROUP = "baseline"
 
 
 _AUTO_SOURCE = "<auto baseline>"
-
-
-# A page file's path relative to its candidate folder: "<pdf key without .pdf>_pg<N>_repeat<M>.md".
-# The suffix is anchored, so the base is unique and matching it equals the reference's per-PDF
-# `^{re.escape(base)}_pg\d+_repeat\d+\.md$`.
-_PAGE_FILE = re.compile(r"^(.*)_pg\d+_repeat\d+\.md$", re.DOTALL)
 
 
 class BenchError(UserError, ValueError):
@@ -209,12 +202,12 @@ def find_candidates(bench: Bench, names: Sequence[str] | None = None) -> list[Pa
 
 
 def _page_files(folder: Path, pdf_keys: Sequence[str]) -> dict[str, list[str]]:
-    base_to_pdf = {os.path.splitext(k)[0]: k for k in pdf_keys}
+    base_to_pdf = {page_stem(k): k for k in pdf_keys}
     out: dict[str, list[str]] = {k: [] for k in pdf_keys}
     root = os.path.join(str(folder), "")
     for f in glob.glob(os.path.join(glob.escape(root), "**", "*.md"), recursive=True):
         rel = f[len(root) :] if f.startswith(root) else os.path.relpath(f, folder)
-        m = _PAGE_FILE.match(rel)
+        m = PAGE_FILE.match(rel)
         if m and m.group(1) in base_to_pdf:
             out[base_to_pdf[m.group(1)]].append(rel)
     for files in out.values():

@@ -84,6 +84,15 @@ def summary_dict(summary: BenchSummary, comparisons: Sequence[Comparison] = ()) 
     }
 
 
+def score_line(c: Any, level: float) -> str:
+    """A candidate's score in one line: the score with its interval and tests, or FAILED with why
+    and its score ignoring errors."""
+    if c.failed:
+        return (f"{c.name}: FAILED ({len(c.errors)} error(s): the reference scores it 0); {c.score_ignoring_errors * 100:.1f}% "
+                f"ignoring errors, {len(c.outcomes)} tests")  # fmt: skip
+    return f"{c.name}: {c.status} ({level * 100:g}% interval {c.ci[0] * 100:.1f} – {c.ci[1] * 100:.1f}%), {len(c.outcomes)} tests"
+
+
 def print_summary(
     summary: BenchSummary, console: Any = None, *, show_failures: bool = False, comparisons: Sequence[Comparison] = ()
 ) -> None:
@@ -101,6 +110,9 @@ def print_summary(
     for c in comparisons:
         style = {1: "bold green", -1: "bold red", 0: "bold"}[significance(c.overall)]
         console.print(for_rich(verdict(c)), style=style, highlight=False)
+    if not comparisons:  # the answer first: each candidate's score (one, usually)
+        for c in summary.candidates:
+            console.print(for_rich(score_line(c, summary.confidence_level)), style="bold red" if c.failed else "bold", highlight=False)
     sem = summary.semantics
     console.print("scored with: " + "; ".join(describe_semantics(sem)), style="yellow" if sem["guard"] != "none" else "dim",
                   highlight=False, markup=False)  # fmt: skip

@@ -22,7 +22,7 @@ app = typer.Typer(
     name="olmocr-rl",
     help="Train document-OCR models with GRPO on olmOCR-bench unit tests, scored in Rust.",
     no_args_is_help=True,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,  # click's help: option names and defaults never cut, at any width, in a pipe too (tests/test_cli.py)
     pretty_exceptions_enable=False,  # errors are one line (or a plain traceback with --debug)
     context_settings={"help_option_names": ["-h", "--help"]},
 )

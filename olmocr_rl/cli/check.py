@@ -10,7 +10,11 @@ import typer
 from olmocr_rl.cli import GuardChoice, app, echo, fail
 
 
-@app.command("validate", help="Load and validate test JSONL as olmOCR-bench does; list every invalid record.")
+@app.command(
+    "validate",
+    help="Load and validate test JSONL as olmOCR-bench does; list every invalid record.",
+    short_help="Load and validate test JSONL as olmOCR-bench does; list every invalid record.",
+)
 def validate_command(
     tests: Annotated[Path, typer.Argument(help="A bench folder (top-level *.jsonl) or a .jsonl file.", show_default=False)],
 ) -> int:
@@ -28,7 +32,11 @@ def validate_command(
     return 1 if suite.errors else 0
 
 
-@app.command("check", help="Run tests on one page of model output and print their verdicts.")
+@app.command(
+    "check",
+    help="Run tests on one page of model output and print their verdicts.",
+    short_help="Run tests on one page of model output and print their verdicts.",
+)
 def check_command(
     tests: Annotated[Path, typer.Argument(help="A bench folder or a .jsonl file.", show_default=False)],
     page: Annotated[Path, typer.Argument(help="A markdown/text file: the model's output for one page.", show_default=False)],

@@ -72,9 +72,11 @@ def curate_command(
     from olmocr_rl.curate import CurateJob, KeepRule, file_model, run_job
     from olmocr_rl.engines import engine_kind
     from olmocr_rl.launch.pages import Workers
+    from olmocr_rl.model_ref import resolve_model
     from olmocr_rl.prepared import read_manifest
     from olmocr_rl.prompts import resolve_prompt
     from olmocr_rl.train.config import engine_settings, load_config
+    from olmocr_rl.train.keys import check_keys
 
     engine_kind(engine, tensor_parallel)  # a name the table knows, and an engine that spans GPUs if asked to, before anything is read
     workers = Workers(num_processes, num_machines, machine_rank, main_process_ip, main_process_port, tensor_parallel)
@@ -84,6 +86,9 @@ def curate_command(
         model = model or file_model(path)
         if not model:
             fail("--model is required (there is no difficulty file to take it from)")
+        # Answered in a second, before trl is imported: a key no config has, a model that is nowhere.
+        check_keys(config, [*(set_ or []), *(overrides or [])])
+        resolve_model(model)
         local = Path(model)
         model = str(local.resolve()) if local.exists() else model  # the same folder, whatever the working directory
         # The training config, for the rewards, guard, temperature, length, prompt and the engine's

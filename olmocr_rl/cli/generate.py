@@ -26,7 +26,7 @@ from olmocr_rl.cli import (
 ABOUT = "Transcribe a bench folder's tested pages with a model into BENCH_DIR/NAME/ for `olmocr-rl bench`."
 
 
-@app.command("generate", help=ABOUT)
+@app.command("generate", help=ABOUT, short_help=ABOUT)
 def generate_command(
     model: Annotated[str, typer.Argument(help="Model folder or hub id (a checkpoint, a LoRA adapter, a soup).", show_default=False)],
     bench_dir: Annotated[Path, typer.Argument(help="olmOCR-bench folder: top-level *.jsonl tests and pdfs/**.pdf.", show_default=False)],
@@ -61,7 +61,7 @@ def generate_command(
     from olmocr_rl.engines import EngineSettings, engine_kind
     from olmocr_rl.generate import job_folder
     from olmocr_rl.launch.pages import Workers
-    from olmocr_rl.modeling import model_problem
+    from olmocr_rl.model_ref import resolve_model
     from olmocr_rl.prompts import resolve_prompt
 
     engine_kind(engine, tensor_parallel)  # a name the table knows, and an engine that spans GPUs if asked to, before anything is read
@@ -71,8 +71,7 @@ def generate_command(
     if prompt and prompt_file:
         fail("give --prompt or --prompt-file, not both")
     chosen = resolve_prompt(prompt, prompt_file)
-    if why := model_problem(model):
-        fail(why)
+    resolve_model(model, "MODEL")  # a folder here, in the cache or on the hub: else one line, in seconds
     if not bench_dir.is_dir():
         fail(f"{bench_dir}: not a folder (give an olmOCR-bench folder)")
     out = bench_dir / candidate

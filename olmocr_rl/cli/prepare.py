@@ -83,45 +83,50 @@ def prepare_command(
 
 
 def print_report(result: "PrepareResult", console: Any = None) -> None:
-    """The validation report as rich tables: a summary, then one line per problem."""
+    """The validation report as tables (olmocr_rl/tables.py): a summary, then one line per problem."""
     from rich.console import Console
-    from rich.table import Table
+
+    import olmocr_rl.tables as tables
+    from olmocr_rl.paths import for_rich
 
     console = console or Console()
     r = result.report
     s = r.summary
-    summary = Table(title="olmocr-rl prepare", show_header=False)
-    summary.add_column(style="bold")
-    summary.add_column(justify="right")
-    for label, value in [
+    pages = s["pages_train"] + s["pages_eval"]
+    references = f"{s['pages_with_reference']} of {pages} pages"
+    if s["references_not_used"]:
+        references += (f"; {s['references_not_used']} claude_original/ file(s) not used (a page's is "
+                       "<name>_page<N>_pg1_repeat1.md beside its PDF's folder, as olmOCR's trainer looks for it)")  # fmt: skip
+    rows: list[tuple[str, object]] = [
         ("JSONL files", len(s["jsonl_files"])),
         ("valid tests", s["tests_valid"]),
         ("tests used", s["tests_used"]),
         ("train pages (PDFs)", f"{s['pages_train']} ({s['pdfs_train']})"),
         ("eval pages (PDFs)", f"{s['pages_eval']} ({s['pdfs_eval']})"),
-        ("rendered now / reused", f"{result.rendered} / {s['pages_train'] + s['pages_eval'] - result.rendered}"),
+        ("rendered now / reused", f"{result.rendered} / {pages - result.rendered}"),
         (
             f"image tokens (patch {r.image_tokens['patch_size']}) min/mean/max",
             f"{r.image_tokens['min']} / {r.image_tokens['mean']} / {r.image_tokens['max']}",
         ),
+        ("reference outputs", references),
         ("PDFs without tests", len(r.pdfs_without_tests)),
         ("problems", r.problems),
-    ]:
-        plain_row(summary, label, str(value))
+    ]
     if s["tests_excluded_by_type"]:
         excluded = ", ".join(f"{k} {v}" for k, v in s["tests_excluded_by_type"].items())
-        plain_row(summary, "excluded by --type-filter", f"tests: {excluded}; pages left without tests: {s['pages_excluded_by_type']}")
+        rows.append(("excluded by --type-filter", f"tests: {excluded}; pages left without tests: {s['pages_excluded_by_type']}"))
     if s["jsonl_files_excluded"]:
-        plain_row(summary, "excluded by --jsonl-filter", ", ".join(s["jsonl_files_excluded"]))
-    console.print(summary)
+        rows.append(("excluded by --jsonl-filter", ", ".join(s["jsonl_files_excluded"])))
+    tables.show(console, tables.facts(rows), "olmocr-rl prepare")
     if not r.problems:
         return
-    table = Table(title="problems (skipped)")
-    for col in ("kind", "where", "detail"):
-        table.add_column(col, overflow="fold")
+    table = tables.table()
+    tables.name_column(table, "kind")
+    tables.name_column(table, "where")
+    tables.text_column(table, "detail")
 
     def add(*cells: str) -> None:
-        plain_row(table, *cells)
+        table.add_row(*(for_rich(c) for c in cells))
 
     def short(path: str) -> str:  # a JSONL path relative to its bench folder
         for base, tag in ((r.bench_dir, ""), (r.eval_bench_dir, "eval: ")):
@@ -145,14 +150,7 @@ def print_report(result: "PrepareResult", console: Any = None) -> None:
         add("no tests", e["pdf"], "page(s) " + ", ".join(map(str, e["pages"])))
     for e in r.environment:
         add("environment", "math tests", e["reason"])
-    console.print(table)
-
-
-def plain_row(table: Any, *cells: object) -> None:
-    """A table row of plain text: file names, ids and messages are not rich markup."""
-    from olmocr_rl.paths import for_rich
-
-    table.add_row(*(for_rich(c) for c in cells))
+    tables.show(console, table, "problems (skipped)")
 
 
 def _tests(ids: Sequence[str]) -> str:

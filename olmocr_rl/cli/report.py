@@ -7,8 +7,10 @@ import typer
 
 from olmocr_rl.cli import app, echo, fail
 
+ABOUT = "A training run at a glance: its verdict, curves, completions per page and step, the config (one HTML file)."
 
-@app.command("report", help="A training run at a glance: curves, completions per page and step, the config (one HTML file).")
+
+@app.command("report", help=ABOUT, short_help=ABOUT)
 def report_command(
     run_dir: Annotated[Path, typer.Argument(help="The --output-dir of `olmocr-rl train`.", show_default=False)],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="The HTML file (default: RUN_DIR/report.html).")] = None,

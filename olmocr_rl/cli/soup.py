@@ -13,7 +13,7 @@ Architecture, tensor names and shapes must match; tensors are summed in float32 
 config, tokenizer and processor files are copied from the first checkpoint."""
 
 
-@app.command("soup", help=DESCRIPTION)
+@app.command("soup", help=DESCRIPTION, short_help="Average the weights of checkpoints of one model (a model soup).")
 def soup_command(
     checkpoints: Annotated[
         list[Path], typer.Argument(help="Two or more checkpoint folders (save_pretrained layout, safetensors).", show_default=False)
@@ -21,8 +21,12 @@ def soup_command(
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the averaged model to.", show_default=False)],
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace files in a non-empty --output folder.")] = False,
 ) -> int:
+    from olmocr_rl.model_ref import missing_part
     from olmocr_rl.soup import soup as make_soup
 
+    for ckpt in checkpoints:  # a mistyped folder named with the close names beside it, before anything is read
+        if not ckpt.exists():
+            fail(f"{ckpt}: no such checkpoint folder ({missing_part(ckpt)})")
     try:
         out = make_soup(checkpoints, output, overwrite=overwrite)
     except ImportError as e:

@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 DESCRIPTION = (
     "Render HTML pages to one-page PDFs with Chromium and write the unit tests and reference markdown olmOCR's synthetic "
     "pipeline derives from the HTML: an olmOCR-bench folder for `validate`, `prepare` and `bench`.\n\n"
-    "`olmocr-rl synth HTML_DIR OUT_BENCH` takes the top-level .html files of HTML_DIR (their relative URLs are served from "
-    "HTML_DIR; nothing else is reachable). `olmocr-rl synth OUT_BENCH --from-pdf PDFS --endpoint URL --model NAME` first has a "
+    "`olmocr-rl synth HTML_DIR OUT_BENCH` takes the top-level .html files of HTML_DIR whose real path is in it (a link out is "
+    "skipped, never read; their relative URLs are served from HTML_DIR; nothing else is reachable), page `X.html` named "
+    "X_page1 as upstream names a synthetic page. `olmocr-rl synth OUT_BENCH --from-pdf PDFS --endpoint URL --model NAME` first has a "
     "model behind an OpenAI-compatible endpoint rewrite one random page of each PDF (or every page) as HTML, in olmOCR's "
     "conversation: the page images go to that endpoint (docs/preparing.md).\n\n"
     "A rerun does only the pages not done. Pages that cannot be used are listed with the reason; the others are written."
@@ -56,6 +57,22 @@ def synth_command(
     budget: Annotated[
         Optional[int], typer.Option("--budget", min=1, help="Tokens (prompt + completion) after which no page starts.")
     ] = None,
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed",
+            help="Added to each page's seed, which is upstream's: the first 8 hex digits of the sha1 of its file (the HTML, or "
+            "--from-pdf's PDF) as an integer. 0: upstream's tests; another value draws other tests from the same pages.",
+        ),
+    ] = 0,
+    keep_katex_math: Annotated[
+        bool,
+        typer.Option(
+            "--keep-katex-math",
+            help="Keep math pages whose only 'cut off' text is KaTeX's hidden MathML copy (\\sin, 3-digit numbers), which upstream "
+            "drops as cut off; not upstream's output (docs/preparing.md).",
+        ),
+    ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Exit with status 1 if any page was dropped or skipped.")] = False,
     quiet: QuietOption = False,
 ) -> int:
@@ -65,7 +82,7 @@ def synth_command(
     html_dir, out = _positional(ctx, paths, from_pdf)
     if "/" in name or name in ("", ".", "..") or name.startswith("."):
         fail(f"--name {name!r}: give a plain name (no '/', not starting with '.')", 2)
-    options = SynthOptions(name=name, timeout_s=page_timeout, memory_mb=page_memory)
+    options = SynthOptions(name=name, timeout_s=page_timeout, memory_mb=page_memory, keep_katex_math=keep_katex_math)
     try:
         if from_pdf is not None:
             from olmocr_rl.synth.endpoint import EndpointOptions
@@ -74,9 +91,9 @@ def synth_command(
                 fail("--from-pdf needs --endpoint and --model", 2)
             options.endpoint = EndpointOptions(endpoint, model, os.environ.get("OPENAI_API_KEY") or None, request_timeout, retries,
                                                max_tokens, budget, concurrency)  # fmt: skip
-            pages, skipped = pdf_pages(from_pdf, out, name, all_pages, list(exclude or []))
+            pages, skipped = pdf_pages(from_pdf, out, name, all_pages, list(exclude or []), seed)
         else:
-            pages, skipped = html_pages(html_dir), []
+            pages, skipped = html_pages(html_dir, seed)
         result = synthesize(pages, out, options, skipped=skipped, progress=not quiet, manifest_options=_recorded(locals()))
     except (SynthError, RenderError) as e:
         fail(str(e))
@@ -106,30 +123,27 @@ def _positional(ctx: typer.Context, paths: list[Path], from_pdf: Optional[Path])
 def _recorded(values: dict[str, Any]) -> dict[str, Any]:
     """The options as synth.json records them (no API key: it is never on the command line)."""
     keep = ("name", "page_timeout", "page_memory", "from_pdf", "endpoint", "model", "all_pages", "exclude", "concurrency", "retries",
-            "request_timeout", "max_tokens", "budget")  # fmt: skip
+            "request_timeout", "max_tokens", "budget", "seed", "keep_katex_math")  # fmt: skip
     return {
         k: (str(v) if isinstance(v, Path) else [str(x) for x in v] if isinstance(v, list) else v) for k, v in values.items() if k in keep
     }
 
 
 def print_report(result: "SynthResult") -> None:
-    """A summary table, then one line per page dropped or skipped."""
+    """A summary table, then one line per page dropped or skipped, then the warnings."""
     from rich.console import Console
-    from rich.table import Table
 
-    from olmocr_rl.cli.prepare import plain_row
+    import olmocr_rl.tables as tables
+    from olmocr_rl.paths import for_rich
 
     console = Console()
     by_type: dict[str, int] = {}
     for o in result.kept:
         for kind, n in o.by_type.items():
             by_type[kind] = by_type.get(kind, 0) + n
-    summary = Table(title="olmocr-rl synth", show_header=False)
-    summary.add_column(style="bold")
-    summary.add_column(justify="right")
     rows = [
         ("pages kept", len(result.kept)),
-        ("synthesized now / reused", f"{result.done_now} / {len(result.kept) + len(result.dropped) - result.done_now}"),
+        ("kept: synthesized now / reused", f"{result.kept_now} / {result.kept_reused}"),
         ("pages dropped", len(result.dropped)),
         ("pages skipped", len(result.skipped)),
         ("tests", f"{sum(by_type.values())} ({', '.join(f'{k} {v}' for k, v in sorted(by_type.items()))})"),
@@ -138,16 +152,17 @@ def print_report(result: "SynthResult") -> None:
     if result.tokens.get("requests"):
         rows.append(("endpoint tokens prompt / completion (requests)", f"{result.tokens['prompt']} / {result.tokens['completion']} "
                      f"({result.tokens['requests']})"))  # fmt: skip
-    for label, value in rows:
-        plain_row(summary, label, str(value))
-    console.print(summary)
+    tables.show(console, tables.facts(rows), "olmocr-rl synth")
     if result.dropped or result.skipped:
-        table = Table(title="pages not used")
-        for col in ("page", "reason"):
-            table.add_column(col, overflow="fold")
+        table = tables.table()
+        tables.name_column(table, "page")
+        tables.text_column(table, "reason")
         for o in result.dropped:
-            plain_row(table, o.key, o.reason)
+            table.add_row(for_rich(o.key), for_rich(o.reason))
         for s in result.skipped:
-            plain_row(table, s.get("key") or s["source"], s["reason"])
-        console.print(table)
+            table.add_row(for_rich(s.get("key") or s["source"]), for_rich(s["reason"]))
+        tables.show(console, table, "pages not used")
+    for o in result.kept:
+        if o.warning:
+            console.print(f"[yellow]warning:[/] {for_rich(o.key)}: {for_rich(o.warning)}", highlight=False)
     echo(f"wrote {result.out}: {result.name}.jsonl, pdfs/{result.name}/, claude_original/{result.name}/; details in synth.json")

@@ -22,7 +22,7 @@ def _options(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.command("train", help=ABOUT)
+@app.command("train", help=ABOUT, short_help=ABOUT)
 def train_command(
     prepared_dir: Annotated[Path, typer.Argument(help="A folder made by `olmocr-rl prepare`.", show_default=False)],
     # KEY=VALUE words anywhere on the line (click collects positionals between options).
@@ -78,7 +78,20 @@ def train_command(
         ),
     ] = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the plan (config, batch arithmetic, GPU split, commands) and exit.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the plan and exit: the verdict in a line, batch arithmetic, disk, memory per GPU, the GPU split and "
+            "commands, then the verdict in full (does it start, fit each GPU and the disk; steps; generation at most).",
+        ),
+    ] = False,
+    show_config: Annotated[
+        bool,
+        typer.Option(
+            "--show-config",
+            "-v",
+            help="With --dry-run: print the resolved config and trl.GRPOConfig's arguments too (else only the file it is written to).",
+        ),
     ] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show the traceback when the training stack refuses the configuration.")] = False,
     strict: Annotated[
@@ -95,14 +108,22 @@ def train_command(
 ) -> int:
     if debug:
         os.environ["OLMOCR_RL_DEBUG"] = "1"  # also for the launched ranks
+    from olmocr_rl.model_ref import resolve_model
+    from olmocr_rl.train.keys import check_keys
     from olmocr_rl.train.preflight import trl_problem
+    from olmocr_rl.train.rank import launched_rank
 
+    rank = launched_rank(local_rank)
+    # Answered in a second, before trl is imported: a key no config has, a model that is nowhere.
+    configured = check_keys(config, [*(set_ or []), *(overrides or [])])
+    if (model or configured) and not rank:
+        resolve_model(model or configured, "--model" if model else "model")
     if (problem := trl_problem()) is not None:  # before anything imports trl
         fail(f"{problem.message}; {problem.fix}")
     from olmocr_rl.train.config import load_config
     from olmocr_rl.train.plan import LaunchOptions, build_plan, execute
     from olmocr_rl.train.preflight import errors
-    from olmocr_rl.train.rank import launched_rank, rank_main
+    from olmocr_rl.train.rank import rank_main
 
     cfg = load_config(
         config,
@@ -112,7 +133,7 @@ def train_command(
         output_dir=str(output_dir) if output_dir else None,
         resume=resume,
     )
-    if launched_rank(local_rank):
+    if rank:
         return rank_main(cfg, zero, dry_run=dry_run, echo=echo)
     options_ = LaunchOptions(num_processes, zero, launcher, vllm_gpus, num_machines, machine_rank, main_process_ip, main_process_port,
                              str(hostfile) if hostfile else None, gpus, gpu_memory)  # fmt: skip
@@ -120,11 +141,17 @@ def train_command(
 
     packaged = config if config and not Path(config).is_file() and recipe_path(config) else None
     plan = build_plan(cfg, options_, strict=strict, recipe=packaged)
+    if dry_run:  # the verdict in a line, the problems, the plan, the verdict in full
+        from olmocr_rl.train.plan import write_config
+
+        summary, _, rest = plan.describe(show_config=show_config, config_file=write_config(plan)).partition("\n")
+        echo(summary)
+        for p in plan.problems:
+            echo(str(p), err=True)
+        echo(rest)
+        return 1 if errors(plan.problems) else 0
     for p in plan.problems:
         echo(str(p), err=True)
-    if dry_run:
-        echo(plan.describe())
-        return 1 if errors(plan.problems) else 0
     outputs = execute(plan, echo)
     if outputs:
         echo(f"outputs: {outputs['candidate']}  (score them: {outputs['bench_command']})")

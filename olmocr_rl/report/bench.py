@@ -169,16 +169,14 @@ def _scores_html(summary: Any) -> str:
     for c in cands:
         pages = len({(o.pdf, str(o.page)) for o in c.outcomes})
         if c.failed:
-            score = (
-                f'<span class="bad">FAILED (errors)</span> <span class="muted">{_fmt_pct(c.score_ignoring_errors)} ignoring errors</span>'
-            )
+            score = f'<span class="bad">FAILED (errors)</span><br><span class="muted">{_fmt_pct(c.score_ignoring_errors)} ignoring errors</span>'
             half = ""
         else:
             score, half = esc(c.status), f"{(c.ci[1] - c.ci[0]) / 2 * 100:.1f}"
         first = f'<span class="muted small">{len(c.errors)}: {esc(c.errors[0])}</span>' if c.errors else "0"
         out.append(f'<tr data-cand="{esc(c.name)}" data-score="{c.score!r}" data-ci="{c.ci[0]!r},{c.ci[1]!r}"><td>{esc(c.name)}</td>'
                    f'<td class="num">{score}</td><td class="num">{_fmt_pct(c.ci[0])} – {_fmt_pct(c.ci[1])}</td><td class="num">{half}</td>'
-                   f'<td class="num">{len(c.outcomes)}</td><td class="num">{pages}</td><td>{first}</td></tr>')  # fmt: skip
+                   f'<td class="num">{len(c.outcomes)}</td><td class="num">{pages}</td><td class="errors">{first}</td></tr>')  # fmt: skip
     out.append("</table></div>")
     out.append(f'<p class="muted small">score: the mean of the per-JSONL pass rates (a test passes when most of its repeats pass); '
                f"{pct} interval: {summary.bootstrap_samples} bootstrap resamples within each JSONL file (seed {summary.seed}). "

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from olmocr_rl.report.common import esc
 
 COLORS = {"train": "#0969da", "eval": "#cf222e"}
+LABEL_CHAR_PX = 6.2  # the widest a character of a 10 px tick label is drawn (digits, ".", "-", "e" in the sans-serif fonts)
 
 
 def nice_ticks(lo: float, hi: float, n: int = 4) -> list[float]:
@@ -89,7 +90,10 @@ def chart(
     else:
         lo, hi = y_range
         lo, hi = min(lo, min(p[1] for p in pts)), max(hi, max(p[1] for p in pts))
-    left, right, top, bottom = 42, 10, 8, 22
+    yt = nice_ticks(lo, hi)
+    y_labels = tick_labels(yt)
+    # The y labels end 4 px left of the plot, 10 px type (~6 px a character): room for the longest, whole.
+    left, right, top, bottom = max(42, math.ceil(8 + LABEL_CHAR_PX * max(len(label) for label in y_labels))), 10, 8, 22
     pw, ph = width - left - right, height - top - bottom
 
     def x(v: float) -> float:
@@ -107,8 +111,7 @@ def chart(
            f'<div class="legend small">{legend}<span class="muted">(last value)</span></div>'
            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
            f'aria-label="{esc(title)}">']  # fmt: skip
-    yt = nice_ticks(lo, hi)
-    for t, label in zip(yt, tick_labels(yt)):
+    for t, label in zip(yt, y_labels):
         out.append(f'<line x1="{left}" y1="{y(t):.1f}" x2="{left + pw}" y2="{y(t):.1f}" stroke="#eaeef2"/>'
                    f'<text x="{left - 4}" y="{y(t) + 3.5:.1f}" font-size="10" text-anchor="end" fill="#57606a">{label}</text>')  # fmt: skip
     xt = [t for t in nice_ticks(x0, x1, 5) if float(t).is_integer()] or [x0]

@@ -1,5 +1,8 @@
 """`olmocr-rl report RUN_DIR`: a training run as one self-contained HTML file (RUN_DIR/report.html).
 
+* The verdict first: the reward of the first and the last logged step (and of the evaluations),
+  the share of groups with zero reward spread, whether the weights moved (train_summary.json's
+  `weights_moved`) and the warnings the console printed at the end of the run (its `warnings`).
 * Curves, one metric per panel with its own axis, train solid and eval dashed, on a shared step
   axis: the reward, the share of groups whose completions all got the same reward (trl's
   `frac_reward_zero_std`: such a group gives GRPO no signal), the reward's spread, each reward
@@ -311,6 +314,76 @@ def _entry_html(e: dict, size: dict, image_ids: dict) -> str:
             f'<div class="ebody">{img}<div class="cols">{cols}</div></div></section>')  # fmt: skip
 
 
+def _summary_file(path: Path, warnings: list[str]) -> dict:
+    """train_summary.json (written when a run ends), or {} when there is none yet or it cannot be read."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        warnings.append(f"{shown(path)}: cannot be read ({e}); the verdict is made from the metrics alone")
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _ends(logs: list[dict], key: str) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """(step, value) of the first and the last row logging `key` with a number."""
+    pts = [(s, v) for s, v in _points(logs, key) if v is not None]
+    return (pts[0], pts[-1]) if pts else None
+
+
+def verdict(logs: list[dict], summary: dict) -> tuple[str, list[str], list[str]]:
+    """The run in a sentence, its facts, and its warnings: the train reward of the first and last
+    logged step, the evaluations' likewise, the mean share of groups with zero reward spread, the
+    weights moved, and the console's warnings (train_summary.json)."""
+    facts, warned = [], [str(w) for w in summary.get("warnings") or [] if isinstance(w, str)]
+    head = []
+    if (ends := _ends(logs, "reward")) is not None:
+        (s0, r0), (s1, r1) = ends
+        change = "rose" if r1 - r0 > 0.005 else "fell" if r0 - r1 > 0.005 else "stayed level"
+        head.append(f"the reward {change}: {r0:.3f} at step {s0:g} → {r1:.3f} at step {s1:g}")
+        facts.append(f"train reward (mean over the step's completions): {r0:.3f} at step {s0:g}, {r1:.3f} at step {s1:g} "
+                     f"({r1 - r0:+.3f})")  # fmt: skip
+    else:
+        head.append("no training step was logged yet")
+    if (ends := _ends(logs, "eval_reward")) is not None:
+        (s0, r0), (s1, r1) = ends
+        facts.append(f"eval reward: {r0:.3f} at step {s0:g}, {r1:.3f} at step {s1:g} ({r1 - r0:+.3f})")
+        head.append(f"eval {r0:.3f} → {r1:.3f}")
+    zero = [v for _, v in _points(logs, "frac_reward_zero_std") if v is not None]
+    if zero:
+        mean = sum(zero) / len(zero)
+        head.append(f"{mean:.0%} of groups without reward spread")
+        facts.append(f"groups whose completions all got the same reward (no GRPO signal): {mean:.0%} on average over "
+                     f"{len(zero)} logged steps, {zero[-1]:.0%} at the last")  # fmt: skip
+        if mean >= 0.999:
+            warned.append("every group's completions got the same reward: GRPO had no advantage to learn from "
+                          "(curate the pages, or raise the temperature)")  # fmt: skip
+    moved = summary.get("weights_moved")
+    if isinstance(moved, dict) and isinstance(moved.get("share"), (int, float)):
+        share = float(moved["share"])
+        head.append(f"{share:.1%} of sampled weights moved")
+        sampled = moved.get("elements_sampled")
+        facts.append(f"weights moved: {share:.1%} of {f'{sampled:,}' if isinstance(sampled, int) else 'the'} sampled elements "
+                     f"changed, the median change {moved.get('median_change_over_lr', '?')} x the learning rate")  # fmt: skip
+    elif summary:
+        facts.append("weights moved: not measured")
+    else:
+        facts.append("weights moved: unknown (no train_summary.json: the run has not finished)")
+    headline = "; ".join(head)
+    headline = headline[0].upper() + headline[1:] + "."
+    if warned:
+        headline += f" {len(warned)} warning{'s' if len(warned) > 1 else ''}."
+    return headline, facts, warned
+
+
+def _verdict_html(logs: list[dict], summary: dict) -> str:
+    headline, facts, warned = verdict(logs, summary)
+    return (f'<section id="verdict"><p class="answer{" warn" if warned else ""}">{esc(headline)}</p>'
+            + "".join(f'<p class="bad warning">warning: {esc(w)}</p>' for w in warned)
+            + '<ul class="verdict">' + "".join(f"<li>{esc(f)}</li>" for f in facts) + "</ul></section>")  # fmt: skip
+
+
 def run_report(
     run_dir: str | os.PathLike[str],
     path: str | os.PathLike[str] | None = None,
@@ -328,10 +401,12 @@ def run_report(
         raise FileNotFoundError(f"{run}: no logs/metrics.jsonl (is this an `olmocr-rl train` output folder?)")
     out = check_output(path, "--output") if path else run / "report.html"
     config_file, failing = run / "train_config.json", sorted((run / "completions").glob("failing_*.jsonl"))
-    refuse_inputs({"--output": out}, [metrics, config_file, *failing])
+    summary_file = run / "train_summary.json"
+    refuse_inputs({"--output": out}, [metrics, config_file, summary_file, *failing])
     warnings: list[str] = []
     logs = [r for _, r in _read_jsonl(metrics, warnings)]
     config = _config(config_file, warnings)
+    summary = _summary_file(summary_file, warnings)
 
     records: list[dict] = []
     for f in failing:
@@ -346,7 +421,7 @@ def run_report(
         if warn:
             warn(w)
     notes = warnings[:20] + ([f"... and {len(warnings) - 20} more warnings"] if len(warnings) > 20 else [])
-    parts = [f'<h1>Training run</h1><p class="sub">{esc(run)}</p><section id="run"><h2>Run</h2><dl class="facts">'
+    parts = [f'<h1>Training run</h1><p class="sub">{esc(run)}</p>{_verdict_html(logs, summary)}<section id="run"><h2>Run</h2><dl class="facts">'
              + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
              + ('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>" if notes else "") + "</section>"]  # fmt: skip
     parts.append('<section id="curves"><h2>Curves</h2><p class="muted small">one metric per panel, each with its own axis; '

@@ -13,6 +13,9 @@
 //   hidden when the topmost element there is neither the element, nor one of its ancestors or
 //   descendants, and has a background colour of alpha above 0.5. Listed when at least 20% of
 //   the counted points are hidden.
+// Each listed element also says whether it lies inside KaTeX's `.katex-mathml` (katexMathml): the
+// MathML copy of a formula KaTeX writes for screen readers, clipped to a 1 px box on purpose (the
+// formula shows in its `.katex-html` sibling). Upstream does not tell them apart (see render.py).
 (threshold) => {
   const shown = [];
   const visit = (element) => {
@@ -34,6 +37,7 @@
     return color.startsWith("rgb(") ? 1 : 0;
   };
   const kin = (a, b) => a.contains(b) || b.contains(a);
+  const inKatexMathml = (element) => element.closest(".katex-mathml") !== null;
 
   const clipped = [];
   const occluded = [];
@@ -65,7 +69,8 @@
     const ratio = width * height > 0 ? seenArea / (width * height) : 0;
     if (ratio < threshold) {
       clipped.push({ tag: element.tagName, text: text.substring(0, 500), visibleRatio: ratio,
-        horizontalVisibleRatio: width > 0 ? seenWidth / width : 1, boundingRect: box(rect), clippingAncestorTag: clipper });
+        horizontalVisibleRatio: width > 0 ? seenWidth / width : 1, boundingRect: box(rect), clippingAncestorTag: clipper,
+        katexMathml: inKatexMathml(element) });
     }
 
     if (text.length < 3) continue;
@@ -90,7 +95,7 @@
     }
     if (counted > 0 && hidden / counted >= 0.2) {
       occluded.push({ tag: element.tagName, text: text.substring(0, 500), occludedPoints: hidden, totalPoints: counted,
-        blockerTag: blocker, boundingRect: box(rect) });
+        blockerTag: blocker, boundingRect: box(rect), katexMathml: inKatexMathml(element) });
     }
   }
   return { clipped, occluded };

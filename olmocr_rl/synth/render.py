@@ -11,6 +11,13 @@ is dropped. Playwright drives the system's Chromium (Debian's `chromium`; `execu
 browser download), one browser for the whole run, a fresh context per load as upstream's
 `browser.new_page`.
 
+Upstream also drops every page whose math names a function or has a 3-digit number (`\\sin x`, `x = 100`): KaTeX writes each
+formula twice, as the glyphs shown and as a MathML copy for screen readers inside `.katex-mathml`,
+a 1 px box clipped on purpose, and the copy's `<mi>sin</mi>` or `<mn>100</mn>` (3 characters, clipped
+to a few % of its width) counts as text cut off. `katex_mathml_ok` (`synth --keep-katex-math`, off by default, so the
+default output stays upstream's) leaves that copy out of the judgement, and a page is then dropped
+only for text a reader would miss. A departure from upstream, documented in docs/preparing.md.
+
 Untrusted HTML, and what bounds it:
 * no network: every request goes through a route that serves only files of the page's own folder
   (under the made-up origin http://synth.invalid/, resolved paths checked to stay inside the folder)
@@ -116,15 +123,26 @@ def css_layout(width_pt: float, height_pt: float) -> Layout:
     return Layout(*viewport, {"width": "8.5in", "height": "11in", "prefer_css_page_size": True})
 
 
-def significant_cutoff(flagged: list[dict]) -> dict | None:
+def significant_cutoff(flagged: list[dict], *, katex_mathml_ok: bool = False) -> dict | None:
     """Upstream's `has_significant_cutoff`: the first flagged element of 3+ characters that is
-    clipped to half its width or less, or occluded; None when there is none."""
+    clipped to half its width or less, or occluded; None when there is none. `katex_mathml_ok`
+    (synth --keep-katex-math, not upstream's): KaTeX's screen-reader MathML copy is not text cut off."""
     for element in flagged:
-        if len(element["text"].strip()) < 3:
+        if len(element["text"].strip()) < 3 or (katex_mathml_ok and element.get("katex_mathml")):
             continue
         if element.get("occluded") or element["hvis"] <= 0.5:
             return element
     return None
+
+
+def ready() -> str:
+    """Chromium's path, once Playwright imports and Chromium is installed; RenderError naming what
+    is missing (before a command writes anything)."""
+    try:
+        import playwright.sync_api  # noqa: F401 - only whether it imports
+    except ImportError:
+        raise RenderError("synth needs Playwright and its other dependencies: pip install 'olmocr-rl[synth]'") from None
+    return find_chromium()
 
 
 def find_chromium() -> str:
@@ -159,21 +177,21 @@ class _Watchdog(threading.Thread):
 class Renderer:
     """One Chromium for many pages (a context manager); `render` one page at a time."""
 
-    def __init__(self, katex: tuple[Path, Path, Path], *, timeout_s: float = 120.0, memory_mb: int = 1024) -> None:
+    def __init__(self, katex: tuple[Path, Path, Path], *, timeout_s: float = 120.0, memory_mb: int = 1024,
+                 katex_mathml_ok: bool = False) -> None:  # fmt: skip
         self.katex = katex  # katex.min.css, katex.min.js, auto-render.min.js
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
+        self.katex_mathml_ok = katex_mathml_ok  # see significant_cutoff
         self.browser: Any = None
         self.driver_pid: int | None = None
         self._kinds: dict[int, bool] = {}
         self.watchdog = _Watchdog(self)
 
     def __enter__(self) -> Renderer:
-        try:
-            from playwright.sync_api import sync_playwright
-        except ImportError:
-            raise RenderError("synth needs Playwright and its other dependencies: pip install 'olmocr-rl[synth]'") from None
-        self.executable = find_chromium()
+        from playwright.sync_api import sync_playwright
+
+        self.executable = ready()
         before = set(_children())
         self._playwright = sync_playwright().start()
         self.driver_pid = next((p for p in _children() if p not in before), None)
@@ -302,9 +320,10 @@ class Renderer:
             found = page.evaluate(CUTOFF_JS, 0.9)
         finally:
             context.close()
-        flagged = [{"tag": e["tag"], "text": e["text"], "occluded": False, "hvis": e["horizontalVisibleRatio"]} for e in found["clipped"]]
-        flagged += [{"tag": e["tag"], "text": e["text"], "occluded": True, "hvis": 1.0} for e in found["occluded"]]
-        worst = significant_cutoff(flagged)
+        flagged = [{"tag": e["tag"], "text": e["text"], "occluded": False, "hvis": e["horizontalVisibleRatio"], **_katex(e)}
+                   for e in found["clipped"]]  # fmt: skip
+        flagged += [{"tag": e["tag"], "text": e["text"], "occluded": True, "hvis": 1.0, **_katex(e)} for e in found["occluded"]]
+        worst = significant_cutoff(flagged, katex_mathml_ok=self.katex_mathml_ok)
         if worst is not None:
             how = "covered by another element" if worst["occluded"] else f"clipped to {worst['hvis']:.0%} of its width"
             return Rendered(
@@ -319,6 +338,11 @@ class Renderer:
             if len(pypdf.PdfReader(io.BytesIO(data)).pages) == 1:
                 return Rendered(True, scale=scale, flagged=flagged), data
         return Rendered(False, "more than one page even at scale 0.5", flagged=flagged), None
+
+
+def _katex(element: dict) -> dict:
+    """{"katex_mathml": True} for an element of KaTeX's MathML copy (cutoff.js), else nothing."""
+    return {"katex_mathml": True} if element.get("katexMathml") else {}
 
 
 def _serve(route: Any, folder: Path) -> None:

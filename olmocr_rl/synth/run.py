@@ -10,6 +10,17 @@ OUT_BENCH/
   synth.json                            what was done: options, pages kept, pages dropped and why (last)
   .synth/NAME/PAGE.json                 per page: its outcome, for a rerun (the page is done)
 
+PAGE is upstream's name of a synthetic page, `<id>_page<N>` (olmocr_rl/paths.py, `synthetic_key`):
+HTML_DIR's `invoice.html` is `invoice_page1`, page 3 of --from-pdf's `report.pdf` is `report_page3`;
+so `prepare` (as olmOCR's GRPO trainer) finds each page's reference markdown. An HTML file whose
+name that lookup would misread (one holding `_page`) is skipped, named.
+
+HTML_DIR's pages are its top-level .html/.htm files whose real path (links followed) is in HTML_DIR:
+a link to a file elsewhere is skipped, named, and never read. Each page's tests are drawn with
+`random.Random(seed)`, seed as upstream seeds a document: the first 8 hex digits of the sha1 of its
+file (the HTML file; --from-pdf: the PDF, whose generator first draws the page) as an integer, plus
+`--seed` (default 0: upstream's seeds exactly; another value draws other tests from the same pages).
+
 Every file is written atomically; a page's record in .synth/ is written last, so a killed run leaves
 whole pages only, and a rerun redoes just the pages without a record (or whose HTML changed, or that
 were dropped for a time or memory bound or a Chromium failure). One run at a time per OUT_BENCH
@@ -20,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import queue
 import random
 import threading
@@ -32,10 +44,10 @@ import orjson
 
 from olmocr_rl.atomic import write_bytes, write_text
 from olmocr_rl.errors import UserError
-from olmocr_rl.paths import shown
+from olmocr_rl.paths import REFERENCE_DIR, candidate_file, inside, reference_file, shown, synthetic_key
 
 FORMAT = "olmocr-rl synth"
-VERSION = 1
+VERSION = 2  # 2: pages named <id>_page<N>, records hold the seed and settings
 MAX_HTML_BYTES = 5 << 20
 RETRIED = ("took longer than", "used more than", "Chromium failed")  # outcomes a rerun tries again
 
@@ -46,7 +58,7 @@ class SynthError(UserError, ValueError):
 
 @dataclass
 class Page:
-    """One page to synthesize. `key` names its files (`pdfs/NAME/KEY.pdf`) and test ids; `html`
+    """One page to synthesize. `key` names its files (`pdfs/NAME/KEY.pdf`); `html`
     is where its HTML is (HTML_DIR mode: the user's file; --from-pdf: html/NAME/KEY.html once the
     model wrote it); `assets` the folder its relative URLs are served from; `seed` makes its
     `random.Random`, advanced by `draws` page choices (--from-pdf, as upstream); `layout` None: the
@@ -56,6 +68,7 @@ class Page:
     html: Path
     assets: Path
     seed: int | str
+    doc_id: str = ""  # the id upstream's test generator is given (HTML_DIR: the file's stem; --from-pdf: the key)
     draws: int = 0
     pages_in_pdf: int = 0
     layout: Any = None
@@ -80,6 +93,7 @@ class Outcome:
     html_sha1: str = ""
     source: str = ""
     by_type: dict[str, int] = field(default_factory=dict)
+    warning: str = ""  # kept, but worth a look (an empty page)
 
 
 @dataclass
@@ -89,62 +103,95 @@ class SynthResult:
     kept: list[Outcome] = field(default_factory=list)
     dropped: list[Outcome] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)  # pages never tried: excluded, budget, endpoint failures
-    done_now: int = 0
+    reused: set[str] = field(default_factory=set)  # keys of the pages whose outcome an earlier run recorded
     tests_failing_reference: list[dict] = field(default_factory=list)
     tokens: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def kept_now(self) -> int:
+        return sum(1 for o in self.kept if o.key not in self.reused)
 
-def html_pages(html_dir: Path) -> list[Page]:
-    """The top-level *.html / *.htm files of `html_dir`, in name order; each seeded with the sha1
-    of its bytes (upstream seeds with the PDF's), laid out at its CSS page size."""
+    @property
+    def kept_reused(self) -> int:
+        return len(self.kept) - self.kept_now
+
+
+def reference_path(name: str, key: str) -> str:
+    """The page's reference markdown, relative to OUT_BENCH."""
+    return f"{REFERENCE_DIR}/{candidate_file(f'{name}/{key}.pdf', 1, 1)}"
+
+
+def html_pages(html_dir: Path, seed: int = 0) -> tuple[list[Page], list[dict]]:
+    """The top-level *.html / *.htm files of `html_dir` (their real path inside it), in name order,
+    each named `<stem>_page1`, seeded as the module docstring says and laid out at its CSS page size;
+    and the files skipped, with why (a link out of the folder, a name the reference lookup misreads)."""
     if not html_dir.is_dir():
         raise SynthError(f"{shown(html_dir)}: no such folder (give a folder of .html files)")
-    pages = []
-    for path in sorted(p for p in html_dir.iterdir() if p.suffix.lower() in (".html", ".htm") and p.is_file()):
-        seed = int(hashlib.sha1(path.read_bytes()).hexdigest()[:8], 16)
-        pages.append(Page(key=path.stem, html=path, assets=html_dir, seed=seed, source=str(path)))
-    if not pages:
+    pages, skipped = [], []
+    for path in sorted(p for p in html_dir.iterdir() if p.suffix.lower() in (".html", ".htm")):
+        real = inside(html_dir, path.name)  # links and .. resolved; None when it leads out of the folder
+        if real is None:
+            skipped.append({"source": shown(path), "reason": f"a link to {shown(os.path.realpath(path))}, outside {shown(html_dir)}: "
+                            "not read (give the file itself)"})  # fmt: skip
+            continue
+        if not real.is_file():
+            continue
+        key = synthetic_key(path.stem, 1)
+        if reference_file(f"x/{key}.pdf", 1) != f"{REFERENCE_DIR}/x/{key}_pg1_repeat1.md":
+            skipped.append({"source": shown(path), "reason": "its name holds '_page', which olmOCR's trainer splits a page's name "
+                            "on, so its reference markdown would not be found: rename it"})  # fmt: skip
+            continue
+        page_seed = int(hashlib.sha1(real.read_bytes()).hexdigest()[:8], 16) + seed
+        pages.append(Page(key=key, html=real, assets=html_dir, seed=page_seed, doc_id=path.stem, source=str(path)))
+    if not pages and not skipped:
         raise SynthError(f"{shown(html_dir)}: no .html files in this folder")
     keys = [p.key for p in pages]
     if dupes := sorted({k for k in keys if keys.count(k) > 1}):
         raise SynthError(f"{shown(html_dir)}: {', '.join(dupes)}: two files with the same name (.html and .htm)")
-    return pages
+    return pages, skipped
 
 
 def record_path(out: Path, name: str, key: str) -> Path:
     return out / ".synth" / name / f"{key}.json"
 
 
-def done_record(out: Path, name: str, page: Page, html_sha1: str) -> dict | None:
-    """The page's record from an earlier run, if it still holds: same HTML, files present, and not
-    an outcome a rerun tries again."""
+def done_record(out: Path, name: str, page: Page, html_sha1: str, settings: dict) -> dict | None:
+    """The page's record from an earlier run, if it still holds: same HTML, seed and settings,
+    files present, and not an outcome a rerun tries again."""
     path = record_path(out, name, page.key)
     try:
         record = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None
-    if record.get("html_sha1") != html_sha1 or record.get("version") != VERSION:
+    if (record.get("html_sha1"), record.get("version"), record.get("settings")) != (html_sha1, VERSION, settings):
         return None
     if record["ok"]:
-        files = (out / "pdfs" / name / f"{page.key}.pdf", out / "claude_original" / name / f"{page.key}_pg1_repeat1.md")
+        files = (out / "pdfs" / name / f"{page.key}.pdf", out / reference_path(name, page.key))
         return record if all(f.is_file() for f in files) else None
     return None if record["reason"].startswith(RETRIED) else record
 
 
-def synthesize_page(renderer: Any, out: Path, name: str, page: Page, html: str) -> dict:
+def page_settings(page: Page, options: SynthOptions) -> dict:
+    """What a page's outcome depends on besides its HTML (a rerun with others redoes it)."""
+    return {"seed": page.seed, "keep_katex_math": options.keep_katex_math}
+
+
+def synthesize_page(renderer: Any, out: Path, name: str, page: Page, html: str, settings: dict) -> dict:
     """Renders one page and derives its tests and markdown; writes its PDF, markdown and record
     (in that order) and returns the record."""
+    from olmocr_rl.front_matter import split_front_matter
     from olmocr_rl.synth.markdown import page_markdown
     from olmocr_rl.synth.page_tests import PageTestError, generate_page_tests
 
     sha1 = hashlib.sha1(html.encode("utf-8")).hexdigest()
-    record: dict[str, Any] = {"version": VERSION, "key": page.key, "html_sha1": sha1, "source": page.source, "ok": False}
+    record: dict[str, Any] = {"version": VERSION, "key": page.key, "html_sha1": sha1, "source": page.source, "ok": False,
+                              "settings": settings}  # fmt: skip
     rendered, pdf, layout = renderer.render(html, page.assets, page.layout)
     if not rendered.ok:
         return _write_record(out, name, page, {**record, "reason": rendered.reason})
     try:
         markdown = page_markdown(html)
-        tests = generate_page_tests(html, page.key, 1, page.rng())
+        tests = generate_page_tests(html, page.doc_id or page.key, 1, page.rng())
     except PageTestError as e:
         return _write_record(out, name, page, {**record, "reason": f"olmOCR's test generator fails on it: {e}"})
     except RecursionError:
@@ -152,13 +199,19 @@ def synthesize_page(renderer: Any, out: Path, name: str, page: Page, html: str) 
     for test in tests:
         test["pdf"] = f"{name}/{page.key}.pdf"
     pdf_path = out / "pdfs" / name / f"{page.key}.pdf"
-    md_path = out / "claude_original" / name / f"{page.key}_pg1_repeat1.md"
+    md_path = out / reference_path(name, page.key)
     for path in (pdf_path, md_path):
         path.parent.mkdir(parents=True, exist_ok=True)
     write_bytes(pdf_path, pdf)
     write_text(md_path, markdown)
     viewport = [layout.width, layout.height] if layout else None
+    if not split_front_matter(markdown)[1].strip():
+        record["warning"] = f"the page has no text (its markdown is empty): kept with only {len(tests)} test(s) ({_kinds(tests)})"
     return _write_record(out, name, page, {**record, "ok": True, "scale": rendered.scale, "viewport": viewport, "tests": tests})
+
+
+def _kinds(tests: list[dict]) -> str:
+    return ", ".join(sorted({t["type"] for t in tests})) or "none"
 
 
 def _write_record(out: Path, name: str, page: Page, record: dict) -> dict:
@@ -174,7 +227,7 @@ def outcome_of(record: dict) -> Outcome:
     for t in tests:
         by_type[t["type"]] = by_type.get(t["type"], 0) + 1
     return Outcome(record["key"], record["ok"], record.get("reason", ""), len(tests), record.get("scale"), record["html_sha1"],
-                   record.get("source", ""), by_type)  # fmt: skip
+                   record.get("source", ""), by_type, record.get("warning", ""))  # fmt: skip
 
 
 def read_html(page: Page) -> tuple[str | None, str]:
@@ -197,7 +250,7 @@ def reference_failures(records: list[dict], out: Path, name: str) -> list[dict]:
 
     failing = []
     for record in records:
-        text = (out / "claude_original" / name / f"{record['key']}_pg1_repeat1.md").read_text(encoding="utf-8")
+        text = (out / reference_path(name, record["key"])).read_text(encoding="utf-8")
         suite = _core.Suite.from_sources([("page.jsonl", "\n".join(orjson.dumps(t).decode() for t in record["tests"]))])
         ids = [r.id for r in suite.records()]
         for test_id, verdict in zip(ids, suite.check_batch([(text, ids)])[0]):
@@ -219,6 +272,8 @@ def write_manifest(result: SynthResult, options: dict) -> None:
         "name": result.name,
         "options": options,
         "pages_kept": len(result.kept),
+        "pages_kept_now": result.kept_now,
+        "pages_kept_reused": result.kept_reused,
         "pages_dropped": len(result.dropped),
         "tests": sum(o.tests for o in result.kept),
         "kept": [asdict(o) for o in result.kept],
@@ -245,7 +300,7 @@ def progress_bar(total: int, enabled: bool, label: str = "synthesizing") -> Iter
         yield lambda: bar.advance(task)
 
 
-def pdf_pages(from_pdf: Path, out: Path, name: str, all_pages: bool, exclude: list[Path]) -> tuple[list[Page], list[dict]]:
+def pdf_pages(from_pdf: Path, out: Path, name: str, all_pages: bool, exclude: list[Path], seed: int = 0) -> tuple[list[Page], list[dict]]:
     """--from-pdf: the pages to ask the model for (one random page of each PDF, chosen as upstream:
     `random.Random(int(sha1(pdf)[:8], 16)).randint(1, pages)`, whose generator then makes the page's
     tests; or every page, each seeded with "sha1:page"), and the PDFs skipped with why (a benchmark's,
@@ -285,12 +340,12 @@ def pdf_pages(from_pdf: Path, out: Path, name: str, all_pages: bool, exclude: li
             continue
         stem = path.relative_to(from_pdf).with_suffix("").as_posix() if path != from_pdf else path.stem
         sha1 = hashlib.sha1(data).hexdigest()
-        chosen = range(1, len(sizes) + 1) if all_pages else [random.Random(int(sha1[:8], 16)).randint(1, len(sizes))]
+        chosen = range(1, len(sizes) + 1) if all_pages else [random.Random(int(sha1[:8], 16) + seed).randint(1, len(sizes))]
         for k in chosen:
             layout = letter_layout_from_png(*png_size(*sizes[k - 1]))
-            seed: int | str = f"{sha1}:{k}" if all_pages else int(sha1[:8], 16)
-            key = f"{stem}_page{k}"
-            pages.append(Page(key, html_dir / f"{key}.html", empty, seed, 0 if all_pages else 1, len(sizes), layout,
+            page_seed: int | str = (f"{sha1}:{k}" + (f":{seed}" if seed else "")) if all_pages else int(sha1[:8], 16) + seed
+            key = synthetic_key(stem, k)
+            pages.append(Page(key, html_dir / f"{key}.html", empty, page_seed, key, 0 if all_pages else 1, len(sizes), layout,
                               f"{shown(path)} page {k}", path, k))  # fmt: skip
     return pages, skipped
 
@@ -399,6 +454,7 @@ class SynthOptions:
     timeout_s: float = 120.0
     memory_mb: int = 1024
     endpoint: Any = None  # EndpointOptions for --from-pdf
+    keep_katex_math: bool = False  # --keep-katex-math (render.py: KaTeX's MathML copy is not text cut off)
 
 
 def synthesize(pages: list[Page], out: Path, options: SynthOptions, *, skipped: list[dict] | None = None,
@@ -407,36 +463,59 @@ def synthesize(pages: list[Page], out: Path, options: SynthOptions, *, skipped: 
     from olmocr_rl.folder_lock import folder_lock
     from olmocr_rl.synth.assets import katex_files, pipeline_module
     from olmocr_rl.synth.endpoint import Usage, read_conversation
-    from olmocr_rl.synth.render import Renderer
+    from olmocr_rl.synth.render import Renderer, ready
 
     katex = katex_files()
     turns = read_conversation(pipeline_module()) if options.endpoint else None
     result = SynthResult(out, options.name, skipped=list(skipped or []))
     usage = Usage()
-    with folder_lock(out, "synth"):
-        records, to_render, to_ask = _resume(out, options.name, pages, result)
-        if to_render or to_ask:  # else no browser is started
-            with (
-                Renderer(katex, timeout_s=options.timeout_s, memory_mb=options.memory_mb) as renderer,
-                progress_bar(len(to_render) + len(to_ask), progress) as advance,
-            ):
-                for page, html in to_render:
-                    records[page.key] = synthesize_page(renderer, out, options.name, page, html)
-                    advance()
-                for page, record in _ask_and_render(renderer, out, options, turns, to_ask, usage, result, advance):
-                    records[page.key] = record
-        result.done_now = len(to_render) + len(to_ask) - sum(1 for s in result.skipped if s.get("asked"))  # rendered by this run
-        kept = sorted((r for r in records.values() if r["ok"]), key=lambda r: r["key"])
-        result.kept = [outcome_of(r) for r in kept]
-        result.dropped += [outcome_of(r) for r in sorted(records.values(), key=lambda r: r["key"]) if not r["ok"]]
-        write_bench(out, options.name, kept)
-        result.tests_failing_reference = reference_failures(kept, out, options.name)
-        result.tokens = {"prompt": usage.prompt, "completion": usage.completion, "requests": usage.requests}
-        write_manifest(result, manifest_options or {})
+    created = not out.exists()
+    try:
+        with folder_lock(out, "synth"):
+            records, to_render, to_ask = _resume(out, options, pages, result)
+            result.reused = set(records)
+            if to_render or to_ask:  # else no browser is started
+                ready()  # Playwright and Chromium, named before a page is written
+                with (
+                    Renderer(katex, timeout_s=options.timeout_s, memory_mb=options.memory_mb,
+                             katex_mathml_ok=options.keep_katex_math) as renderer,
+                    progress_bar(len(to_render) + len(to_ask), progress) as advance,
+                ):  # fmt: skip
+                    for page, html in to_render:
+                        records[page.key] = synthesize_page(renderer, out, options.name, page, html, page_settings(page, options))
+                        advance()
+                    for page, record in _ask_and_render(renderer, out, options, turns, to_ask, usage, result, advance):
+                        records[page.key] = record
+            kept = sorted((r for r in records.values() if r["ok"]), key=lambda r: r["key"])
+            result.kept = [outcome_of(r) for r in kept]
+            result.dropped += [outcome_of(r) for r in sorted(records.values(), key=lambda r: r["key"]) if not r["ok"]]
+            write_bench(out, options.name, kept)
+            result.tests_failing_reference = reference_failures(kept, out, options.name)
+            result.tokens = {"prompt": usage.prompt, "completion": usage.completion, "requests": usage.requests}
+            write_manifest(result, manifest_options or {})
+    except BaseException:
+        if created:
+            _remove_if_unused(out)
+        raise
     return result
 
 
-def _resume(out: Path, name: str, pages: list[Page], result: SynthResult) -> tuple[dict[str, dict], list, list]:
+def _remove_if_unused(out: Path) -> None:
+    """OUT_BENCH as a run that could not start leaves it (its lock file, empty folders): removed,
+    so that no folder is left behind; one holding anything else is kept."""
+    from olmocr_rl.folder_lock import LOCK_NAME
+
+    files = [p for p in out.rglob("*") if not p.is_dir()]
+    if any(p.name != LOCK_NAME for p in files):
+        return
+    for p in files:
+        p.unlink(missing_ok=True)
+    for d in sorted((p for p in out.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        d.rmdir()
+    out.rmdir()
+
+
+def _resume(out: Path, options: SynthOptions, pages: list[Page], result: SynthResult) -> tuple[dict[str, dict], list, list]:
     """Pages done by an earlier run (their records), pages to render (with their HTML) and pages
     to ask the model for (--from-pdf pages without HTML yet)."""
     records: dict[str, dict] = {}
@@ -449,7 +528,7 @@ def _resume(out: Path, name: str, pages: list[Page], result: SynthResult) -> tup
         if html is None:
             result.dropped.append(Outcome(page.key, False, why, source=page.source))
             continue
-        record = done_record(out, name, page, hashlib.sha1(html.encode("utf-8")).hexdigest())
+        record = done_record(out, options.name, page, hashlib.sha1(html.encode("utf-8")).hexdigest(), page_settings(page, options))
         if record is not None:
             records[page.key] = record
         else:
@@ -509,5 +588,5 @@ def _ask_and_render(renderer: Any, out: Path, options: SynthOptions, turns: Any,
             continue
         page.html.parent.mkdir(parents=True, exist_ok=True)
         write_text(page.html, html)
-        yield page, synthesize_page(renderer, out, options.name, page, html)
+        yield page, synthesize_page(renderer, out, options.name, page, html, page_settings(page, options))
         advance()

@@ -89,24 +89,30 @@ class Plan:
         list of variables. Then rank 0 writes them, as under a user's own launcher."""
         return not (self.options.launcher == "deepspeed" and self.options.num_machines > 1)
 
-    def describe(self) -> str:
-        """The plan as `--dry-run` prints it."""
+    def describe(self, *, show_config: bool = False, config_file: str | os.PathLike[str] | None = None) -> str:
+        """The plan as `--dry-run` prints it: the verdict in a line first, the plan's parts, then
+        the verdict again in full (`verdict_lines`). `show_config`: the resolved config and
+        trl.GRPOConfig's arguments too (else only the file they are written to, `config_file`)."""
         from olmocr_rl.launch.launchers import format_plan
         from olmocr_rl.train.filtering import worst_case
         from olmocr_rl.train.preflight import generation_batch
 
         cfg, world = self.cfg, self.world_size
-        lines = ["resolved config:", json.dumps(cfg.to_dict(), indent=2), f"world size: {world}"]
+        budget, memory = self._budget(), self.memory_estimate()
+        lines = [self.summary_line(budget, memory)]
+        if show_config:
+            lines += ["resolved config:", json.dumps(cfg.to_dict(), indent=2)]
+            lines.append("trl.GRPOConfig: " + json.dumps({k: v for k, v in self.grpo_kwargs.items() if k != "output_dir"}, default=str))
+        lines.append(f"world size: {world}")
         steps, batch = cfg.steps_per_generation or cfg.gradient_accumulation_steps, generation_batch(cfg, world)
         lines.append(
             f"generation batch: {cfg.per_device_train_batch_size} per device x {world} processes x {steps} steps = {batch} "
             f"completions = {batch / cfg.num_generations:g} pages x {cfg.num_generations} generations"
         )
-        lines.append("trl.GRPOConfig: " + json.dumps({k: v for k, v in self.grpo_kwargs.items() if k != "output_dir"}, default=str))
-        lines += self._budget_lines()
+        lines += budget.lines()
         if (cost := worst_case(cfg, world)) is not None:
             lines.append(cost.line())
-        lines += self._memory_lines()
+        lines += self._memory_lines(memory)
         lines.append(f"prompt: {prompt_line(cfg)}")
         from olmocr_rl.recipes import departures
 
@@ -138,44 +144,151 @@ class Plan:
             lines.append("command: " + format_plan(self.launcher_argv, self.env, shown))
         else:
             lines.append(f"command: this process trains (config {self.config_path})")
+        lines += self.verdict_lines(budget, memory, config_file, show_config)
         return "\n".join(lines)
 
-    def _budget_lines(self) -> list[str]:
+    # --- the verdict: will it start, fit the GPUs and the disk, how long, how much generation ------
+
+    def summary_line(self, budget: Any, memory: MemoryPlan) -> str:
+        """The plan's answer in one line: whether it starts, fits each GPU and the disk, its steps."""
+        bad = errors(self.problems)
+        warned = [p for p in self.problems if p not in bad]
+        if bad:
+            starts = f"will NOT start ({len(bad)} error{'s' if len(bad) > 1 else ''}: {', '.join(dict.fromkeys(p.key for p in bad))})"
+        else:
+            starts = f"ready ({len(warned)} warning{'s' if len(warned) > 1 else ''})" if warned else "ready"
+        return (f"plan: {starts}; {self._memory_verdict(memory, short=True)}; {self._disk_verdict(budget, short=True)}; "
+                f"{budget.steps} optimizer step{'' if budget.steps == 1 else 's'}")  # fmt: skip
+
+    def verdict_lines(self, budget: Any, memory: MemoryPlan, config_file: str | os.PathLike[str] | None, shown: bool) -> list[str]:
+        """The closing block: starts, memory per GPU (peak and share), disk needed and free, steps,
+        generation at most, and where the resolved config is."""
+        from olmocr_rl.train.filtering import worst_case
+
+        bad = errors(self.problems)
+        warned = [p for p in self.problems if p not in bad]
+        if bad:
+            starts = f"no: {len(bad)} error{'s' if len(bad) > 1 else ''} ({', '.join(dict.fromkeys(p.key for p in bad))}; printed above)"
+        else:
+            starts = "yes" + (f", with {len(warned)} warning{'s' if len(warned) > 1 else ''} (printed above)" if warned else "")
+        out = ["verdict:", f"  starts:     {starts}", f"  memory:     {self._memory_verdict(memory)}"]
+        if memory.server is not None:
+            out.append(f"  server GPU: {memory.server}")
+        out.append(f"  disk:       {self._disk_verdict(budget)}")
+        out.append(f"  steps:      {budget.steps} optimizer step{'' if budget.steps == 1 else 's'} (as trl counts them)"
+                   + (": nothing would train" if not budget.steps else ""))  # fmt: skip
+        cost = worst_case(self.cfg, self.world_size)
+        parts = [f"at most {cost.completions_max:,} completions a generation batch (online filtering's worst case, {cost.rounds} rounds)"
+                 ] if cost is not None else []  # fmt: skip
+        tokens = f"up to {budget.train_tokens:,} completion tokens for training"
+        if budget.evaluations:
+            tokens += f", {budget.eval_tokens:,} per evaluation x {budget.evaluations}"
+        out.append(f"  generation: {'; '.join([*parts, tokens])}")
+        if config_file is not None:
+            out.append(f"  config:     {config_file}" + ("" if shown else " (the resolved config; --show-config prints it here)"))
+        return out
+
+    def _memory_verdict(self, memory: MemoryPlan, short: bool = False) -> str:
+        est = memory.estimate
+        if est is None:
+            return f"memory not estimated ({'a CPU plan' if memory.cpu else 'see above'})" if short else f"not estimated: {memory.why}"
+        from olmocr_rl.train.memory import GIB
+
+        if est.gpu_bytes is None:
+            return f"memory {est.peak / GIB:,.1f} GiB per training GPU (the card's size unknown)"
+        share = f"{est.peak / GIB:,.1f} of {est.gpu_bytes / GIB:,.1f} GiB per training GPU ({100 * est.peak / est.gpu_bytes:.0f} %)"
+        word = "fits" if est.fits() else "does NOT fit"
+        return f"memory {word}, {share}" if short else f"{word}: {share} at the peak (an estimate; usable: the card less 1 GiB)"
+
+    def _disk_verdict(self, budget: Any, short: bool = False) -> str:
+        if budget.disk_gb is None:
+            return "disk size unknown" if short else f"size unknown ({budget.unknown})"
+        if budget.free_gb is None:
+            return f"disk {budget.disk_gb:,.0f} GB at the peak" + ("" if short else ", free space unknown")
+        word = "fits" if budget.disk_gb <= budget.free_gb else "does NOT fit"
+        figures = f"{budget.disk_gb:,.0f} GB at the peak, {budget.free_gb:,.0f} GB free"
+        return f"disk {word}, {figures}" if short else f"{word}: {figures}"
+
+    def _budget(self) -> Any:
         from olmocr_rl.train.budget import estimate
 
         cfg, inputs = self.cfg, self.inputs
         train = len(inputs.train_rows[: cfg.max_train_pages]) if inputs is not None else 0
         evaluated = len(inputs.eval_rows[: cfg.max_eval_pages]) if inputs is not None else 0
-        return estimate(cfg, self.world_size, train, evaluated, deepspeed=self.options.zero is not None).lines()
+        return estimate(cfg, self.world_size, train, evaluated, deepspeed=self.options.zero is not None)
 
-    def _memory_lines(self) -> list[str]:
-        """The estimate per training GPU, by component (olmocr_rl/train/memory.py)."""
+    def memory_estimate(self) -> MemoryPlan:
+        """The estimate per training GPU (olmocr_rl/train/memory.py) with what it was made of, or
+        why there is none; and what vLLM takes of a server GPU."""
         from olmocr_rl.train import memory
         from olmocr_rl.train.preflight import Context, plan_layout
         from olmocr_rl.train.shape import ShapeUnknown, read_shape
 
         target, cfg = self.target, self.cfg
-        lines = [target.describe()] if target is not None else []
         if target is None or not target.gpus or self.inputs is None:
-            return lines + ["memory: not estimated for a CPU plan (give --gpus N --gpu-memory GIB to plan a GPU node)"]
+            return MemoryPlan(why="a CPU plan (give --gpus N --gpu-memory GIB to plan a GPU node)", cpu=True)
         try:
             shape = read_shape(str(cfg.model))
         except ShapeUnknown as e:
-            return lines + [f"memory: not estimated ({e})"]
+            return MemoryPlan(why=str(e))
         ctx = Context(cfg, self.world_size, self.inputs, self.options.zero is not None, True, zero=self.options.zero, target=target,
                       vllm_server=self.split is not None)  # fmt: skip
         layout = plan_layout(ctx)
         tokens = memory.tokens_of(cfg, self.inputs.train_rows[: cfg.max_train_pages])
         est = memory.estimate_memory(cfg, shape, layout, tokens)
-        zero = f"ZeRO-{layout.zero}" if layout.zero else "no ZeRO"
-        lines.append(f"memory per training GPU (estimate; {shape.params / 1e9:.2f} B parameters, {layout.world} ranks, {zero}, "
-                     f"{'bf16' if layout.bf16 else 'float32'}, longest sequence {tokens.sequence:,} tokens):")  # fmt: skip
-        lines += est.lines()
+        server = None
         if self.split is not None and target.gpu_bytes:
             share, weights = memory.server_share(cfg, shape, target.gpu_bytes, self.split.tensor_parallel)
-            lines.append(f"memory per server GPU: vLLM takes {memory.gib(share)} (vllm_server_gpu_memory_utilization="
-                         f"{cfg.vllm_server_gpu_memory_utilization:g}): 16-bit weights {memory.gib(weights)}, the rest KV cache")  # fmt: skip
+            server = (f"vLLM takes {memory.gib(share)} of {memory.gib(target.gpu_bytes)} (vllm_server_gpu_memory_utilization="
+                      f"{cfg.vllm_server_gpu_memory_utilization:g}): 16-bit weights {memory.gib(weights)}, the rest KV cache")  # fmt: skip
+        return MemoryPlan(est, shape=shape, layout=layout, tokens=tokens, server=server)
+
+    def _memory_lines(self, plan: MemoryPlan | None = None) -> list[str]:
+        """The estimate per training GPU, by component (olmocr_rl/train/memory.py)."""
+        plan = plan or self.memory_estimate()
+        target = self.target
+        lines = [target.describe()] if target is not None else []
+        if plan.cpu:
+            return lines + ["memory: not estimated for a CPU plan (give --gpus N --gpu-memory GIB to plan a GPU node)"]
+        if plan.estimate is None:
+            return lines + [f"memory: not estimated ({plan.why})"]
+        layout, shape = plan.layout, plan.shape
+        zero = f"ZeRO-{layout.zero}" if layout.zero else "no ZeRO"
+        lines.append(f"memory per training GPU (estimate; {shape.params / 1e9:.2f} B parameters, {layout.world} ranks, {zero}, "
+                     f"{'bf16' if layout.bf16 else 'float32'}, longest sequence {plan.tokens.sequence:,} tokens):")  # fmt: skip
+        lines += plan.estimate.lines()
+        if plan.server is not None:
+            lines.append(f"memory per server GPU: {plan.server}")
         return lines
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The memory estimate of a plan (`Plan.memory_estimate`): None and why not, or the estimate with
+    what it was made of; `server`: what vLLM takes of a server GPU, in words."""
+
+    estimate: Any = None  # memory.Memory
+    why: str = ""
+    shape: Any = None
+    layout: Any = None
+    tokens: Any = None
+    server: str | None = None
+    cpu: bool = False  # no GPU planned for
+
+
+def write_config(plan: Plan) -> Path:
+    """The resolved config a dry run plans (what the run would write to OUTPUT_DIR/train_config.json),
+    written to the system's temporary folder (a dry run creates nothing in the output folder),
+    named after its content."""
+    import hashlib
+    import tempfile
+
+    from olmocr_rl.atomic import write_text
+
+    text = json.dumps(plan.cfg.to_dict(), indent=2) + "\n"
+    path = Path(tempfile.gettempdir()) / f"olmocr-rl-plan-{hashlib.sha1(text.encode()).hexdigest()[:12]}.json"
+    write_text(path, text)
+    return path
 
 
 def prompt_line(cfg: TrainConfig) -> str:

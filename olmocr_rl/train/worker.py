@@ -273,16 +273,20 @@ def _summary(cfg: TrainConfig, run_: _Built, result: Any) -> dict[str, Any]:
     if (memory := run_record(cfg, trainer, run_.train_rows, run_.timer.run_peak)) is not None:
         summary["memory"] = memory  # the plan's estimate next to the peak this CUDA run allocated
     moved = run_.moved
+    warned: list[str] = []  # the console's warnings about the run, kept for `olmocr-rl report`
     if moved.result is not None:
         summary["weights_moved"] = moved.result
-        if moved.result["share"] < 0.1 and trainer.state.global_step > 0 and trainer.is_world_process_zero():
-            print(f"warning: training barely moved the weights: {100 * moved.result['share']:.1f} % of a sample of them changed "
-                  "(every reward in each group equal, so no advantage? half-precision weights? nothing trainable?)",
-                  file=sys.stderr)  # fmt: skip
+        if moved.result["share"] < 0.1 and trainer.state.global_step > 0:
+            warned.append(f"training barely moved the weights: {100 * moved.result['share']:.1f} % of a sample of them changed "
+                          "(every reward in each group equal, so no advantage? half-precision weights? nothing trainable?)")  # fmt: skip
+            if trainer.is_world_process_zero():
+                print(f"warning: {warned[-1]}", file=sys.stderr)
     if run_.online is not None:
         summary["online_filter"] = {**run_.online.state(), "passes": round(run_.online.stream.passes, 4)}
     if run_.schedule is not None and run_.schedule.message:
         summary["resume_warning"] = run_.schedule.message
+        warned.append(run_.schedule.message)
+    summary["warnings"] = warned
     return summary
 
 

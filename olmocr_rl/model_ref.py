@@ -1,0 +1,211 @@
+"""Where a model argument is (`--model` of train and curate, generate's MODEL, soup's checkpoints),
+found once and quickly, before anything is loaded: a mistyped name is one `error:` line within
+seconds, naming the folder that is not there and the names beside it, instead of minutes of
+transformers retrying the network and blaming it.
+
+`resolve_model(model)` tries, in order:
+
+1. a folder here: that folder (it must hold config.json, or adapter_config.json for a LoRA adapter);
+2. a path (`./x`, `../x`, `/x`, `~/x`, `x/y` where `x` is a folder here, more than one `/`, or a
+   name no hub id can be): not here, so `ModelNotFound` naming the first part of it that does not
+   exist and the close names in its folder (difflib); no network;
+3. a hub id (`name` or `owner/name`) in the Hugging Face cache (its config.json there,
+   `huggingface_hub.try_to_load_from_cache`): that snapshot; no network;
+4. HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) set: `ModelNotFound`, saying so and how to download it;
+5. else ONE request, a HEAD of the id's config.json at HF_ENDPOINT through huggingface_hub's session
+   (no retry: huggingface_hub retries only inside `http_backoff`, which this does not use; HF_TOKEN
+   or the stored login sent as transformers would) with a short timeout: HF_HUB_ETAG_TIMEOUT when
+   set, else HUB_TIMEOUT_S. Found: the id, for transformers to download. Any other answer (no such
+   repository, a gated or private one, no config.json, a refused connection, no answer in time) is
+   `ModelNotFound`: one line with what the hub said, the close local names, and how to download
+   just the files a run reads (`hf download ID --include ...`).
+
+The settings are read from the environment when a model is resolved, not when huggingface_hub was
+imported, so that what a command's environment says is what it gets.
+
+What this does not do: read the model's config or weights (olmocr_rl/train/shape.py reads those
+for the plan's estimates; olmocr_rl/modeling.py loads the model).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from olmocr_rl.errors import UserError
+from olmocr_rl.paths import shown
+
+HUB_TIMEOUT_S = 3.0  # seconds for the one request (connect, then the answer): a hub that hangs is named within it
+MODEL_FILES = ("config.json", "adapter_config.json")  # a model folder's marker: a full model, or a LoRA adapter
+# A hub id: `name` or `owner/name` (huggingface_hub's own rule, checked by it again when used).
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+# The files a run reads from a hub model (weights, config, tokenizer, processor, chat template):
+# not the other weight formats a repository may also hold (.bin, .gguf, .onnx, original/).
+DOWNLOAD_PATTERNS = ("*.json", "*.safetensors", "*.txt", "*.model", "*.jinja")
+
+
+class ModelNotFound(UserError, ValueError):
+    """The model is neither a model folder here, nor in the cache, nor on the hub (the message says
+    which of those was looked at and what was found)."""
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model argument resolved: `where` is "folder" (a folder here), "cache" (a hub id found in
+    the Hugging Face cache) or "hub" (a hub id the hub has, not downloaded yet)."""
+
+    name: str  # as given
+    where: str
+    folder: Path | None = None  # the local folder (folder, cache); None for "hub"
+
+
+def download_hint(model: str) -> str:
+    """The command that downloads what a run reads of a hub model, and nothing else."""
+    patterns = " ".join(f"'{p}'" for p in DOWNLOAD_PATTERNS)
+    return f"hf download {model} --include {patterns} --local-dir DIR, then give DIR"
+
+
+def looks_like_path(model: str) -> bool:
+    """Whether `model` can only be a path here, never a hub id."""
+    if model.startswith(("./", "../", "/", "~")) or model in (".", ".."):
+        return True
+    if not _HUB_ID.fullmatch(model) or "--" in model or ".." in model or model.endswith((".", "-")):
+        return True  # not a name the hub takes
+    return "/" in model and Path(model.split("/", 1)[0]).is_dir()  # x/y where x is a folder here
+
+
+def local_problem(model: str, what: str = "--model") -> str | None:
+    """Why `model` cannot be a model, found without the network: a path that is not a model folder
+    (named, with the close names beside it); None when it is a model folder, or may be a hub id."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        if not any((path / f).is_file() for f in MODEL_FILES):
+            return f"{what} {shown(model)}: not a model folder (no config.json, nor a LoRA adapter's adapter_config.json)"
+        return None
+    if path.exists():
+        return f"{what} {shown(model)}: not a folder (give the model's folder or a hub id)"
+    if looks_like_path(model):
+        return f"{what} {shown(model)}: no such model folder ({missing_part(path)})"
+    return None
+
+
+def missing_part(path: Path) -> str:
+    """The first part of `path` that does not exist, where it was looked for, and the folders
+    beside it with close names: `nothing named tinyy in /home/me; did you mean tiny?`."""
+    base = Path(path.anchor) if path.is_absolute() else Path(".")
+    for part in path.parts[1 if path.is_absolute() else 0 :]:
+        if not (base / part).exists():
+            close = close_names(base, part)
+            hint = f"; did you mean {', '.join(shown(base / c) for c in close)}?" if close else ""
+            return f"nothing named {shown(part)} in {shown(base.resolve())}{hint}"
+        base = base / part
+    return f"{shown(path)} exists"  # not reached for a missing path
+
+
+def close_names(folder: Path, name: str, n: int = 3) -> list[str]:
+    """The names of the folders in `folder` closest to `name` (difflib), best first."""
+    try:
+        entries = [e.name for e in os.scandir(folder) if e.is_dir() and not e.name.startswith(".")]
+    except OSError:
+        return []
+    return difflib.get_close_matches(name, entries, n=n, cutoff=0.6)
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def hub_settings() -> tuple[str, bool, float]:
+    """(endpoint, offline, timeout) from the environment as it is now, huggingface_hub's defaults
+    otherwise."""
+    from huggingface_hub import constants
+
+    endpoint = (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+    offline = _env_true("HF_HUB_OFFLINE") or _env_true("TRANSFORMERS_OFFLINE") or bool(constants.HF_HUB_OFFLINE)
+    try:
+        timeout = float(os.environ["HF_HUB_ETAG_TIMEOUT"])
+    except (KeyError, ValueError):
+        timeout = HUB_TIMEOUT_S
+    return endpoint, offline, timeout
+
+
+def cached_folder(model: str) -> Path | None:
+    """The snapshot folder of a hub id in the Hugging Face cache (HF_HUB_CACHE, or the default),
+    when its config.json is there."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        hit = try_to_load_from_cache(model, "config.json", cache_dir=os.environ.get("HF_HUB_CACHE") or None)
+    except ValueError:  # not a repo id huggingface_hub takes
+        return None
+    return Path(hit).parent if isinstance(hit, str) else None
+
+
+def resolve_model(model: str, what: str = "--model") -> ModelRef:
+    """Where `model` is (see the module docstring); ModelNotFound, one line, when it is nowhere."""
+    if not model:
+        raise ModelNotFound(f"{what} is required")
+    if (why := local_problem(model, what)) is not None:
+        raise ModelNotFound(why)
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return ModelRef(model, "folder", path)
+    try:
+        import huggingface_hub  # noqa: F401 - transformers' dependency: with the train extra
+    except ImportError:
+        raise ModelNotFound(f"{what} {model}: no such folder here (and huggingface_hub, which would look on the hub, is not installed: "
+                            "pip install 'olmocr-rl[train]')") from None  # fmt: skip
+    if (folder := cached_folder(model)) is not None:
+        return ModelRef(model, "cache", folder)
+    here = f"{what} {model}: not a folder here ({missing_part(path)}), not in the Hugging Face cache"
+    endpoint, offline, timeout = hub_settings()
+    if offline:
+        raise ModelNotFound(f"{here}, and the hub was not asked (HF_HUB_OFFLINE is set); where there is a network: {download_hint(model)}")
+    said = ask_hub(model, endpoint, timeout)
+    if said is None:
+        return ModelRef(model, "hub")
+    raise ModelNotFound(f"{here}, and {said}")
+
+
+def ask_hub(model: str, endpoint: str, timeout: float) -> str | None:
+    """One HEAD of the id's config.json: None when the hub has it, else what went wrong, worded to
+    end the error line (with what to do).
+
+    Sent through huggingface_hub's own session (its offline guard, its redirects) and read by its
+    `hf_raise_for_status` (its errors: no such repository, gated, no such file), with the token it
+    would send (`get_token`: HF_TOKEN or the stored login). Not through `get_hf_file_metadata`:
+    its headers (`build_hf_headers`) first fetch the hub's AI-agent registry (huggingface_hub 2.x,
+    `utils/_detect_agent.py`: a second request, with a 3 s timeout of its own) unless
+    HF_HUB_DISABLE_TELEMETRY was set before it was imported."""
+    from huggingface_hub import __version__, get_session, get_token, hf_hub_url, hf_raise_for_status
+    from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    from olmocr_rl._core import __version__ as ours
+
+    url = hf_hub_url(model, "config.json", endpoint=endpoint)
+    headers = {"user-agent": f"olmocr-rl/{ours}; hf_hub/{__version__}"}
+    if token := get_token():
+        headers["authorization"] = f"Bearer {token}"
+    try:
+        hf_raise_for_status(get_session().head(url, headers=headers, timeout=timeout))
+    except GatedRepoError:
+        return (f"the hub ({endpoint}) has {model} but it is gated: accept its terms on its page and log in "
+                "(hf auth login, or HF_TOKEN)")  # fmt: skip
+    except RepositoryNotFoundError:
+        return f"the hub ({endpoint}) has no model {model} (or it is private: log in with hf auth login, or set HF_TOKEN)"
+    except EntryNotFoundError:
+        return f"the hub's {model} ({endpoint}) has no config.json: not a transformers model"
+    except HfHubHTTPError as e:
+        status = getattr(getattr(e, "response", None), "status_code", None)
+        return f"the hub ({endpoint}) answered {status or type(e).__name__} for its config.json; {download_hint(model)}"
+    except Exception as e:  # noqa: BLE001 - the transport's errors (httpx's or httpx2's, by huggingface_hub version): unreachable, named
+        kind = type(e).__name__
+        if "Timeout" in kind:
+            why = f"did not answer within {timeout:g} s"
+        else:
+            why = f"could not be reached ({kind}: {str(e).strip() or 'no detail'})"
+        return f"the hub ({endpoint}) {why}; where there is a network: {download_hint(model)}"
+    return None

@@ -4,6 +4,10 @@ import json
 import os
 from pathlib import Path
 
+# No test reaches the Hugging Face hub: a hub id is looked up in the cache only (huggingface_hub reads
+# this at import; tests/test_hub_plan.py serves a stand-in hub to the processes it starts).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 import pytest
 from hypothesis import settings
 

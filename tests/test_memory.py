@@ -7,7 +7,6 @@ tensor whole. The activation formula is held against the bytes autograd saves on
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -153,10 +152,12 @@ def test_a_7b_shape_reads_from_headers_alone(tmp_path):
     assert shape.vision is not None and shape.vision.layers == 32 and shape.merge == 4
 
 
-def seven_b_folder(folder: Path):
+def seven_b_folder(folder: Path, processor: bool = False):
     """Writes a Qwen2.5-VL-7B-shaped folder: config.json and one safetensors file whose header
-    names every tensor of the model transformers builds (on the meta device), data left sparse."""
-    from transformers import AutoModelForImageTextToText, Qwen2_5_VLConfig
+    names every tensor of the model transformers builds (on the meta device), data left sparse
+    (with `processor`: Qwen2.5-VL-7B's preprocessor_config.json too)."""
+    from training import QWEN2_5_VL_PROCESSOR, header_folder
+    from transformers import Qwen2_5_VLConfig
 
     config = Qwen2_5_VLConfig(
         text_config=dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28, num_attention_heads=28,
@@ -167,17 +168,5 @@ def seven_b_folder(folder: Path):
         image_token_id=151655, video_token_id=151656, vision_start_token_id=151652, vision_end_token_id=151653,
         tie_word_embeddings=False,
     )  # fmt: skip
-    folder.mkdir(parents=True)
-    config.save_pretrained(folder)
-    with torch.device("meta"):
-        model = AutoModelForImageTextToText.from_config(config)
-    header, offset = {}, 0
-    for name, t in model.state_dict().items():
-        n = t.numel() * 2
-        header[name] = {"dtype": "BF16", "shape": list(t.shape), "data_offsets": [offset, offset + n]}
-        offset += n
-    raw = json.dumps(header).encode()
-    with open(folder / "model.safetensors", "wb") as f:
-        f.write(len(raw).to_bytes(8, "little") + raw)
-        f.truncate(8 + len(raw) + offset)  # sparse: no disk used for the data
-    return read_shape(str(folder)), sum(math.prod(t.shape) for t in model.state_dict().values())
+    params = header_folder(folder, config, processor=QWEN2_5_VL_PROCESSOR if processor else None)
+    return read_shape(str(folder)), params

@@ -1,7 +1,8 @@
 """The plan tells the truth before a GPU is rented (issue 34): memory per GPU by component for a
 node described on the command line (from this machine, which has no GPU), the refusal of a plan
 that cannot fit naming one that does, the disk peak as the Trainer writes it, the step count as trl
-runs it, a hub id read from the local Hugging Face cache, what a GPU node's plan runs (bf16, NCCL,
+runs it, a hub id read from the local Hugging Face cache (from the hub without its weights:
+tests/test_hub_plan.py), what a GPU node's plan runs (bf16, NCCL,
 the server trl builds there), and the olmOCR 2 recipe's departures from upstream."""
 
 from __future__ import annotations
@@ -122,8 +123,9 @@ def test_a_hub_id_in_the_local_cache_gets_the_folders_estimate(prepared, seven_b
     checkpoints = [next(ln for ln in r.stdout.splitlines() if ln.startswith("checkpoints: ")) for r in (hub, folder)]
     assert checkpoints[0] == checkpoints[1] and "GB each" in checkpoints[0]
     missing = run("allenai/not-downloaded")
-    assert "memory: not estimated (allenai/not-downloaded is neither a local folder nor in the Hugging Face cache" in missing.stdout
-    assert "hf download allenai/not-downloaded" in missing.stdout
+    assert "memory: not estimated (HF_HUB_OFFLINE is set; the Hugging Face cache" in missing.stdout
+    assert "lacks allenai/not-downloaded's config.json and its processor config" in missing.stdout
+    assert "hf download allenai/not-downloaded --include config.json" in missing.stdout  # tests/test_hub_plan.py runs it
 
 
 def test_the_disk_peak_of_the_recipe(seven_b, tmp_path):

@@ -22,13 +22,22 @@ config generates the same way whoever asks:
   (every run samples the same streams whatever its seed) and starts no server; here the engine of
   rank r gets `rank_seed(seed, r)`, the server `--seed seed`, and the offline engines the seed.
 * **A page's samples are seeded by the page, not by the batch it shares** (`generate`, `curate`,
-  the final outputs): sample j of a page is drawn with `sample_seed(seed, pdf, page, j)`, so what a
-  page gets does not depend on which other pages were generated before it or beside it, nor on how
-  many workers share the job. vLLM takes a seed per request (`SamplingParams(seed=...)`), so one call
-  mixes many pages (`Engine.mixes_pages`); transformers' `generate` samples a whole batch from one
-  random stream, so its calls hold the rows of one page only, seeded with the first row's seed, and a
-  call never mixes pages (the cost: no batching across pages; also what keeps the numbers equal,
-  since a row's logits move in the last bits with the other rows of its batch).
+  the final outputs): sample j of a page is drawn with `sample_seed(seed, pdf, page, j)`, so the
+  random draws a page gets do not depend on which other pages were generated before it or beside it,
+  nor on how many workers share the job. vLLM takes a seed per request (`SamplingParams(seed=...)`),
+  so one call mixes many pages (`Engine.mixes_pages`); transformers' `generate` samples a whole batch
+  from one random stream, so its calls hold the rows of one page only, seeded with the first row's
+  seed, and a call never mixes pages (the cost: no batching across pages; also what keeps the numbers
+  equal, since a row's logits move in the last bits with the other rows of its batch).
+* **What is reproducible.** On the CPU, everything: one worker and N write the same records and
+  byte-identical files (tests/test_page_workers.py; vLLM's CPU build too, tests/test_vllm_real.py).
+  On a GPU, the draws are, the logits are not: vLLM batches requests continuously and its GPU kernels
+  give results that move with the batch's composition, so two runs (or one worker and eight) can
+  part at a token where two choices are nearly tied, and the rest of that completion differs; the
+  samples are equally likely either way. The transformers engine's calls hold one page's rows, so its
+  batches do not change with the split, and what remains is the GPU's own run-to-run nondeterminism.
+  Bit-for-bit on a GPU at best with vLLM's batch-invariant mode (`VLLM_BATCH_INVARIANT=1`), not
+  checked here.
 """
 
 from __future__ import annotations

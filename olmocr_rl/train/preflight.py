@@ -429,6 +429,14 @@ def check_generation(ctx: Context) -> list[Problem]:
                 f"set vllm_tensor_parallel_size to a divisor of {world}, or use vllm_mode=server",
             )
         )
+    if cfg.vllm_mode == "colocate" and world > 1 and (port := os.environ.get("VLLM_PORT")):
+        out.append(
+            Problem(
+                "use_vllm",
+                f"VLLM_PORT={port} is set: every rank's colocated vLLM engine on a machine would start from that port and collide",
+                "unset VLLM_PORT (each engine then finds free ports of its own)",
+            )
+        )
     if cfg.vllm_mode == "server" and not cfg.vllm_server_base_url and cfg.vllm_server_host == "0.0.0.0":
         out.append(
             Problem(

@@ -362,17 +362,35 @@ def model_context_length(config: Any) -> int | None:
 
 def longest_prompt(processor: Any, rows: Sequence[dict]) -> int:
     """The longest prompt, in tokens, of `rows` as our processor builds it (chat template, image
-    expanded into its tokens): the count depends on the image's size only, so one blank image per
-    distinct (size, prompt, layout) is enough."""
+    expanded into its tokens). The image's share is the one function every stage reads
+    (olmocr_rl/image_tokens.py, from the page's width and height under this processor's bounds, the
+    run's max_pixels in them); the text's is the processor's own, once per distinct instruction and
+    layout, on that instruction's first page, whose image tokens are checked against the function.
+    A processor the function does not compute is run on a blank image of every distinct size."""
     from PIL import Image
 
+    from olmocr_rl.image_tokens import UnknownProcessor, processor_budget
+
+    try:
+        budget = processor_budget(processor.image_processor)
+    except (UnknownProcessor, AttributeError):
+        budget = None
+    image_id = getattr(processor, "image_token_id", None)
+    text: dict[tuple, int] = {}
     longest = 0
-    kinds = {(int(r["width"]), int(r["height"]), str(r["prompt"]), r.get("prompt_layout")) for r in rows}
-    for width, height, prompt, layout in kinds:
-        row = {"prompt": prompt, **({"prompt_layout": layout} if layout is not None else {})}
-        text = processor.apply_chat_template(row_conversation(row), add_generation_prompt=True, tokenize=False)
-        ids = processor(text=[text], images=[Image.new("RGB", (width, height))])["input_ids"][0]
-        longest = max(longest, len(ids))
+    for r in rows:
+        width, height, prompt, layout = int(r["width"]), int(r["height"]), str(r["prompt"]), r.get("prompt_layout")
+        key = (prompt, layout) if budget is not None else (prompt, layout, width, height)
+        if key not in text:
+            row = {"prompt": prompt, **({"prompt_layout": layout} if layout is not None else {})}
+            template = processor.apply_chat_template(row_conversation(row), add_generation_prompt=True, tokenize=False)
+            ids = list(processor(text=[template], images=[Image.new("RGB", (width, height))])["input_ids"][0])
+            image = budget.tokens(width, height) if budget is not None else 0
+            if budget is not None and image_id is not None and ids.count(image_id) != image:
+                raise ConfigError(f"{type(processor.image_processor).__name__} makes {ids.count(image_id)} image tokens of a "
+                                  f"{width}x{height} page, olmocr_rl/image_tokens.py {image}: report this")  # fmt: skip
+            text[key] = len(ids) - image
+        longest = max(longest, text[key] + (budget.tokens(width, height) if budget is not None else 0))
     return longest
 
 

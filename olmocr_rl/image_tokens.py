@@ -145,6 +145,17 @@ def folder_budget(folder: str | Path) -> ImageBudget:
     return budget_from_config(conf, name)
 
 
+def processor_budget(image_processor: Any) -> ImageBudget:
+    """The budget of a loaded image processor (its bounds as they stand: a run's max_pixels set by
+    olmocr_rl/modeling.py `load_processor` included)."""
+    name = type(image_processor).__name__
+    size = getattr(image_processor, "size", None)
+    get = (lambda k: size.get(k)) if isinstance(size, dict) else (lambda k: getattr(size, k, None))
+    conf = {"image_processor_type": name, "patch_size": getattr(image_processor, "patch_size", None),
+            "merge_size": getattr(image_processor, "merge_size", None), "size": {"shortest_edge": get("shortest_edge"), "longest_edge": get("longest_edge")}}  # fmt: skip
+    return budget_from_config(conf, f"the loaded {name}")
+
+
 def model_budget(model: str, max_pixels: int | None = None) -> tuple[ImageBudget, str | None]:
     """(the budget of `model`'s processor under the run's `max_pixels`, None) for a model folder or a
     hub id whose processor config is in the Hugging Face cache (no network: the memory plan fetches

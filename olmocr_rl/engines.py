@@ -111,8 +111,10 @@ def vllm_suppression(config: Any) -> dict[str, Any]:
 
 def pixel_bounds(max_pixels: int | None, model: str | None = None) -> dict[str, int]:
     """vLLM's `mm_processor_kwargs`: the image budget of the trainer's processor, stated outright
-    (the model folder's min/max pixels, `max_pixels` when the run sets it), so that an engine with
-    other defaults still cuts an image into as many tokens."""
+    (the model's min/max pixels, `max_pixels` when the run sets it), so that an engine with other
+    defaults still cuts an image into as many tokens. Both bounds, whenever the model's processor
+    config can be read: transformers 5.17 drops a `max_pixels` given without `min_pixels` in a
+    processor call (qwen2_vl `_standardize_kwargs`)."""
     bounds = folder_pixel_bounds(model) if model else {}
     if max_pixels is not None:
         bounds["max_pixels"] = int(max_pixels)
@@ -120,25 +122,19 @@ def pixel_bounds(max_pixels: int | None, model: str | None = None) -> dict[str, 
 
 
 def folder_pixel_bounds(model: str) -> dict[str, int]:
-    """min/max pixels from a local model folder's image processor config (transformers 5's
-    processor_config.json, or preprocessor_config.json); {} for a hub id or no such fields."""
-    import json
-    from pathlib import Path
+    """min/max pixels of the model's image processor config as transformers reads it
+    (olmocr_rl/image_tokens.py: a folder's, or a hub id's from the Hugging Face cache, fetched without
+    the weights when the cache lacks it); {} when there is none, or it is not a Qwen-VL processor."""
+    from olmocr_rl.image_tokens import UnknownProcessor, budget_from_config, model_processor_config
 
-    for name, nested in (("processor_config.json", "image_processor"), ("preprocessor_config.json", None)):
-        path = Path(model) / name
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        conf = data.get(nested, {}) if nested else data
-        if not isinstance(conf, dict):
-            continue
-        size = conf.get("size") if isinstance(conf.get("size"), dict) else {}
-        low, high = conf.get("min_pixels", size.get("shortest_edge")), conf.get("max_pixels", size.get("longest_edge"))
-        if isinstance(low, int) and isinstance(high, int):
-            return {"min_pixels": low, "max_pixels": high}
-    return {}
+    found = model_processor_config(model, fetch=True)
+    if found is None:
+        return {}
+    try:
+        budget = budget_from_config(*found)
+    except UnknownProcessor:
+        return {}
+    return {"min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels}
 
 
 @dataclass(frozen=True)

@@ -156,25 +156,37 @@ def processor_budget(image_processor: Any) -> ImageBudget:
     return budget_from_config(conf, f"the loaded {name}")
 
 
+def model_processor_config(model: str, *, fetch: bool = False) -> tuple[dict[str, Any], str] | None:
+    """(the image processor's config, its file) of a model folder, or of a hub id from the Hugging
+    Face cache (`fetch`: from the hub when the cache lacks it, the small files only, unless offline:
+    olmocr_rl/hub.py); None when there is none to be had."""
+    from olmocr_rl.hub import PROCESSOR_FILES as HUB_FILES
+    from olmocr_rl.hub import HubUnavailable, _cached, hub_model_files, is_hub_id, offline
+
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return image_processor_config({n: path / n for n in PROCESSOR_FILES})
+    if not is_hub_id(model):
+        return None
+    found = image_processor_config({n: p for n in HUB_FILES if isinstance(p := _cached(model, n), Path)})
+    if found is None and fetch and not offline():
+        try:
+            found = image_processor_config(hub_model_files(model, tensors=False).files)
+        except HubUnavailable:
+            return None
+    return found
+
+
 def model_budget(model: str, max_pixels: int | None = None) -> tuple[ImageBudget, str | None]:
     """(the budget of `model`'s processor under the run's `max_pixels`, None) for a model folder or a
     hub id whose processor config is in the Hugging Face cache (no network: the memory plan fetches
     it, olmocr_rl/hub.py); where it cannot be read, (Qwen2.5-VL's budget, why) so that an estimate
     is still made and says what it assumed."""
-    from olmocr_rl.hub import PROCESSOR_FILES as HUB_FILES
-    from olmocr_rl.hub import is_hub_id
-
-    path = Path(model).expanduser()
     try:
-        if path.is_dir():
-            return folder_budget(path).with_max_pixels(max_pixels), None
-        if not is_hub_id(model):
-            raise UnknownProcessor(f"{model}: no such model folder")
-        from olmocr_rl.hub import _cached
-
-        found = image_processor_config({n: p for n in HUB_FILES if isinstance(p := _cached(model, n), Path)})
+        found = model_processor_config(model)
         if found is None:
-            raise UnknownProcessor(f"{model}: its processor config is not in the Hugging Face cache")
+            where = "its folder" if Path(model).expanduser().is_dir() else "the Hugging Face cache"
+            raise UnknownProcessor(f"{model}: no image processor config in {where}")
         return budget_from_config(*found).with_max_pixels(max_pixels), None
     except UnknownProcessor as e:
         return QWEN2_5_VL.with_max_pixels(max_pixels), f"image tokens estimated with Qwen2.5-VL's processor: {e}"

@@ -3,12 +3,15 @@
 for an olmOCR-2-7B-shaped model (Qwen2.5-VL-7B's config and safetensors headers over sparse files,
 its preprocessor_config.json; nothing downloaded), the bench fixtures prepared at 1288 px.
 
-    .venv/bin/python scripts/plan_tables.py [--before REV]
+    .venv/bin/python scripts/plan_tables.py [--before REV] [--image-tokens] [--model-states]
 
 Prints, in markdown: the worked example's memory block (the CLI's own lines), the table of the
 smallest setups with each one's peak per GPU, and with --before REV the same plans under that
 revision's memory estimate (olmocr_rl/train/memory.py at REV, read with `git show`, given the same
 model, layout and tokens), so that what a change to the estimate moved is shown, not retyped.
+--image-tokens: our image tokens next to transformers' processors' (tests/test_image_tokens.py's
+configs and pages). --model-states: the tiny Qwen3-VL's and Qwen3-VL-MoE's model states next to
+the bytes of their real tensors at the first optimizer step on CPU (tests/memory_probe.py, ~2 min).
 """
 
 from __future__ import annotations
@@ -72,7 +75,9 @@ def estimates(plan, old=None):
 
     cfg = plan.cfg
     shape = read_shape(str(cfg.model))
-    ctx = Context(cfg, plan.world_size, plan.inputs, True, True, zero=plan.options.zero, target=plan.target, vllm_server=plan.split is not None)
+    ctx = Context(
+        cfg, plan.world_size, plan.inputs, True, True, zero=plan.options.zero, target=plan.target, vllm_server=plan.split is not None
+    )
     layout = plan_layout(ctx)
     tokens = memory.tokens_of(cfg, plan.inputs.train_rows, memory.planning_budget(cfg, shape)[0])
     new = memory.estimate_memory(cfg, shape, layout, tokens)
@@ -84,7 +89,9 @@ def estimates(plan, old=None):
 
 def old_memory(rev: str):
     """olmocr_rl/train/memory.py as it was at `rev`, as a module of its own."""
-    source = subprocess.run(["git", "show", f"{rev}:olmocr_rl/train/memory.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{rev}:olmocr_rl/train/memory.py"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     path = Path(tempfile.mkdtemp()) / "memory_before.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("memory_before", path)
@@ -94,10 +101,74 @@ def old_memory(rev: str):
     return module
 
 
+def image_token_table() -> None:
+    """Ours next to transformers' processor (image_grid_thw) for three families, two max_pixels."""
+    from test_image_tokens import CONFIGS, real_tokens
+    from transformers import AutoImageProcessor
+
+    from olmocr_rl.image_tokens import budget_from_config
+    from olmocr_rl.modeling import set_max_pixels
+
+    pages = [(996, 1288), (911, 1288), (1288, 996), (2550, 3300)]
+    print("| family | max_pixels | " + " | ".join(f"{w}x{h}: ours / transformers" for w, h in pages) + " |")
+    print("|---|---|" + "---|" * len(pages))
+    with tempfile.TemporaryDirectory() as tmp:
+        for family, conf in CONFIGS.items():
+            folder = Path(tmp) / family
+            folder.mkdir()
+            (folder / "preprocessor_config.json").write_text(__import__("json").dumps(conf))
+            for max_pixels in (None, 1_003_520):
+                processor = AutoImageProcessor.from_pretrained(str(folder))
+                if max_pixels is not None:
+                    set_max_pixels(processor, max_pixels)
+                ours = budget_from_config(conf, "x").with_max_pixels(max_pixels)
+                cells = [f"{ours.tokens(w, h):,} / {real_tokens(processor, w, h)[0]:,}" for w, h in pages]
+                print(f"| {family} | {'the processor own' if max_pixels is None else f'{max_pixels:,}'} | " + " | ".join(cells) + " |")
+
+
+def model_state_table() -> None:
+    """The tiny Qwen3-VL's and Qwen3-VL-MoE's model states, estimated and as their tensors hold them."""
+    from test_learning import make_bench, prepare
+    from test_memory import probe
+    from training import build_model
+
+    from olmocr_rl.train.memory import Layout, Tokens, estimate_memory
+    from olmocr_rl.train.shape import read_shape
+
+    names = ("weights", "master weights", "optimizer", "gradients")
+    print("| model, path | " + " | ".join(f"{n}: estimate / tensors" for n in names) + " |")
+    print("|---|" + "---|" * len(names))
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        prepared = prepare(make_bench(root / "bench", {("letter.pdf", 1): ["e"], ("sample_paper.pdf", 1): ["e", "a", "t"]}), root / "prep")
+        for family, world, zero in (("qwen3_vl", 1, None), ("qwen3_vl_moe", 1, None), ("qwen3_vl_moe", 2, 2)):
+            model = build_model(root / family, family)
+            out = root / f"{family}-{world}-{zero}"
+            out.mkdir()
+            cfg, ranks = probe(prepared, model, out, world, zero, [])
+            est = {
+                p.name: p.bytes
+                for p in estimate_memory(cfg, read_shape(str(model)), Layout(world, zero, bf16=True), Tokens(64, 16, 8)).parts
+            }
+            est["gradients"] = est.get("gradients", 0) + est.get("fp32 gradients", 0)
+            got = dict(ranks[0])
+            got["gradients"] = got.get("gradients", 0) + got.get("ZeRO buffers", 0)
+            path = "one process" if zero is None else f"ZeRO-{zero}, {world} ranks (rank 0)"
+            print(f"| {family}, {path} | " + " | ".join(f"{est.get(n, 0):,} / {got.get(n, 0):,}" for n in names) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", help="also the plans under this revision's memory estimate (e.g. c12eda8)")
+    parser.add_argument("--image-tokens", action="store_true", help="our image tokens next to transformers' processors'")
+    parser.add_argument("--model-states", action="store_true", help="the tiny Qwen3-VL (and MoE) states next to their real tensors")
     args = parser.parse_args(argv)
+    if args.image_tokens:
+        image_token_table()
+    if args.model_states:
+        model_state_table()
+    if args.image_tokens or args.model_states:
+        return 0
     from olmocr_rl.train.memory import GIB
 
     old = old_memory(args.before) if args.before else None
@@ -108,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         block = example.describe().splitlines()
         start = next(i for i, ln in enumerate(block) if ln.startswith("model: "))
         end = next(i for i in range(start, len(block)) if block[i].startswith("  peak:"))
-        print("```\n" + "\n".join(block[start : end + 1]) + "\n```\n")
+        command = "olmocr-rl train PREPARED --model olmOCR-2-7B-shaped -o runs/a --config olmocr2 --zero 2 --vllm-gpus 1 --gpus 8 --gpu-memory 79 --dry-run"
+        shown = "\n".join(block[start : end + 1]).replace(str(work) + "/", "")
+        print("```\n" + command + "\n...\n" + shown + "\n```\n")
         head = "| node | setup | peak per GPU | fits |" + (f" before ({args.before}) |" if old else "")
         print(head)
         print("|" + "---|" * (head.count("|") - 1))

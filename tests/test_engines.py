@@ -92,3 +92,26 @@ def test_the_vllm_context_is_sized_by_the_one_image_token_function(tiny_family, 
 
     assert longest_prompt(processor, rows) == max(real(r) for r in rows)
     assert longest_prompt(processor, rows[:2]) == max(real(r) for r in rows[:2])
+
+
+def test_a_hub_ids_bounds_come_from_its_cached_processor_config(tmp_path, monkeypatch):
+    """A hub id's processor bounds reach vLLM both at once (transformers 5.17 drops a `max_pixels`
+    given without `min_pixels`): read from the Hugging Face cache as transformers reads a folder's
+    (top-level min/max_pixels over size), with the run's max_pixels in place of the processor's."""
+    import json
+
+    from huggingface_hub import constants
+    from training import QWEN3_VL_PROCESSOR
+
+    from olmocr_rl.engines import pixel_bounds
+
+    snap = tmp_path / "hub" / "models--Qwen--Qwen3-VL-8B-Instruct" / "snapshots" / ("0" * 40)
+    snap.mkdir(parents=True)
+    (snap / "preprocessor_config.json").write_text(json.dumps(QWEN3_VL_PROCESSOR))
+    (snap.parent.parent / "refs").mkdir()
+    (snap.parent.parent / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert pixel_bounds(None, "Qwen/Qwen3-VL-8B-Instruct") == {"min_pixels": 65536, "max_pixels": 16777216}
+    assert pixel_bounds(1_003_520, "Qwen/Qwen3-VL-8B-Instruct") == {"min_pixels": 65536, "max_pixels": 1_003_520}
+    assert pixel_bounds(1_003_520, "Qwen/not-cached") == {"max_pixels": 1_003_520}  # offline: nothing else to be had

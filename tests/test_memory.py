@@ -297,3 +297,19 @@ def seven_b_folder(folder: Path, processor: bool = False):
     )  # fmt: skip
     params = header_folder(folder, config, processor=QWEN2_5_VL_PROCESSOR if processor else None)
     return read_shape(str(folder)), params
+
+
+def test_zero3_gathers_the_lm_head_where_it_outweighs_a_layer(tmp_path):
+    """Under ZeRO-3 the loss phase holds the largest module DeepSpeed gathers whole: trl's fused loss
+    gathers the LM head (trl utils.py `maybe_gather_lm_head_ctx`), which for a 7B (152,064 x 3,584)
+    outweighs a text layer (233 M), plus the prefetch bucket (0.9 x hidden^2). Read from the headers;
+    the gather itself needs GPUs to be seen (docs/training.md)."""
+    from olmocr_rl.train.config import load_config
+
+    shape, _ = seven_b_folder(tmp_path / "m")
+    assert shape.lm_head == 152064 * 3584 and shape.text.layer_params == 233_057_792 < shape.lm_head
+    cfg = load_config("olmocr2", [], prepared_dir="p", model=str(tmp_path / "m"), output_dir=str(tmp_path / "o"))
+    parts = {p.name: p for p in estimate_memory(cfg, shape, Layout(8, 3, True), Tokens(2000, 1600, 8000)).parts}
+    gathered = parts["ZeRO-3 gathered"]
+    assert gathered.bytes == 2 * (shape.lm_head + int(0.9 * 3584**2)) and gathered.phase == "loss"
+    assert "ZeRO-3 gathered" not in {p.name for p in estimate_memory(cfg, shape, Layout(8, 2, True), Tokens(2000, 1600, 8000)).parts}

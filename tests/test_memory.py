@@ -72,8 +72,14 @@ def test_model_states_are_the_real_tensors(path, two_pages, tiny_model, tiny_fam
     model = tiny_family(family[0]) if family else tiny_model
     cfg, ranks = probe(two_pages, model, tmp_path, world, zero, extra)
     shape = read_shape(str(model))
-    est = {p.name: p.bytes for p in estimate_memory(cfg, shape, Layout(world, zero, bf16=True), Tokens(64, 16, 8)).parts}
+    parts = estimate_memory(cfg, shape, Layout(world, zero, bf16=True), Tokens(64, 16, 8)).parts
+    est = {p.name: p.bytes for p in parts}
     for measured in ranks:
+        # DeepSpeed's float32 gradient partition exists at the step, not while the loss runs.
+        assert measured["backward calls"] >= 1
+        assert measured["loss: fp32 gradients"] == sum(p.bytes for p in parts if p.name == "fp32 gradients" and p.lives_in("loss")) == 0
+        step_fp32 = sum(p.bytes for p in parts if p.name == "fp32 gradients" and p.lives_in("step"))
+        assert 0.99 * step_fp32 <= measured.get("step: fp32 gradients", 0) <= step_fp32, (measured, step_fp32)
         for name in ("weights", "master weights", "reference model", "DDP buckets"):
             assert measured.get(name, 0) == est.get(name, 0), (name, measured, est)
         # AdamW's moments: 8 B a trained weight; a DeepSpeed partition whose gradient slot of a

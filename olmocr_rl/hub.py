@@ -169,8 +169,8 @@ def hub_model_files(repo: str, *, tensors: bool = True) -> HubModel:
     not even config.json can be had."""
     if not is_hub_id(repo):
         raise HubUnavailable(f"{repo}: not a model folder, nor a hub id")
-    cached_config = _cached(repo, CONFIG)
-    if isinstance(cached_config, Path) and (not tensors or _cached_weights(repo)):
+    known = isinstance(_cached(repo, CONFIG), Path) and any(_cached(repo, n) is not None for n in PROCESSOR_FILES)
+    if known and (not tensors or _cached_weights(repo)):
         return _from_cache(repo, None)
     if offline():
         return _from_cache(repo, "HF_HUB_OFFLINE is set")

@@ -163,10 +163,10 @@ def _from_cache(repo: str, why: str | None) -> HubModel:
     return HubModel(repo, None, files, tensors, source=note)
 
 
-def hub_model_files(repo: str, *, tensors: bool = True) -> HubModel:
+def hub_model_files(repo: str, *, tensors: bool = True, network: bool = True) -> HubModel:
     """`repo`'s planning files (module docstring): from the cache when it holds the model, else from
-    the hub (`tensors`: also the safetensors headers), else what the cache has; HubUnavailable when
-    not even config.json can be had."""
+    the hub (`tensors`: also the safetensors headers; `network=False`: never, as a training rank
+    asks), else what the cache has; HubUnavailable when not even config.json can be had."""
     if not is_hub_id(repo):
         raise HubUnavailable(f"{repo}: not a model folder, nor a hub id")
     known = isinstance(_cached(repo, CONFIG), Path) and any(_cached(repo, n) is not None for n in PROCESSOR_FILES)
@@ -174,6 +174,8 @@ def hub_model_files(repo: str, *, tensors: bool = True) -> HubModel:
         return _from_cache(repo, None)
     if offline():
         return _from_cache(repo, "HF_HUB_OFFLINE is set")
+    if not network:
+        return _from_cache(repo, None)
     try:
         return _fetch(repo, tensors=tensors)
     except _errors() as e:

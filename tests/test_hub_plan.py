@@ -137,3 +137,20 @@ def test_a_sharded_mixture_of_experts_from_the_hub(repos, prepared, tmp_path):
     cfg = load_config("olmocr2", [], prepared_dir=str(prepared), model=str(repos[MOE]), output_dir=str(tmp_path / "c"))
     z2 = estimate_memory(cfg, read_shape(str(repos[MOE])), Layout(8, 2, True, gpu_bytes=80 * 2**30), Tokens(2000, 1600, 8000))
     assert not z2.fits() and z2.total("states") > 116 * 2**30
+
+
+def test_a_training_rank_reads_the_cache_only(repos, tmp_path, monkeypatch):
+    """The command plans with the hub; the ranks it launches check the run again (their disk estimate
+    included) from the cache only: 64 ranks do not each ask the hub (olmocr_rl/train/preflight.py
+    `check_disk`, olmocr_rl/train/shape.py `read_shape(fetch=False)`)."""
+    from huggingface_hub import constants
+
+    from olmocr_rl.train.shape import ShapeUnknown, read_shape
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with StandinHub(repos) as hub:
+        monkeypatch.setattr(constants, "ENDPOINT", hub.url)
+        with pytest.raises(ShapeUnknown, match="lacks allenai/olmOCR-2-7B-1025's config.json"):
+            read_shape(REPO, fetch=False)
+    assert hub.log == []

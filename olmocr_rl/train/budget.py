@@ -165,13 +165,15 @@ class Budget:
 
 def estimate(
     cfg: TrainConfig, world_size: int, train_pages: int, eval_pages: int, *, deepspeed: bool, shape: ModelShape | None = None,
-    zero: int | None = None,
+    zero: int | None = None, fetch: bool = True,
 ) -> Budget:  # fmt: skip
+    """The run's steps, checkpoints and evaluations (`fetch`: a hub id's files may be read from the
+    hub, olmocr_rl/train/shape.py; a training rank reads the cache only)."""
     steps = training_steps(cfg, train_pages, world_size)
     unknown = None
     if shape is None:
         try:
-            shape = read_shape(cfg.model)
+            shape = read_shape(cfg.model, fetch=fetch)
         except ShapeUnknown as e:
             unknown = str(e)
     ckpt = final = None

@@ -215,7 +215,9 @@ def check_disk(ctx: Context) -> list[Problem]:
 
     cfg = ctx.cfg
     evaluated = ctx.eval_rows[: cfg.max_eval_pages] if cfg.max_eval_pages is not None else ctx.eval_rows
-    budget = estimate(cfg, ctx.world_size, len(ctx.train_rows), len(evaluated), deepspeed=ctx.deepspeed, zero=ctx.zero)
+    # Only the command that plans reads a hub id's files from the hub; its ranks (no target) read the cache.
+    budget = estimate(cfg, ctx.world_size, len(ctx.train_rows), len(evaluated), deepspeed=ctx.deepspeed, zero=ctx.zero,
+                      fetch=ctx.target is not None)  # fmt: skip
     if budget.disk_gb is None or budget.free_gb is None or budget.disk_gb <= budget.free_gb:
         return []
     return [

@@ -166,9 +166,10 @@ def _tensors_from_config(config: Any) -> _Tensors:
 _HUB_SHAPES: dict[tuple[str, str, str, bool], ModelShape] = {}
 
 
-def read_shape(model: str) -> ModelShape:
+def read_shape(model: str, *, fetch: bool = True) -> ModelShape:
     """The shape of `model` (a model folder or a hub id: module docstring); ShapeUnknown says what
-    is missing."""
+    is missing. `fetch=False`: a hub id from the Hugging Face cache only (a training rank's checks:
+    the command that launched it planned with the hub already)."""
     p = Path(model).expanduser()
     if p.is_dir():
         return _folder_shape(p)
@@ -180,10 +181,10 @@ def read_shape(model: str) -> ModelShape:
 
     if not is_hub_id(model):
         raise ShapeUnknown(f"{model}: no such model folder, nor a hub id")
-    key = (model, str(constants.HF_HUB_CACHE), constants.ENDPOINT, bool(constants.HF_HUB_OFFLINE))
+    key = (model, str(constants.HF_HUB_CACHE), constants.ENDPOINT, bool(constants.HF_HUB_OFFLINE) or not fetch)
     if key not in _HUB_SHAPES:
         try:
-            hub = hub_model_files(model)
+            hub = hub_model_files(model, network=fetch)
         except HubUnavailable as e:
             raise ShapeUnknown(str(e)) from None
         folder = hub.files["config.json"].parent

@@ -73,7 +73,8 @@ test-vllm: build
 # GPU machine; trl 1.11.0, peft 0.17.0, datasets 4.7.0, deepspeed 0.18.6, ...) in target/lower-env,
 # built from PyPI by scripts/lower_env.py and reused while its pins hold. Only the tests of code whose
 # behaviour moves with those versions (training, resuming, precision, launching, the vLLM boundary,
-# loading and souping checkpoints, online filtering's trl seams), one case of each kind, so that
+# loading and souping checkpoints, online filtering's trl seams, the image tokens against transformers'
+# own processors, a hub plan through huggingface_hub 1.33's requests), one case of each kind, so that
 # build and tests stay under ~7 minutes from scratch (about 2 + 5 on 2 cores; online filtering's
 # five add ~1 min). Left to the newest versions: the full-model
 # resume (the LoRA case resumes through the same Trainer code, and test_train's resume runs the full
@@ -82,7 +83,7 @@ test-vllm: build
 # (transformers < 5.18 cannot resume CPU ranks: a strict xfail documents it) and the page-order
 # xfail (trl's sampler, the same at every version).
 LOWER_TESTS = tests/test_train.py tests/test_vllm_boundary.py tests/test_train_launch.py tests/test_first_gpu_run.py \
-	tests/test_prompts.py tests/test_engines.py tests/test_soup.py \
+	tests/test_prompts.py tests/test_engines.py tests/test_soup.py tests/test_image_tokens.py tests/test_hub_plan.py \
 	'tests/test_resume.py::test_killed_then_resumed_equals_uninterrupted[lora]' \
 	tests/test_resume.py::test_resume_with_another_schedule_says_what_the_learning_rate_does \
 	tests/test_precision.py::test_the_dtype_each_path_loads tests/test_precision.py::test_one_process_bf16_trains_float32_weights \

@@ -1,4 +1,4 @@
-"""Build a tiny, randomly initialised Qwen2.5-VL / Qwen2-VL / Qwen3-VL model and its processor,
+"""Build a tiny, randomly initialised Qwen2.5-VL / Qwen2-VL / Qwen3-VL / Qwen3-VL-MoE model and its processor,
 fully offline (no hub access): the tokenizer is a byte-level BPE made with the `tokenizers`
 library (256 byte symbols + 7 Qwen special tokens = vocab 263), the image processor is the stock
 Qwen2-VL one with a small pixel budget (4-16 merged image tokens per image), the weights are
@@ -6,7 +6,11 @@ random but seeded, so two builds with the same arguments are identical.
 
 Used by the training tests and the README demo:
 
-    python bench_fixtures/tiny_vlm.py OUT_DIR [--family qwen2_5_vl|qwen2_vl|qwen3_vl] [--seed 0] [--head-dim 16|32]
+    python bench_fixtures/tiny_vlm.py OUT_DIR [--family qwen2_5_vl|qwen2_vl|qwen3_vl|qwen3_vl_moe] [--seed 0] [--head-dim 16|32]
+
+The Qwen3-VL-MoE variant has 4 experts of width 32 per text layer, 2 a token (the 30B-A3B's layout:
+experts fused per layer in `mlp.experts.gate_up_proj` / `down_proj`), and Qwen3-VL's vision tower
+and processor.
 
 or `from tiny_vlm import build_tiny_vlm` (with bench_fixtures/ on sys.path).
 """
@@ -17,7 +21,7 @@ import argparse
 import json
 from pathlib import Path
 
-FAMILIES = ("qwen2_5_vl", "qwen2_vl", "qwen3_vl")
+FAMILIES = ("qwen2_5_vl", "qwen2_vl", "qwen3_vl", "qwen3_vl_moe")
 
 SPECIALS = [
     "<|endoftext|>",  # 256: pad
@@ -140,10 +144,12 @@ def _configs(family: str, head_dim: int = 16):
             depth=2, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2, patch_size=14, spatial_merge_size=2, temporal_patch_size=2
         )
         return Qwen2VLConfig(text_config=text, vision_config=vision, **ids), image
-    if family == "qwen3_vl":
-        from transformers import Qwen3VLConfig
+    if family in ("qwen3_vl", "qwen3_vl_moe"):
+        from transformers import Qwen3VLConfig, Qwen3VLMoeConfig
 
         text["head_dim"] = head_dim
+        if family == "qwen3_vl_moe":
+            text.update(moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, decoder_sparse_step=1)
         text["rope_scaling"] = {"rope_type": "default", "mrope_section": mrope, "mrope_interleaved": True}
         vision = dict(
             depth=2,
@@ -158,7 +164,8 @@ def _configs(family: str, head_dim: int = 16):
             deepstack_visual_indexes=[1],
         )
         image = dict(patch_size=16, temporal_patch_size=2, merge_size=2, min_pixels=32 * 32 * 4, max_pixels=32 * 32 * 16)
-        return Qwen3VLConfig(text_config=text, vision_config=vision, **ids), image
+        config = Qwen3VLMoeConfig if family == "qwen3_vl_moe" else Qwen3VLConfig
+        return config(text_config=text, vision_config=vision, **ids), image
     raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
 
 
@@ -178,7 +185,7 @@ def _processor(family: str, tokenizer, image_kwargs: dict):
         from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
     except ImportError as e:  # pragma: no cover - torchvision missing
         raise RuntimeError(f"the tiny VLM's processor needs torchvision: pip install 'olmocr-rl[train]' ({e})") from e
-    if family == "qwen3_vl":
+    if family.startswith("qwen3_vl"):
         from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor as video_cls
     else:
         video_cls = Qwen2VLVideoProcessor

@@ -22,13 +22,22 @@ config generates the same way whoever asks:
   (every run samples the same streams whatever its seed) and starts no server; here the engine of
   rank r gets `rank_seed(seed, r)`, the server `--seed seed`, and the offline engines the seed.
 * **A page's samples are seeded by the page, not by the batch it shares** (`generate`, `curate`,
-  the final outputs): sample j of a page is drawn with `sample_seed(seed, pdf, page, j)`, so what a
-  page gets does not depend on which other pages were generated before it or beside it, nor on how
-  many workers share the job. vLLM takes a seed per request (`SamplingParams(seed=...)`), so one call
-  mixes many pages (`Engine.mixes_pages`); transformers' `generate` samples a whole batch from one
-  random stream, so its calls hold the rows of one page only, seeded with the first row's seed, and a
-  call never mixes pages (the cost: no batching across pages; also what keeps the numbers equal,
-  since a row's logits move in the last bits with the other rows of its batch).
+  the final outputs): sample j of a page is drawn with `sample_seed(seed, pdf, page, j)`, so the
+  random draws a page gets do not depend on which other pages were generated before it or beside it,
+  nor on how many workers share the job. vLLM takes a seed per request (`SamplingParams(seed=...)`),
+  so one call mixes many pages (`Engine.mixes_pages`); transformers' `generate` samples a whole batch
+  from one random stream, so its calls hold the rows of one page only, seeded with the first row's
+  seed, and a call never mixes pages (the cost: no batching across pages; also what keeps the numbers
+  equal, since a row's logits move in the last bits with the other rows of its batch).
+* **What is reproducible.** On the CPU, everything: one worker and N write the same records and
+  byte-identical files (tests/test_page_workers.py; vLLM's CPU build too, tests/test_vllm_real.py).
+  On a GPU, the draws are, the logits are not: vLLM batches requests continuously and its GPU kernels
+  give results that move with the batch's composition, so two runs (or one worker and eight) can
+  part at a token where two choices are nearly tied, and the rest of that completion differs; the
+  samples are equally likely either way. The transformers engine's calls hold one page's rows, so its
+  batches do not change with the split, and what remains is the GPU's own run-to-run nondeterminism.
+  Bit-for-bit on a GPU at best with vLLM's batch-invariant mode (`VLLM_BATCH_INVARIANT=1`), not
+  checked here.
 """
 
 from __future__ import annotations
@@ -102,8 +111,10 @@ def vllm_suppression(config: Any) -> dict[str, Any]:
 
 def pixel_bounds(max_pixels: int | None, model: str | None = None) -> dict[str, int]:
     """vLLM's `mm_processor_kwargs`: the image budget of the trainer's processor, stated outright
-    (the model folder's min/max pixels, `max_pixels` when the run sets it), so that an engine with
-    other defaults still cuts an image into as many tokens."""
+    (the model's min/max pixels, `max_pixels` when the run sets it), so that an engine with other
+    defaults still cuts an image into as many tokens. Both bounds, whenever the model's processor
+    config can be read: transformers 5.17 drops a `max_pixels` given without `min_pixels` in a
+    processor call (qwen2_vl `_standardize_kwargs`)."""
     bounds = folder_pixel_bounds(model) if model else {}
     if max_pixels is not None:
         bounds["max_pixels"] = int(max_pixels)
@@ -111,25 +122,19 @@ def pixel_bounds(max_pixels: int | None, model: str | None = None) -> dict[str, 
 
 
 def folder_pixel_bounds(model: str) -> dict[str, int]:
-    """min/max pixels from a local model folder's image processor config (transformers 5's
-    processor_config.json, or preprocessor_config.json); {} for a hub id or no such fields."""
-    import json
-    from pathlib import Path
+    """min/max pixels of the model's image processor config as transformers reads it
+    (olmocr_rl/image_tokens.py: a folder's, or a hub id's from the Hugging Face cache, fetched without
+    the weights when the cache lacks it); {} when there is none, or it is not a Qwen-VL processor."""
+    from olmocr_rl.image_tokens import UnknownProcessor, budget_from_config, model_processor_config
 
-    for name, nested in (("processor_config.json", "image_processor"), ("preprocessor_config.json", None)):
-        path = Path(model) / name
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        conf = data.get(nested, {}) if nested else data
-        if not isinstance(conf, dict):
-            continue
-        size = conf.get("size") if isinstance(conf.get("size"), dict) else {}
-        low, high = conf.get("min_pixels", size.get("shortest_edge")), conf.get("max_pixels", size.get("longest_edge"))
-        if isinstance(low, int) and isinstance(high, int):
-            return {"min_pixels": low, "max_pixels": high}
-    return {}
+    found = model_processor_config(model, fetch=True)
+    if found is None:
+        return {}
+    try:
+        budget = budget_from_config(*found)
+    except UnknownProcessor:
+        return {}
+    return {"min_pixels": budget.min_pixels, "max_pixels": budget.max_pixels}
 
 
 @dataclass(frozen=True)
@@ -353,17 +358,35 @@ def model_context_length(config: Any) -> int | None:
 
 def longest_prompt(processor: Any, rows: Sequence[dict]) -> int:
     """The longest prompt, in tokens, of `rows` as our processor builds it (chat template, image
-    expanded into its tokens): the count depends on the image's size only, so one blank image per
-    distinct (size, prompt, layout) is enough."""
+    expanded into its tokens). The image's share is the one function every stage reads
+    (olmocr_rl/image_tokens.py, from the page's width and height under this processor's bounds, the
+    run's max_pixels in them); the text's is the processor's own, once per distinct instruction and
+    layout, on that instruction's first page, whose image tokens are checked against the function.
+    A processor the function does not compute is run on a blank image of every distinct size."""
     from PIL import Image
 
+    from olmocr_rl.image_tokens import UnknownProcessor, processor_budget
+
+    try:
+        budget = processor_budget(processor.image_processor)
+    except (UnknownProcessor, AttributeError):
+        budget = None
+    image_id = getattr(processor, "image_token_id", None)
+    text: dict[tuple, int] = {}
     longest = 0
-    kinds = {(int(r["width"]), int(r["height"]), str(r["prompt"]), r.get("prompt_layout")) for r in rows}
-    for width, height, prompt, layout in kinds:
-        row = {"prompt": prompt, **({"prompt_layout": layout} if layout is not None else {})}
-        text = processor.apply_chat_template(row_conversation(row), add_generation_prompt=True, tokenize=False)
-        ids = processor(text=[text], images=[Image.new("RGB", (width, height))])["input_ids"][0]
-        longest = max(longest, len(ids))
+    for r in rows:
+        width, height, prompt, layout = int(r["width"]), int(r["height"]), str(r["prompt"]), r.get("prompt_layout")
+        key = (prompt, layout) if budget is not None else (prompt, layout, width, height)
+        if key not in text:
+            row = {"prompt": prompt, **({"prompt_layout": layout} if layout is not None else {})}
+            template = processor.apply_chat_template(row_conversation(row), add_generation_prompt=True, tokenize=False)
+            ids = list(processor(text=[template], images=[Image.new("RGB", (width, height))])["input_ids"][0])
+            image = budget.tokens(width, height) if budget is not None else 0
+            if budget is not None and image_id is not None and ids.count(image_id) != image:
+                raise ConfigError(f"{type(processor.image_processor).__name__} makes {ids.count(image_id)} image tokens of a "
+                                  f"{width}x{height} page, olmocr_rl/image_tokens.py {image}: report this")  # fmt: skip
+            text[key] = len(ids) - image
+        longest = max(longest, text[key] + (budget.tokens(width, height) if budget is not None else 0))
     return longest
 
 

@@ -31,17 +31,15 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from olmocr_rl.errors import UserError
+from olmocr_rl.hub import fetch_command, is_hub_id
 from olmocr_rl.paths import shown
 
 HUB_TIMEOUT_S = 3.0  # seconds for the one request (connect, then the answer): a hub that hangs is named within it
 MODEL_FILES = ("config.json", "adapter_config.json")  # a model folder's marker: a full model, or a LoRA adapter
-# A hub id: `name` or `owner/name` (huggingface_hub's own rule, checked by it again when used).
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 # The files a run reads from a hub model (weights, config, tokenizer, processor, chat template):
 # not the other weight formats a repository may also hold (.bin, .gguf, .onnx, original/).
 DOWNLOAD_PATTERNS = ("*.json", "*.safetensors", "*.txt", "*.model", "*.jinja")
@@ -72,7 +70,7 @@ def looks_like_path(model: str) -> bool:
     """Whether `model` can only be a path here, never a hub id."""
     if model.startswith(("./", "../", "/", "~")) or model in (".", ".."):
         return True
-    if not _HUB_ID.fullmatch(model) or "--" in model or ".." in model or model.endswith((".", "-")):
+    if not is_hub_id(model):
         return True  # not a name the hub takes
     return "/" in model and Path(model.split("/", 1)[0]).is_dir()  # x/y where x is a folder here
 
@@ -163,7 +161,8 @@ def resolve_model(model: str, what: str = "--model") -> ModelRef:
     here = f"{what} {model}: not a folder here ({missing_part(path)}), not in the Hugging Face cache"
     endpoint, offline, timeout = hub_settings()
     if offline:
-        raise ModelNotFound(f"{here}, and the hub was not asked (HF_HUB_OFFLINE is set); where there is a network: {download_hint(model)}")
+        raise ModelNotFound(f"{here}, and the hub was not asked (HF_HUB_OFFLINE is set); where there is a network: {download_hint(model)} "
+                            f"(to plan a run only, its config and processor config: {fetch_command(model)})")  # fmt: skip
     said = ask_hub(model, endpoint, timeout)
     if said is None:
         return ModelRef(model, "hub")

@@ -6,8 +6,11 @@ Output (`OUT_DIR/`):
 * `prepared.json`: format, version, bench folder, image size, prompt, row counts per split and
   every option used. Written last: a directory without it is an unfinished run.
 * `train.jsonl`, `eval.jsonl`: one row per (pdf, page) with tests, sorted by (pdf, page):
-  `{"pdf", "page", "image", "width", "height", "prompt", "jsonl_file", "test_ids", "image_tokens"}`,
-  plus `"reference"` where the bench folder has the page's reference output.
+  `{"pdf", "page", "image", "width", "height", "prompt", "prompt_layout", "jsonl_file", "test_ids"}`,
+  plus `"reference"` where the bench folder has the page's reference output. The page's image tokens
+  are not written: they depend on the model that reads it and the run's `max_pixels`, so `train`,
+  `curate` and `generate` compute them from width and height (olmocr_rl/image_tokens.py); rows of an
+  older prepare carry an `image_tokens` estimate for Qwen2.5-VL, which is then ignored.
 * `references/...md`: those reference outputs, copied from the bench folder's `claude_original/`
   (where olmOCR's GRPO trainer reads them: `<pdf folder>/<name>_page<N>_pg1_repeat1.md`); the
   trainer gives them to the rewards that compare with a reference (front-matter, edit-distance,
@@ -47,6 +50,7 @@ from olmocr_rl import paths
 from olmocr_rl.atomic import atomic_write, write_bytes
 from olmocr_rl.errors import UserError
 from olmocr_rl.folder_lock import folder_lock
+from olmocr_rl.image_tokens import ImageBudget
 from olmocr_rl.jsonl import read_jsonl
 from olmocr_rl.paths import is_utf8, shown
 from olmocr_rl.prepared import FORMAT, VERSION
@@ -54,11 +58,6 @@ from olmocr_rl.prompts import DEFAULT_PROMPT, IMAGE_FIRST
 
 TEST_TYPES = ("present", "absent", "order", "table", "math", "baseline", "format", "footnote")
 DEFAULT_LONGEST_SIDE = 1288  # olmOCR 2's training and inference resolution
-# Qwen2.5-VL: 14 px patches merged 2x2, so one image token covers 28x28 px; its processor's
-# pixel bounds (preprocessor_config.json).
-DEFAULT_PATCH_SIZE = 28
-DEFAULT_MIN_PIXELS = 56 * 56
-DEFAULT_MAX_PIXELS = 14 * 14 * 4 * 16384
 EVAL_PREFIX = "eval_"  # tests/ and image prefix for the pages of a separate eval folder
 _PAGES_PER_TASK = 16
 _PNG_COMPRESS_LEVEL = 1  # zlib level 1: ~3x faster than the default 6, files ~1.5x larger
@@ -70,46 +69,35 @@ class PrepareError(UserError, ValueError):
 
 
 # ---------------------------------------------------------------------------------------------
-# Image tokens
+# Image tokens: computed where the model is known (olmocr_rl/image_tokens.py, from each row's width
+# and height); prepare only reports an estimate for the processor it is told of.
 
 
-def smart_resize(
-    height: int,
-    width: int,
-    factor: int = DEFAULT_PATCH_SIZE,
-    min_pixels: int = DEFAULT_MIN_PIXELS,
-    max_pixels: int = DEFAULT_MAX_PIXELS,
-) -> tuple[int, int]:
-    """The (height, width) a Qwen2-VL/Qwen2.5-VL image processor resizes an image to: both
-    multiples of `factor`, close to the original aspect ratio, area within the pixel bounds.
-    Same arithmetic as transformers' `smart_resize` (Python's round-half-to-even included),
-    except that an aspect ratio over 200, which transformers refuses, is estimated too."""
-    if height <= 0 or width <= 0:
-        raise ValueError(f"image size must be positive, got {width}x{height}")
-    h_bar = round(height / factor) * factor
-    w_bar = round(width / factor) * factor
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
+def report_budget(opts: PrepareOptions) -> ImageBudget:
+    """The processor `prepare`'s report estimates image tokens for: --processor's (a model folder,
+    or a hub id whose processor config is fetched without its weights), the deprecated --patch-size
+    (one token per N-pixel square within Qwen2.5-VL's pixel bounds), else Qwen2.5-VL's (olmOCR 2's)."""
+    from olmocr_rl.image_tokens import QWEN2_5_VL, UnknownProcessor, budget_from_config, folder_budget, image_processor_config
 
+    if opts.patch_size is not None:
+        return ImageBudget(opts.patch_size, 1, QWEN2_5_VL.min_pixels, QWEN2_5_VL.max_pixels, f"--patch-size {opts.patch_size}")
+    if opts.processor is None:
+        return QWEN2_5_VL
+    try:
+        if Path(opts.processor).expanduser().is_dir():
+            return folder_budget(Path(opts.processor).expanduser())
+        from olmocr_rl.hub import HubUnavailable, hub_model_files
 
-def image_tokens(
-    width: int,
-    height: int,
-    patch_size: int = DEFAULT_PATCH_SIZE,
-    min_pixels: int = DEFAULT_MIN_PIXELS,
-    max_pixels: int = DEFAULT_MAX_PIXELS,
-) -> int:
-    """Vision tokens for one image of `width`x`height` px, one token per `patch_size` square
-    (28 for Qwen2.5-VL: 14 px patches merged 2x2) after `smart_resize`."""
-    h, w = smart_resize(height, width, patch_size, min_pixels, max_pixels)
-    return (h // patch_size) * (w // patch_size)
+        try:
+            hub = hub_model_files(opts.processor, tensors=False)
+        except HubUnavailable as e:
+            raise UnknownProcessor(str(e)) from None
+        found = image_processor_config(hub.files)
+        if found is None:
+            raise UnknownProcessor(f"{opts.processor} has no image processor config")
+        return budget_from_config(*found)
+    except UnknownProcessor as e:
+        raise PrepareError(f"--processor {opts.processor}: {e}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,7 +209,8 @@ class PrepareReport:
     pdfs_without_tests: list[dict[str, Any]] = field(default_factory=list)
     # {"reason"}: this environment cannot check some accepted tests (math tests without KaTeX)
     environment: list[dict[str, Any]] = field(default_factory=list)
-    # {"patch_size", "min_pixels", "max_pixels", "pages", "min", "mean", "max", "total"}
+    # An estimate for one processor (train computes the model's own from each row's width and height):
+    # {"estimate_for", "patch_size", "merge_size", "min_pixels", "max_pixels", "pages", "min", "mean", "max", "total"}
     image_tokens: dict[str, Any] = field(default_factory=dict)
     references_used: set[str] = field(default_factory=set, repr=False)  # claude_original/ files a row took (not written)
 
@@ -334,9 +323,8 @@ class PrepareOptions:
     prompt_file: str | None = None
     prompt_name: str = "olmocr-rl"  # olmocr_rl/prompts.py: a name, or "file"
     prompt_layout: str = IMAGE_FIRST  # the instruction after the image (ours) or before it (olmOCR's)
-    patch_size: int = DEFAULT_PATCH_SIZE
-    min_pixels: int = DEFAULT_MIN_PIXELS
-    max_pixels: int = DEFAULT_MAX_PIXELS
+    processor: str | None = None  # the model whose processor the report's image-token estimate is for
+    patch_size: int | None = None  # deprecated: pixels per image-token side for that estimate
 
     def check(self) -> None:
         if self.longest_side < 1:
@@ -350,7 +338,7 @@ class PrepareOptions:
         unknown = sorted(set(self.type_filter) - set(TEST_TYPES))
         if unknown:
             raise PrepareError(f"unknown test type {unknown[0]!r} in --type-filter (known: {', '.join(TEST_TYPES)})")
-        if self.patch_size < 1:
+        if self.patch_size is not None and self.patch_size < 1:
             raise PrepareError(f"--patch-size must be positive, got {self.patch_size}")
         if self.workers is not None and self.workers < 1:
             raise PrepareError(f"--workers must be positive, got {self.workers}")
@@ -375,6 +363,7 @@ def prepare(
     result's `report` and skipped; raises PrepareError only when nothing can be done."""
     opts = options or PrepareOptions()
     opts.check()
+    budget = report_budget(opts)
     try:
         pattern = re.compile(opts.jsonl_filter, re.IGNORECASE) if opts.jsonl_filter else None
     except re.error as e:
@@ -423,7 +412,6 @@ def prepare(
                 "prompt_layout": opts.prompt_layout,
                 "jsonl_file": tests.out_name[page_tests[0].source],
                 "test_ids": [t.id for t in page_tests],
-                "image_tokens": image_tokens(w, h, opts.patch_size, opts.min_pixels, opts.max_pixels),
             }
             ref = reference_file(folders[fi].root, key, page)
             if ref is not None:
@@ -441,7 +429,7 @@ def prepare(
         )
         for split, rows in splits.items():
             _write_bytes(out / f"{split}.jsonl", b"".join(_dumps(r) + b"\n" for r in rows))
-        _summarize(report, splits, tests, pages, folders, opts)
+        _summarize(report, splits, tests, pages, folders, budget)
         _write_bytes(out / "report.json", _dumps(report.to_dict(), indent=True) + b"\n")
         meta = {
             "format": FORMAT,
@@ -632,13 +620,15 @@ def _summarize(
     tests: _Tests,
     pages: _Pages,
     folders: list[_Folder],
-    opts: PrepareOptions,
+    budget: ImageBudget,
 ) -> None:
-    tokens = [r["image_tokens"] for rows in splits.values() for r in rows]
+    tokens = [budget.tokens(r["width"], r["height"]) for rows in splits.values() for r in rows]
     report.image_tokens = {
-        "patch_size": opts.patch_size,
-        "min_pixels": opts.min_pixels,
-        "max_pixels": opts.max_pixels,
+        "estimate_for": budget.source,
+        "patch_size": budget.patch_size,
+        "merge_size": budget.merge_size,
+        "min_pixels": budget.min_pixels,
+        "max_pixels": budget.max_pixels,
         "pages": len(tokens),
         "min": min(tokens, default=0),
         "mean": round(sum(tokens) / len(tokens), 1) if tokens else 0,

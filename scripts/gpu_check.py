@@ -697,8 +697,11 @@ def outer(args: argparse.Namespace) -> int:
     shared = recipe(args, cuda)
     config = work / "recipe.json"
     config.write_text(json.dumps(shared, indent=2))
+    from olmocr_rl.image_tokens import model_budget, row_tokens
+
+    budget = model_budget(str(model_dir))[0]  # the model's own processor (olmocr_rl/image_tokens.py)
     report["settings"] = {**shared, "deepspeed_processes": ds_procs, "page_longest_side": longest,
-                          "image_tokens": sorted({r["image_tokens"] for r in rows})}  # fmt: skip
+                          "image_tokens": sorted({row_tokens(r, budget) for r in rows})}  # fmt: skip
     report["reward"] = {"test_ids": test_ids, "tests": len(suite.ids), "types": types, "pages": len(rows),
                         "suite": "bench_fixtures/*.jsonl + gpu_check EXTRA_TESTS (math, table)"}  # fmt: skip
     report["reward"]["realistic_pages"] = realistic_reward_cost(work / "bench", test_ids, args.per_device_batch * 2)

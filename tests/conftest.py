@@ -4,6 +4,10 @@ import json
 import os
 from pathlib import Path
 
+# No test reaches the Hugging Face hub: a hub id is looked up in the cache only (huggingface_hub reads
+# this at import; tests/test_hub_plan.py serves a stand-in hub to the processes it starts).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 import pytest
 from hypothesis import settings
 
@@ -143,3 +147,23 @@ def tiny_model(tmp_path_factory):
     digest = tree_digest(folder)
     yield folder
     _unchanged(folder, digest)
+
+
+@pytest.fixture(scope="session")
+def tiny_family(tmp_path_factory):
+    """bench_fixtures/tiny_vlm.py's tiny model of another family ("qwen3_vl", "qwen3_vl_moe", ...),
+    each built once per session: `tiny_family("qwen3_vl")` -> its (read-only) folder."""
+    need("transformers")
+    from training import build_model, tree_digest
+
+    built: dict[str, tuple[Path, str]] = {}
+
+    def get(family: str) -> Path:
+        if family not in built:
+            folder = build_model(tmp_path_factory.mktemp("tiny") / family, family)
+            built[family] = (folder, tree_digest(folder))
+        return built[family][0]
+
+    yield get
+    for folder, digest in built.values():
+        _unchanged(folder, digest)

@@ -1,6 +1,6 @@
 """Runs the training worker (sampling replaced by tests/fixed_rollouts.py's schedule) and records,
 on each rank, the bytes of the real tensors that hold the model states while the first optimizer
-step runs: the model's weights, their gradients, DeepSpeed's float32 master partitions and its
+step after a backward runs: the model's weights, their gradients, DeepSpeed's float32 master partitions and its
 gradient buffers, AdamW's moments, the reference model, and DDP's gradient buckets. The memory
 estimate's model-state components (olmocr_rl/train/memory.py) are held against these.
 
@@ -8,7 +8,9 @@ estimate's model-state components (olmocr_rl/train/memory.py) are held against t
     accelerate launch ... tests/memory_probe.py RESOLVED_CONFIG.json
 
 Writes OUTPUT_DIR/memory_rank<R>.json: {category: bytes}. A storage is counted once, in the first
-category that reaches it, so views into DeepSpeed's flat buffers are not counted twice.
+category that reaches it, so views into DeepSpeed's flat buffers are not counted twice. Also
+"loss: fp32 gradients": DeepSpeed's float32 gradient partitions as a backward ends (the loss
+phase), which the step builds only later.
 """
 
 from __future__ import annotations
@@ -98,13 +100,51 @@ def snapshot(trainer, torch_optimizer) -> dict[str, int]:
     return ledger.bytes
 
 
+def fp32_gradient_bytes(trainer) -> int:
+    """Bytes of DeepSpeed's float32 gradient partitions (the `.grad` of its master partitions) now."""
+    ds = getattr(trainer, "deepspeed", None)
+    zero_opt = getattr(ds, "optimizer", None) if ds is not None else None
+    if zero_opt is None:
+        return 0
+    masters = [t for name in DS_MASTER for t in tensors_in(getattr(zero_opt, name, None))]
+    return sum(t.grad.untyped_storage().nbytes() for t in masters if t.grad is not None)
+
+
 def install(out: Path) -> None:
     """Records the first AdamW step of the trainer (whatever wraps the optimizer: accelerate,
-    DeepSpeed's ZeRO optimizer, the learning-rate scheduler)."""
+    DeepSpeed's ZeRO optimizer, the learning-rate scheduler), and DeepSpeed's float32 gradient
+    partitions as each backward (the loss) ends, before the step builds them."""
+    import accelerate
+
     original_train = trl.GRPOTrainer.train
     original_step = torch.optim.AdamW.step
+    original_backward = accelerate.Accelerator.backward
     rank = os.environ.get("RANK", "0")
     trainer = []
+    during_loss = {"loss: fp32 gradients": 0, "backward calls": 0}
+
+    def backward(self, loss, **kwargs):
+        # Counted first: under DeepSpeed, accelerate's backward also takes the optimizer step.
+        during_loss["backward calls"] += 1
+        return original_backward(self, loss, **kwargs)
+
+    def after_loss() -> None:
+        if trainer:
+            during_loss["loss: fp32 gradients"] = max(during_loss["loss: fp32 gradients"], fp32_gradient_bytes(trainer[0]))
+
+    try:
+        from deepspeed.runtime.engine import DeepSpeedEngine
+    except ImportError:
+        DeepSpeedEngine = None
+    if DeepSpeedEngine is not None:
+        original_engine_backward = DeepSpeedEngine.backward
+
+        def engine_backward(self, *args, **kwargs):
+            result = original_engine_backward(self, *args, **kwargs)
+            after_loss()  # the gradients reduced into their partitions, the step not yet taken
+            return result
+
+        DeepSpeedEngine.backward = engine_backward
 
     def train(self, *args, **kwargs):
         trainer.append(self)
@@ -112,15 +152,20 @@ def install(out: Path) -> None:
 
     def step(self, *args, **kwargs):
         before = snapshot(trainer[0], self) if trainer else {}
+        if trainer:
+            during_loss["step: fp32 gradients"] = max(during_loss.get("step: fp32 gradients", 0), fp32_gradient_bytes(trainer[0]))
         result = original_step(self, *args, **kwargs)
         path = out / f"memory_rank{rank}.json"
-        if trainer and not path.exists():
+        # The first step after a backward: DeepSpeed also steps its optimizer once when it builds it,
+        # with zero gradients, to create AdamW's moments.
+        if trainer and during_loss["backward calls"] and not path.exists():
             after = snapshot(trainer[0], self)
-            path.write_text(json.dumps({k: max(before.get(k, 0), after.get(k, 0)) for k in {*before, *after}}))
+            path.write_text(json.dumps({**{k: max(before.get(k, 0), after.get(k, 0)) for k in {*before, *after}}, **during_loss}))
         return result
 
     trl.GRPOTrainer.train = train
     torch.optim.AdamW.step = step
+    accelerate.Accelerator.backward = backward
 
 
 def main() -> int:

@@ -41,7 +41,8 @@ COMMANDS = {
     "prepare": {
         "bench_dir": None, "out_dir": None, ("--longest-side", "--target-longest-image-dim"): 1288,
         ("--jsonl-filter",): None, ("--type-filter",): None, ("--max-pages",): None, ("--eval-fraction",): 0.0,
-        ("--eval-dir",): None, ("--seed",): 0, ("--workers",): None, ("--prompt-file",): None, ("--patch-size",): 28,
+        ("--eval-dir",): None, ("--seed",): 0, ("--workers",): None, ("--prompt-file",): None, ("--patch-size",): None,
+        ("--processor",): None,  # #43: the report's image tokens for a named model's processor
         ("--prompt",): None,  # #25: olmocr-v4, olmOCR 2's instruction
         ("--strict",): False, ("--quiet", "-q"): False,
     },

@@ -297,12 +297,13 @@ def test_eval_pages_are_scored_and_never_selected(prepared, tmp_path):
 
 
 @pytest.fixture
-def hub(monkeypatch):
+def hub(monkeypatch, tmp_path):
     """A stand-in hub (HF_ENDPOINT) that has the made-up models these tests name, so that `curate`
     finds them (olmocr_rl/model_ref.py asks the hub for a model that is not a folder here)."""
-    from standin_hub import StandInHub
+    from standin_hub import StandinHub, model_folder, online
 
-    with StandInHub("found", have=("m", "stand-in")) as standin:
+    online(monkeypatch)
+    with StandinHub({name: model_folder(tmp_path / "repos", name) for name in ("m", "stand-in")}) as standin:
         monkeypatch.setenv("HF_ENDPOINT", standin.url)
         yield standin
 

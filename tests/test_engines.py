@@ -69,3 +69,49 @@ def test_max_pixels_reaches_the_processor_and_is_checked(tiny_model, monkeypatch
     monkeypatch.setattr(modeling, "set_max_pixels", lambda image_processor, max_pixels: None)  # a processor that ignores it
     with pytest.raises(ConfigError, match=r"max_pixels=6272: the processor of .* ignores it"):
         modeling.load_processor(str(tiny_model), max_pixels=6272)
+
+
+@pytest.mark.parametrize("max_pixels", [None, 32 * 32 * 9])
+def test_the_vllm_context_is_sized_by_the_one_image_token_function(tiny_family, max_pixels):
+    """`longest_prompt` (the vLLM engine's context for generate and curate) counts a page's image
+    tokens with olmocr_rl/image_tokens.py under the loaded processor's bounds (the run's max_pixels in
+    them): equal to the real processor's prompt of every row, for Qwen3-VL's 32-pixel tokens."""
+    from PIL import Image
+
+    from olmocr_rl.engines import longest_prompt
+    from olmocr_rl.modeling import load_processor
+    from olmocr_rl.prompts import IMAGE_FIRST, TEXT_FIRST, row_conversation
+
+    processor = load_processor(str(tiny_family("qwen3_vl")), max_pixels=max_pixels)
+    rows = [{"width": w, "height": h, "prompt": p, "prompt_layout": layout}
+            for (w, h) in [(140, 108), (33, 400), (300, 300), (61, 62)] for p, layout in [("Read it.", IMAGE_FIRST), ("Transcribe this page, please.", TEXT_FIRST)]]  # fmt: skip
+
+    def real(row: dict) -> int:
+        text = processor.apply_chat_template(row_conversation(row), add_generation_prompt=True, tokenize=False)
+        return len(processor(text=[text], images=[Image.new("RGB", (row["width"], row["height"]))])["input_ids"][0])
+
+    assert longest_prompt(processor, rows) == max(real(r) for r in rows)
+    assert longest_prompt(processor, rows[:2]) == max(real(r) for r in rows[:2])
+
+
+def test_a_hub_ids_bounds_come_from_its_cached_processor_config(tmp_path, monkeypatch):
+    """A hub id's processor bounds reach vLLM both at once (transformers 5.17 drops a `max_pixels`
+    given without `min_pixels`): read from the Hugging Face cache as transformers reads a folder's
+    (top-level min/max_pixels over size), with the run's max_pixels in place of the processor's."""
+    import json
+
+    from huggingface_hub import constants
+    from training import QWEN3_VL_PROCESSOR
+
+    from olmocr_rl.engines import pixel_bounds
+
+    snap = tmp_path / "hub" / "models--Qwen--Qwen3-VL-8B-Instruct" / "snapshots" / ("0" * 40)
+    snap.mkdir(parents=True)
+    (snap / "preprocessor_config.json").write_text(json.dumps(QWEN3_VL_PROCESSOR))
+    (snap.parent.parent / "refs").mkdir()
+    (snap.parent.parent / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert pixel_bounds(None, "Qwen/Qwen3-VL-8B-Instruct") == {"min_pixels": 65536, "max_pixels": 16777216}
+    assert pixel_bounds(1_003_520, "Qwen/Qwen3-VL-8B-Instruct") == {"min_pixels": 65536, "max_pixels": 1_003_520}
+    assert pixel_bounds(1_003_520, "Qwen/not-cached") == {"max_pixels": 1_003_520}  # offline: nothing else to be had

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from clirun import invoke
 from conftest import need
-from standin_hub import StandInHub
+from standin_hub import DeadHub, StandinHub, model_folder, online
 
 need("huggingface_hub")
 
@@ -48,7 +48,7 @@ def site(tmp_path, prepared, tiny_model):
 
 
 def test_a_mistyped_folder_is_named_with_the_close_names_in_a_second(site):
-    with StandInHub("refuse") as hub:  # a path never reaches the hub; this one would refuse anyway
+    with DeadHub("refuse") as hub:  # a path never reaches the hub; this one would refuse anyway
         for model in ("./tinyy", "tiny/nope", str(site / "tinyy")):
             res, took = run(["train", "prepared", "--model", model, "-o", "run", "--dry-run"], site, HF_ENDPOINT=hub.url)
             line = one_error_line(res)
@@ -66,7 +66,7 @@ def test_a_mistyped_folder_is_named_with_the_close_names_in_a_second(site):
 def test_a_hub_id_nowhere_is_asked_once_and_named_in_seconds(site, mode, said):
     """`--model tinyy` (the folder is `tiny`): not a folder, not in the cache, so the hub is asked
     once; its answer ends the one error line, with the close local name and what to download."""
-    with StandInHub(mode) as hub:
+    with StandinHub({}) if mode == "found" else DeadHub(mode) as hub:
         res, took = run(["train", "prepared", "--model", "tinyy", "-o", "run", "--dry-run"], site, HF_ENDPOINT=hub.url)
         line = one_error_line(res)
         assert said in line and f"the hub ({hub.url})" in line, line
@@ -85,13 +85,14 @@ def test_a_hub_id_nowhere_is_asked_once_and_named_in_seconds(site, mode, said):
 def test_offline_the_cache_and_the_hub_that_has_it(site, tiny_model, monkeypatch):
     from olmocr_rl.model_ref import resolve_model
 
+    online(monkeypatch)
     cache = site / "hub-cache"
     snap = cache / "models--org--tiny" / "snapshots" / ("0" * 40)
     snap.mkdir(parents=True)
     (snap / "config.json").symlink_to(tiny_model / "config.json")
     (cache / "models--org--tiny" / "refs").mkdir()
     (cache / "models--org--tiny" / "refs" / "main").write_text("0" * 40)
-    with StandInHub("found", have=("org/other",)) as hub:
+    with StandinHub({"org/other": model_folder(site / "repos", "org/other")}) as hub:
         monkeypatch.setenv("HF_HUB_CACHE", str(cache))
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         ref = resolve_model("org/tiny")
@@ -105,8 +106,9 @@ def test_offline_the_cache_and_the_hub_that_has_it(site, tiny_model, monkeypatch
         assert resolve_model("org/tiny").where == "cache"  # the cache still answers offline
 
 
-def test_curate_generate_and_soup_say_the_same(site, tmp_path):
-    with StandInHub("found") as hub:
+def test_curate_generate_and_soup_say_the_same(site, tmp_path, monkeypatch):
+    online(monkeypatch)
+    with StandinHub({}) as hub:
         env = {"HF_ENDPOINT": hub.url}
         res = invoke(["curate", site / "prepared", "--model", site / "tinyy", "-q"], env=env)
         assert res.exit_code == 1 and f"--model {site / 'tinyy'}: no such model folder" in res.stderr and "did you mean" in res.stderr

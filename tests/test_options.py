@@ -19,7 +19,7 @@ from pathlib import Path
 
 import typer
 from clirun import invoke
-from training import FIXTURES, RECIPE
+from training import FIXTURES, RECIPE, build_model
 
 from olmocr_rl.cli import app
 
@@ -70,6 +70,7 @@ EFFECTS: dict[tuple[str, str], str | tuple[str, str]] = {
     ("prepare", "--prompt"): "test_options.py::test_prepare_options",
     ("prepare", "--prompt-file"): "test_prepare.py::test_prompt_files",
     ("prepare", "--patch-size"): "test_options.py::test_prepare_options",
+    ("prepare", "--processor"): "test_options.py::test_prepare_options",
     ("prepare", "--strict"): "test_prepare.py::test_cli_prints_report_and_strict_fails",
     ("prepare", "--quiet"): "test_options.py::test_prepare_quiet_hides_the_progress_bar",
     ("generate", "--candidate"): "test_generate.py::test_generate_writes_what_bench_reads_and_resumes",
@@ -276,8 +277,10 @@ def test_prepare_options(tmp_path):
     from PIL import Image
 
     from olmocr_rl import BenchSuite
-    from olmocr_rl.prepare import image_tokens
+    from olmocr_rl.image_tokens import QWEN2_5_VL, ImageBudget, folder_budget
     from olmocr_rl.prompts import resolve_prompt
+
+    QWEN3 = build_model(tmp_path / "qwen3_vl", "qwen3_vl")
 
     train, ev, opts = prepare(tmp_path / "default")
     assert len(train) == 4 and not ev and opts["longest_side"] == 84
@@ -312,13 +315,22 @@ def test_prepare_options(tmp_path):
     assert pages(ev) == {("reports/annual_report.pdf", 1), ("reports/annual_report.pdf", 2)} and len(train) == 4
     assert {t for r in ev for t in r["test_ids"]} == {"held_" + t["id"] for t in tests} and opts["eval_dir"] == str(held.resolve())
 
-    # Image tokens with another patch size, as Qwen's processor counts them.
-    tokens = {}
-    for patch in (28, 32):
-        train, _, opts = prepare(tmp_path / f"patch{patch}", "--patch-size", str(patch), "--longest-side", "400")
-        tokens[patch] = [r["image_tokens"] for r in train]
-        assert opts["patch_size"] == patch and tokens[patch] == [image_tokens(r["width"], r["height"], patch_size=patch) for r in train]
-    assert tokens[28] != tokens[32]
+    # The report's image-token estimate: Qwen2.5-VL's by default, a named model's processor, the
+    # deprecated --patch-size; the rows keep only the page size.
+    reports = {}
+    for name, args in {"default": [], "qwen3": ["--processor", str(QWEN3)], "patch": ["--patch-size", "32"]}.items():
+        train, _, opts = prepare(tmp_path / f"tokens-{name}", *args, "--longest-side", "400")
+        reports[name] = json.loads((tmp_path / f"tokens-{name}" / "report.json").read_text())["image_tokens"]
+        assert all("image_tokens" not in r for r in train)
+    budgets = {"default": QWEN2_5_VL, "qwen3": folder_budget(QWEN3), "patch": ImageBudget(32, 1, 3136, 12845056, "")}
+    for name, budget in budgets.items():
+        assert reports[name]["max"] == max(budget.tokens(r["width"], r["height"]) for r in train), name
+    assert reports["qwen3"]["estimate_for"] == "processor_config.json" and reports["patch"]["estimate_for"] == "--patch-size 32"
+    assert reports["default"]["max"] != reports["qwen3"]["max"]
+    deprecated = invoke(["prepare", str(FIXTURES), str(tmp_path / "dep"), "--longest-side", "84", "-q", "--patch-size", "28"])
+    assert "warning: --patch-size is deprecated" in deprecated.stderr
+    missing = invoke(["prepare", str(FIXTURES), str(tmp_path / "nop"), "--longest-side", "84", "-q", "--processor", str(tmp_path)])
+    assert missing.exit_code == 1 and "--processor" in missing.stderr and "no image processor config" in missing.stderr
 
     train, _, opts = prepare(tmp_path / "v4", "--prompt", "olmocr-v4")
     assert opts["prompt_name"] == "olmocr-v4" and {r["prompt"] for r in train} == {resolve_prompt("olmocr-v4").text}

@@ -132,6 +132,34 @@ def test_the_split_and_the_seeds_depend_on_the_pages_only():
     assert int(other.stdout) == sample_seed(3, "dir/ü.pdf", 7, 2)
 
 
+def test_a_users_vllm_port_is_refused_where_two_engines_would_share_it(tiny_model, prepared, tmp_path, monkeypatch):
+    """VLLM_PORT is where every vLLM engine of a machine starts its ports: with two vLLM workers on a
+    machine (generate, curate) or two colocated ranks (train) it is refused before anything starts;
+    one vLLM worker a machine, or the transformers engine, keeps it."""
+    from olmocr_rl.launch.pages import vllm_port_problem
+    from olmocr_rl.train.config import load_config
+    from olmocr_rl.train.preflight import check_generation
+
+    env = {"VLLM_PORT": "29650"}
+    bench = long_bench(tmp_path / "bench", pdfs=1, pages=2)
+    res = invoke(["generate", tiny_model, bench, "-c", "c", "--engine", "vllm", "--num-processes", "2", "--dry-run"], env=env)
+    assert res.exit_code == 1 and "VLLM_PORT=29650 is set: the 2 vLLM workers of a machine would all start from that port" in res.stderr
+    res = invoke(["curate", prepared, "--model", tiny_model, "--engine", "vllm", "--num-processes", "2", "--dry-run"], env=env)
+    assert res.exit_code == 1 and "VLLM_PORT=29650 is set" in res.stderr
+    assert invoke(["generate", tiny_model, bench, "-c", "c", "--num-processes", "2", "--dry-run"], env=env).exit_code == 0
+    assert vllm_port_problem(Workers(2, num_machines=2), "vllm", env) is None  # one engine a machine
+    assert vllm_port_problem(Workers(4), "vllm", {}) is None
+    from olmocr_rl.train.preflight import Context, run_inputs
+
+    cfg = load_config(
+        RECIPE, ["use_vllm=true", "vllm_mode=colocate"], prepared_dir=str(prepared), model=str(tiny_model), output_dir=str(tmp_path)
+    )
+    ctx = Context(cfg, 2, run_inputs(cfg), False, cuda=True)
+    assert not [p for p in check_generation(ctx) if "VLLM_PORT" in p.message]
+    monkeypatch.setenv("VLLM_PORT", "29650")
+    assert [p.severity for p in check_generation(ctx) if "VLLM_PORT" in p.message] == ["error"]
+
+
 def test_a_worker_takes_its_gpus_and_forgets_the_launcher():
     from olmocr_rl.launch.worker import forget_launcher, take_gpus
 

@@ -1,7 +1,8 @@
 """The plan tells the truth before a GPU is rented (issue 34): memory per GPU by component for a
 node described on the command line (from this machine, which has no GPU), the refusal of a plan
 that cannot fit naming one that does, the disk peak as the Trainer writes it, the step count as trl
-runs it, a hub id read from the local Hugging Face cache, what a GPU node's plan runs (bf16, NCCL,
+runs it, a hub id read from the local Hugging Face cache (from the hub without its weights:
+tests/test_hub_plan.py), what a GPU node's plan runs (bf16, NCCL,
 the server trl builds there), and the olmOCR 2 recipe's departures from upstream."""
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ def test_a_hub_id_in_the_local_cache_gets_the_folders_estimate(prepared, seven_b
     assert missing.returncode == 1 and missing.stdout == "", missing.stdout
     assert "not in the Hugging Face cache, and the hub was not asked (HF_HUB_OFFLINE is set)" in missing.stderr
     assert "hf download allenai/not-downloaded" in missing.stderr
+    assert "to plan a run only, its config and processor config: hf download allenai/not-downloaded --include config.json" in missing.stderr
 
 
 def test_the_disk_peak_of_the_recipe(seven_b, tmp_path):
@@ -238,3 +240,18 @@ def test_the_servers_share_must_hold_the_weights(prepared, seven_b, tmp_path):
     assert "memory per server GPU: vLLM takes 12.0 GiB" in res.stdout
     res = dry_run(prepared, seven_b, tmp_path / "run", *args[:4], "--vllm-gpus", "2", "--gpus", "8", "--gpu-memory", "24")
     assert "vllm_server_gpu_memory_utilization" not in res.stderr and "16-bit weights 7.7 GiB" in res.stdout, res.stdout
+
+
+def test_colocated_sleep_mode_states_its_weight_pushes(prepared, seven_b, tmp_path):
+    """Colocated vLLM with sleep mode: the plan says a step pushes the 16-bit weights once per
+    generation round (trl re-pushes after each sleep), 1 + filter_extra_rounds with online filtering;
+    without sleep mode it says nothing (one push a step, as trl always does)."""
+    colocated = ["--num-processes", "8", "--zero", "3", "use_vllm=true", "vllm_mode=colocate", "vllm_gpu_memory_utilization=0.3", *NODE]
+    res = dry_run(
+        prepared, seven_b, tmp_path / "a", *colocated, "vllm_enable_sleep_mode=true", "filter_groups=true", "filter_extra_rounds=2"
+    )
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("vLLM sleep mode: "))
+    assert "up to 3 weight push(es) per generation batch into each rank's engine, 15.4 GiB of 16-bit weights each" in line
+    assert "ZeRO-3 gathers every parameter for each" in line
+    res = dry_run(prepared, seven_b, tmp_path / "b", *colocated)
+    assert "vLLM sleep mode" not in res.stdout

@@ -54,7 +54,7 @@ def test_the_checks_read_what_was_read_once(prepared, monkeypatch):
 def test_check_model(prepared, tmp_path):
     (tmp_path / "model").mkdir()
     (tmp_path / "file").write_text("x")
-    for model, said in [("/no/such/folder", "no such model folder: /no/such/folder"), (tmp_path / "model", "not a model folder"),
+    for model, said in [("/no/such/folder", "/no/such/folder: no such model folder (nothing named no in /)"), (tmp_path / "model", "not a model folder"),
                         (tmp_path / "file", "not a folder"), ("runs/grpo/checkpoint-5", "no such model folder")]:  # fmt: skip
         (p,) = pf.check_model(ctx(prepared, model=str(model)))
         assert p.key == "model" and said in p.message, p
@@ -117,6 +117,39 @@ def test_check_prompt(prepared, monkeypatch):
     monkeypatch.setenv("OLMOCR_RL_OLMOCR_PROMPTS", str(Path(prepared) / "missing.py"))
     assert keys(pf.check_prompt(ctx(prepared, prompt="olmocr-v4"))) == ["prompt"]
     assert pf.check_prompt(ctx(prepared)) == []
+
+
+def test_check_prompt_counts_the_models_own_image_tokens(prepared, tiny_family):
+    """A Qwen3-VL's pages are its processor's 32-pixel tokens (counted here by the real processor),
+    not the 28-pixel ones prepare once baked in; a run's max_pixels lowers them; a model whose
+    processor config cannot be read is estimated with Qwen2.5-VL's, and the problem says so."""
+    from PIL import Image
+
+    from olmocr_rl.image_tokens import QWEN2_5_VL
+    from olmocr_rl.modeling import load_processor
+    from olmocr_rl.prepared import read_split
+    from olmocr_rl.train.memory import estimate_prompt_tokens
+
+    qwen3 = str(tiny_family("qwen3_vl"))
+    rows = read_split(prepared, "train") + read_split(prepared, "eval")
+
+    def worst(max_pixels=None, tokens=None) -> int:
+        processor = load_processor(qwen3, max_pixels=max_pixels)
+        count = tokens or (
+            lambda r: (
+                int((processor.image_processor(images=[Image.new("RGB", (r["width"], r["height"]))])["image_grid_thw"][0]).prod()) // 4
+            )
+        )
+        return max(estimate_prompt_tokens(r["prompt"], count(r)) for r in rows)
+
+    own, small, qwen25 = worst(), worst(max_pixels=64 * 64), worst(tokens=lambda r: QWEN2_5_VL.tokens(r["width"], r["height"]))
+    assert small < own < qwen25
+    assert pf.check_prompt(ctx(prepared, model=qwen3, max_prompt_tokens=own)) == []
+    (p,) = pf.check_prompt(ctx(prepared, model=qwen3, max_prompt_tokens=own - 1))
+    assert f"about {own} = image + instruction; image tokens at 32 px a token" in p.message
+    assert pf.check_prompt(ctx(prepared, model=qwen3, max_prompt_tokens=own - 1, max_pixels=64 * 64)) == []
+    (p,) = pf.check_prompt(ctx(prepared, model="m", max_prompt_tokens=own))
+    assert f"about {qwen25} =" in p.message and "estimated with Qwen2.5-VL's processor: m: no image processor config" in p.message
 
 
 def test_check_generation(prepared, monkeypatch):

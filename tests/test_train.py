@@ -308,11 +308,10 @@ def test_lora_run(prepared, tiny_model, tmp_path):
     assert any("rewards/eos/mean" in r for r in logs)
 
 
-@pytest.mark.parametrize("family", ["qwen2_vl", "qwen3_vl"])
-def test_other_vlm_families_train(family, prepared, tmp_path):
+def test_other_vlm_families_train(prepared, tmp_path):
     from olmocr_rl.train.worker import run
 
-    model = build_model(tmp_path / family, family)
+    model = build_model(tmp_path / "qwen2_vl", "qwen2_vl")
     out = tmp_path / "run"
     cfg = cfg_for(
         prepared, model, out, "max_steps=1", "save_steps=0", "eval_split=none", "final_outputs=train", "report_to=none", "max_train_pages=1"
@@ -320,3 +319,45 @@ def test_other_vlm_families_train(family, prepared, tmp_path):
     summary = run(cfg)
     assert summary["global_step"] == 1 and summary["outputs"]["files"] == 1
     assert any("bench/present/pass_rate" in r for r in _logs(out))
+
+
+@pytest.mark.parametrize("family", ["qwen3_vl", "qwen3_vl_moe"])
+def test_qwen3_vl_prepare_train_generate_curate(family, prepared, tmp_path):
+    """Qwen3-VL, dense and mixture of experts, through the whole path: the prepared fixtures, one
+    GRPO step, the trained model transcribing a bench folder, and curating the prepared pages; the
+    prompts carry the image tokens Qwen3-VL's own processor makes of each page (32-pixel tokens,
+    olmocr_rl/image_tokens.py), which is also what the plan counts."""
+    from PIL import Image
+
+    from olmocr_rl.image_tokens import folder_budget
+    from olmocr_rl.modeling import load_processor
+    from olmocr_rl.prompts import row_conversation
+
+    model = build_model(tmp_path / family, family)
+    out = tmp_path / "run"
+    res = invoke(["train", prepared, "--model", model, "-o", out, "--config", RECIPE, "max_steps=1", "save_steps=0", "eval_split=none",
+                  "final_outputs=none", "report_to=[none]", "max_train_pages=1", "progress=false"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "train_summary.json").read_text())["global_step"] == 1
+    assert json.loads((out / "config.json").read_text())["architectures"][0].startswith("Qwen3VL")
+
+    bench = tmp_path / "bench"
+    shutil.copytree(RECIPE.parent, bench, ignore=shutil.ignore_patterns("demo_model", "other_model", "*.py", "*.yaml"))
+    res = invoke(["generate", out, bench, "--candidate", "c", "--max-new-tokens", "4", "--longest-side", "112", "-q"])
+    assert res.exit_code == 0, res.output
+    assert len(list((bench / "c").rglob("*.md"))) == 4
+
+    case = tmp_path / "prepared"
+    shutil.copytree(prepared, case)
+    res = invoke(["curate", case, "--model", out, "--samples", "2", "--config", RECIPE, "-q"])
+    assert res.exit_code in (0, 1), res.output  # 1: no page kept (a one-step random model may agree with itself)
+    assert len((case / "difficulty.jsonl").read_text().splitlines()) == 3
+
+    processor, budget = load_processor(str(out)), folder_budget(out)
+    assert budget.factor == 32
+    from olmocr_rl.prepared import read_split
+
+    row = read_split(prepared, "train")[0]
+    text = processor.apply_chat_template(row_conversation(row), add_generation_prompt=True, tokenize=False)
+    ids = processor(text=[text], images=[Image.new("RGB", (row["width"], row["height"]))])["input_ids"][0]
+    assert list(ids).count(processor.image_token_id) == budget.tokens(row["width"], row["height"])

@@ -80,6 +80,12 @@ class RecordingLLM:
     def reset_prefix_cache(self):
         pass
 
+    def sleep(self, level=1):  # sleep mode (vllm_enable_sleep_mode)
+        self.calls.append(("sleep", {"level": level}))
+
+    def wake_up(self, tags=None):
+        self.calls.append(("wake_up", {"tags": tags}))
+
     def generate(self, prompts, sampling_params=None, use_tqdm=False):
         self.calls.append(("generate", {"prompts": prompts, "sampling": sampling_params.kwargs}))
         ids = self.tokenizer(COMPLETION, add_special_tokens=False)["input_ids"] + [self.tokenizer.convert_tokens_to_ids("<|im_end|>")]
@@ -112,6 +118,46 @@ def _sent(mode: str) -> tuple[list, list, dict]:
 
 
 V4 = "Stand-in of olmOCR 2's instruction: transcribe the page."
+
+
+def stand_in_vllm(monkeypatch, tokenizer) -> None:
+    """trl's vLLM boundary answered by the recording stand-ins (no vLLM, no CUDA here)."""
+    import trl.generation.vllm_generation as vllm_generation
+
+    preflight = importlib.import_module("olmocr_rl.train.preflight")
+    monkeypatch.setattr(preflight, "vllm_problems", lambda cuda, mode="colocate": [])
+    monkeypatch.setattr(vllm_generation, "is_vllm_available", lambda *a, **k: True)
+    monkeypatch.setattr(vllm_generation, "VLLMClient", RecordingClient)
+    monkeypatch.setattr(vllm_generation, "LLM", RecordingLLM, raising=False)
+    monkeypatch.setattr(vllm_generation, "SamplingParams", RecordingSamplingParams, raising=False)
+    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        # Colocate mode sets them for vLLM. setenv first: delenv of an unset variable records
+        # nothing, and the test's values would outlive it.
+        monkeypatch.setenv(var, "0")
+        monkeypatch.delenv(var)
+    RecordingClient.calls, RecordingClient.tokenizer = [], tokenizer
+    RecordingLLM.calls, RecordingLLM.tokenizer = [], tokenizer
+
+
+def test_sleep_mode_pushes_the_weights_every_generation_round(prepared, tiny_model, tmp_path, monkeypatch):
+    """Colocated vLLM with sleep mode: trl discards the engine's weights after every generate call
+    (sleep level 2) and pushes them again before the next (trl generation/vllm_generation.py), so
+    online filtering's added rounds each cost a full weight push, as the plan says
+    (olmocr_rl/train/memory.py `weight_pushes`). Every completion the stand-in returns is the same,
+    so no group is kept and every round allowed runs."""
+    from olmocr_rl.modeling import load_processor
+    from olmocr_rl.train.memory import weight_pushes
+    from olmocr_rl.train.shape import read_shape
+    from olmocr_rl.train.worker import run
+
+    stand_in_vllm(monkeypatch, load_processor(str(tiny_model)).tokenizer)
+    cfg = cfg_for(prepared, tiny_model, tmp_path / "run", "use_vllm=true", "vllm_mode=colocate", "vllm_enable_sleep_mode=true",
+                  "filter_groups=true", "filter_extra_rounds=2", "max_steps=1", "save_steps=0", "eval_split=none", "final_outputs=none")  # fmt: skip
+    assert run(cfg, final_outputs=False)["global_step"] == 1
+    calls = [name if name != "wake_up" else f"wake_up {c['tags']}" for name, c in RecordingLLM.calls if name != "load_weights"]
+    pushes = calls.count("wake_up ['weights']")
+    assert calls.count("generate") == 3 and pushes == 3 and calls.count("sleep") >= 3, calls
+    assert f"up to {pushes} weight push(es) per generation batch" in weight_pushes(cfg, read_shape(str(tiny_model)), None)
 
 
 @pytest.mark.parametrize("mode", ["server", "colocate"])

@@ -9,6 +9,7 @@ CPU attention needs heads of at least 32).
 * `olmocr-rl train` in colocate mode through the real worker: completions sampled by the engine
   without placeholders, the weights moved and pushed into the engine before each generation; and
   with online group filtering, a generate call a round and one weight push a step;
+* a tiny Qwen3-VL through `generate --engine vllm` and `curate --engine vllm`;
 * the `--vllm-gpus` server as `train` starts it: `vllm serve` with trl's flags and ours, healthy,
   the trainer's processor bounds applied to images, generation through trl's client without
   placeholders, and nothing left running after the stop.
@@ -387,6 +388,40 @@ def test_curate_with_the_vllm_engine(tiny32, tmp_path):
     assert records[SOMETIMES]["std"] > 0, records[SOMETIMES]["rewards"]
     assert proc.returncode == 0 and "kept 1 of 3 train pages" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert [r["pdf"] for r in read_split(case, "curated")] == [SOMETIMES]
+
+
+def test_a_qwen3_vl_generates_and_curates_with_the_vllm_engine(tmp_path):
+    """The tiny Qwen3-VL (32-pixel image tokens, per-head q/k norms; its 32-wide-head variant) through
+    `generate --engine vllm` and `curate --engine vllm`: the engine's context sized by the one
+    image-token function (olmocr_rl/engines.py `longest_prompt`), every page written, every page
+    sampled. (The mixture-of-experts variant is not run here: whether vLLM's CPU build runs its
+    fused experts is not established; GPU only.)"""
+    from test_curate import make_case
+
+    from olmocr_rl.curate import read_records
+
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        from tiny_vlm import build_tiny_vlm
+    finally:
+        sys.path.remove(str(FIXTURES))
+    model = build_tiny_vlm(tmp_path / "qwen3", "qwen3_vl", head_dim=32)
+    bench = tmp_path / "bench"
+    shutil.copytree(FIXTURES, bench, ignore=shutil.ignore_patterns("demo_model", "other_model", "*.py", "*.yaml"))
+    cmd = [sys.executable, "-m", "olmocr_rl.cli", "generate", str(model), str(bench), "--engine", "vllm", "--candidate", "q3",
+           "--max-new-tokens", "16", "--longest-side", "112", "--quiet"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    summary = json.loads((bench / "q3" / "_generate.json").read_text())
+    assert summary["errors"] == [] and summary["written"] == 4
+    case = make_case(tmp_path / "case")
+    cmd = [sys.executable, "-m", "olmocr_rl.cli", "curate", str(case), "--model", str(model), "--engine", "vllm", "--samples", "2",
+           "--config", str(FIXTURES / "tiny_grpo.yaml"), "-q"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    records = [r for _, r in read_records(case / "difficulty.jsonl")[0]]
+    assert len(records) == 3 and all(r["engine"] == "vllm" and len(r["rewards"]) == 2 for r in records), (
+        proc.stdout[-3000:] + proc.stderr[-3000:]
+    )
 
 
 def test_curate_stopped_by_sigterm_leaves_no_engine_process(tiny32, tmp_path):

@@ -64,7 +64,11 @@ MainProcessPortOption = Annotated[
 WorkersOption = Annotated[
     int,
     typer.Option(
-        "--num-processes", min=1, help="Workers in all (every machine): one per GPU, or per --tensor-parallel group. 1: this process."
+        "--num-processes",
+        min=1,
+        help="Workers in all (every machine): one per GPU, or per --tensor-parallel group. 1: this process. Each page is seeded "
+        "by itself: on the CPU the output does not depend on the number of workers; on a GPU vLLM's logits move with its batches, "
+        "so samples are equally likely, not identical.",
     ),
 ]
 TensorParallelOption = Annotated[

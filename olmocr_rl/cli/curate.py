@@ -71,7 +71,7 @@ def curate_command(
 
     from olmocr_rl.curate import CurateJob, KeepRule, file_model, run_job
     from olmocr_rl.engines import engine_kind
-    from olmocr_rl.launch.pages import Workers
+    from olmocr_rl.launch.pages import Workers, vllm_port_problem
     from olmocr_rl.model_ref import resolve_model
     from olmocr_rl.prepared import read_manifest
     from olmocr_rl.prompts import resolve_prompt
@@ -80,6 +80,8 @@ def curate_command(
 
     engine_kind(engine, tensor_parallel)  # a name the table knows, and an engine that spans GPUs if asked to, before anything is read
     workers = Workers(num_processes, num_machines, machine_rank, main_process_ip, main_process_port, tensor_parallel)
+    if port := vllm_port_problem(workers, engine):
+        fail(port)
     path = output or prepared_dir / "difficulty.jsonl"
     try:
         read_manifest(prepared_dir)  # a prepared folder, before anything else is read or written

@@ -44,9 +44,18 @@ def prepare_command(
     prompt_file: Annotated[
         Optional[Path], typer.Option("--prompt-file", help="UTF-8 file with the exact instruction your checkpoint was trained with.")
     ] = None,
+    processor: Annotated[
+        Optional[str],
+        typer.Option(
+            "--processor",
+            help="Report the image tokens this model's processor makes of the pages (a model folder or hub id; default: "
+            "Qwen2.5-VL's). Only a report: train, curate and generate compute them for their own model and max_pixels.",
+        ),
+    ] = None,
     patch_size: Annotated[
-        int, typer.Option("--patch-size", min=1, help="Pixels per image token side for the estimate (Qwen2.5-VL: 28).")
-    ] = 28,
+        Optional[int],
+        typer.Option("--patch-size", min=1, help="Deprecated (use --processor): pixels per image token side for the report's estimate."),
+    ] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit with status 1 if any problem was found.")] = False,
     quiet: QuietOption = False,
 ) -> int:
@@ -57,6 +66,10 @@ def prepare_command(
     if prompt and prompt_file:
         fail("give --prompt or --prompt-file, not both")
     chosen = resolve_prompt(prompt, prompt_file)
+    if patch_size is not None:
+        echo("warning: --patch-size is deprecated: the prepared rows keep each page's size, and train, curate and generate "
+             "compute its image tokens for their model's own processor and max_pixels; --processor MODEL reports them for a model",
+             err=True)  # fmt: skip
     options = PrepareOptions(
         longest_side=longest_side,
         jsonl_filter=jsonl_filter,
@@ -70,6 +83,7 @@ def prepare_command(
         prompt_file=str(prompt_file) if prompt_file else None,
         prompt_name=chosen.name,
         prompt_layout=chosen.layout,
+        processor=processor,
         patch_size=patch_size,
     )
     result = run_prepare(bench_dir, out_dir, options, progress=not quiet)
@@ -105,7 +119,8 @@ def print_report(result: "PrepareResult", console: Any = None) -> None:
         ("eval pages (PDFs)", f"{s['pages_eval']} ({s['pdfs_eval']})"),
         ("rendered now / reused", f"{result.rendered} / {pages - result.rendered}"),
         (
-            f"image tokens (patch {r.image_tokens['patch_size']}) min/mean/max",
+            f"image tokens ({r.image_tokens['patch_size'] * r.image_tokens['merge_size']} px a token, estimate for "
+            f"{r.image_tokens['estimate_for']}) min/mean/max",
             f"{r.image_tokens['min']} / {r.image_tokens['mean']} / {r.image_tokens['max']}",
         ),
         ("reference outputs", references),

@@ -11,8 +11,11 @@ does, so a second curate on the file is refused; it appends the parts a killed j
 the file before anything else (their pages are done), leaves out the pages already there, splits
 the rest (olmocr_rl/launch/pages.py `deal`) and starts the workers. Each worker samples its pages as
 the single process samples them (olmocr_rl/curate/sampling.py `score_pages`; each page's samples
-seeded by the run's seed and the page), so the records do not depend on the number of workers
-(their timing fields and their order in the file aside). When the workers end (done, failed or
+seeded by the run's seed and the page): on the CPU the records do not depend on the number of
+workers (their timing fields and their order in the file aside; tested). On a GPU the seeds still
+fix each sample's random draws, not the logits they are drawn from: vLLM batches requests
+continuously and its kernels' results move with the batch, so a sample can part where two tokens
+are nearly tied, on one worker or eight alike (olmocr_rl/engines.py, "what is reproducible"). When the workers end (done, failed or
 stopped) the parts are appended to the difficulty file, one line per page, and removed: a page is in
 the file once, whoever sampled it, and a worker's unfinished pages are sampled by the next run.
 """

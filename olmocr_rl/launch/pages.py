@@ -19,7 +19,10 @@ generate: its pages' files, written whole) and its progress; the command on mach
 parts into the one output a single process writes once every worker has finished (or stopped), and
 merges a killed job's parts at the start of the next run, so a killed worker loses only its
 unfinished pages. Seeds are per page (olmocr_rl/engines.py `sample_seed`): the split changes who
-generates a page, never what it gets.
+generates a page, never the random draws its samples get; on the CPU never what it gets either
+(tested), on a GPU the logits those draws apply to can move with what else the engine batches
+(olmocr_rl/engines.py, "what is reproducible"). A user's VLLM_PORT would be every engine's port on
+a machine: refused when a machine runs more than one vLLM worker (`vllm_port_problem`).
 """
 
 from __future__ import annotations
@@ -105,6 +108,17 @@ class Workers:
                          + f" (this machine: {','.join(gpus) or 'none'})")  # fmt: skip
         lines.append(f"pages per worker: {', '.join(map(str, shares))}")
         return lines
+
+
+def vllm_port_problem(workers: Workers, engine: str, env: dict[str, str] | None = None) -> str | None:
+    """Why a user-set `VLLM_PORT` cannot serve this job, or None: vLLM starts its internal
+    communication from that port, so the engines of two workers on one machine would meet on it and
+    the second fail to bind (each engine finds free ports when it is unset)."""
+    port = (os.environ if env is None else env).get("VLLM_PORT")
+    if not port or engine != "vllm" or workers.per_machine < 2:
+        return None
+    return (f"VLLM_PORT={port} is set: the {workers.per_machine} vLLM workers of a machine would all start from that port and "
+            "collide; unset it (each engine then finds free ports of its own), or run one worker per machine")  # fmt: skip
 
 
 def machine_gpus() -> list[str] | None:

@@ -10,9 +10,14 @@ every gradient_accumulation_steps of them (`set_initial_training_values`, roundi
 when set, is what runs (if any micro-step exists at all).
 
 Checkpoints, as transformers and DeepSpeed write them: the weights in the dtype they train in
-(float32 without DeepSpeed, 16-bit under it), the optimizer (AdamW's two float32 moments, plus
-DeepSpeed's float32 master weights and its own 16-bit copy of the model), and the model folder's
-other files (tokenizer, processor, configs); LoRA: the float32 adapter and its moments. The Trainer
+(float32 without DeepSpeed, 16-bit under it with bf16: transformers' model.safetensors, whole under ZeRO-3 too,
+where our preset gathers it: `stage3_gather_16bit_weights_on_model_save`), the optimizer (AdamW's two
+float32 moments, plus DeepSpeed's float32 master weights, in `*_optim_states.pt`), DeepSpeed's
+module state (`*model_states.pt`: under ZeRO-1/2 its own 16-bit copy of the model, under ZeRO-3 the
+partitioned parameters' empty placeholders, engine.py `_save_checkpoint` / `module_state_dict`: 16
+bytes a parameter under ZeRO-1/2 with bf16, 14 under ZeRO-3; 20 and 16 on a float32 run), and the
+model folder's other files (tokenizer,
+processor, configs); LoRA: the float32 adapter and its moments. The Trainer
 saves every save_steps and always at the last step, and writes a new checkpoint before it deletes
 the oldest (trainer.py `_save_checkpoint`, then `_rotate_checkpoints`), so save_total_limit + 1 are on
 disk at once; the final model is saved beside them.
@@ -56,23 +61,34 @@ def training_steps(cfg: TrainConfig, train_pages: int, world_size: int) -> int:
     return math.ceil(cfg.num_train_epochs * per_epoch)
 
 
+def saved_weight_bytes(cfg: TrainConfig, *, deepspeed: bool) -> int:
+    """Bytes a weight takes in a saved model: float32 without DeepSpeed (the weights train in float32),
+    DeepSpeed's dtype under it: 16-bit with bf16 (unresolved: planned for a GPU, where it is on),
+    float32 on a float32 run."""
+    return 2 if deepspeed and cfg.bf16 is not False else 4
+
+
 def model_bytes(cfg: TrainConfig, shape: ModelShape, *, deepspeed: bool) -> int:
-    """The trained model as `save_model` writes it: float32 without DeepSpeed, 16-bit under it
-    (what each checkpoint holds, and the final model); a LoRA adapter in float32."""
+    """The trained model as `save_model` writes it: float32 without DeepSpeed, DeepSpeed's dtype
+    under it (what each checkpoint holds, and the final model); a LoRA adapter in float32."""
     if cfg.lora:
         return 4 * shape.lora_params(list(cfg.lora_target_modules), cfg.lora_r)
-    return shape.params * (2 if deepspeed else 4)
+    return shape.params * saved_weight_bytes(cfg, deepspeed=deepspeed)
 
 
-def checkpoint_bytes(cfg: TrainConfig, shape: ModelShape, *, deepspeed: bool) -> int:
-    """One checkpoint-N folder: the model, the optimizer state, the processor and config files."""
+def checkpoint_bytes(cfg: TrainConfig, shape: ModelShape, *, deepspeed: bool, zero: int | None = None) -> int:
+    """One checkpoint-N folder: the model, the optimizer state, the processor and config files
+    (`zero`: the ZeRO stage, None for 1 or 2 when `deepspeed`)."""
     if cfg.lora:
         trained = shape.lora_params(list(cfg.lora_target_modules), cfg.lora_r)
         optimizer = 8 * trained
-    else:
+    elif deepspeed:
+        # float32 master weights + moments (12, `*_optim_states.pt`) and, under ZeRO-1/2, DeepSpeed's
+        # own copy of the module in its dtype (`mp_rank_00_model_states.pt`; ZeRO-3's holds placeholders).
         trained = shape.params
-        # DeepSpeed: float32 master weights + moments (12) and its 16-bit module copy (2).
-        optimizer = trained * (14 if deepspeed else 8)
+        optimizer = trained * (12 + (0 if zero == 3 else saved_weight_bytes(cfg, deepspeed=True)))
+    else:
+        optimizer = 8 * shape.params
     return model_bytes(cfg, shape, deepspeed=deepspeed) + optimizer + shape.other_file_bytes
 
 
@@ -148,18 +164,21 @@ class Budget:
 
 
 def estimate(
-    cfg: TrainConfig, world_size: int, train_pages: int, eval_pages: int, *, deepspeed: bool, shape: ModelShape | None = None
-) -> Budget:
+    cfg: TrainConfig, world_size: int, train_pages: int, eval_pages: int, *, deepspeed: bool, shape: ModelShape | None = None,
+    zero: int | None = None, fetch: bool = True,
+) -> Budget:  # fmt: skip
+    """The run's steps, checkpoints and evaluations (`fetch`: a hub id's files may be read from the
+    hub, olmocr_rl/train/shape.py; a training rank reads the cache only)."""
     steps = training_steps(cfg, train_pages, world_size)
     unknown = None
     if shape is None:
         try:
-            shape = read_shape(cfg.model)
+            shape = read_shape(cfg.model, fetch=fetch)
         except ShapeUnknown as e:
             unknown = str(e)
     ckpt = final = None
     if shape is not None:
-        ckpt = checkpoint_bytes(cfg, shape, deepspeed=deepspeed) / 1e9
+        ckpt = checkpoint_bytes(cfg, shape, deepspeed=deepspeed, zero=zero) / 1e9
         final = (model_bytes(cfg, shape, deepspeed=deepspeed) + shape.other_file_bytes) / 1e9
     free = free_bytes(cfg.output_dir)
     # Each optimizer step trains on per_device x world x accumulation completions; num_iterations reuses them.

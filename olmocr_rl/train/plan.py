@@ -215,39 +215,45 @@ class Plan:
         cfg, inputs = self.cfg, self.inputs
         train = len(inputs.train_rows[: cfg.max_train_pages]) if inputs is not None else 0
         evaluated = len(inputs.eval_rows[: cfg.max_eval_pages]) if inputs is not None else 0
-        return estimate(cfg, self.world_size, train, evaluated, deepspeed=self.options.zero is not None)
+        return estimate(cfg, self.world_size, train, evaluated, deepspeed=self.options.zero is not None, zero=self.options.zero)
 
     def memory_estimate(self) -> MemoryPlan:
-        """The estimate per training GPU (olmocr_rl/train/memory.py) with what it was made of, or
-        why there is none; and what vLLM takes of a server GPU."""
+        """The estimate per training GPU (olmocr_rl/train/memory.py) with what it was made of (what was
+        read of the model, the image tokens of its largest page: olmocr_rl/image_tokens.py), or why
+        there is none; and what vLLM takes of a server GPU."""
         from olmocr_rl.train import memory
         from olmocr_rl.train.preflight import Context, plan_layout
         from olmocr_rl.train.shape import ShapeUnknown, read_shape
 
         target, cfg = self.target, self.cfg
+        rows = self.inputs.train_rows[: cfg.max_train_pages] if self.inputs is not None else []
         if target is None or not target.gpus or self.inputs is None:
-            return MemoryPlan(why="a CPU plan (give --gpus N --gpu-memory GIB to plan a GPU node)", cpu=True)
+            return MemoryPlan(why="a CPU plan (give --gpus N --gpu-memory GIB to plan a GPU node)", cpu=True,
+                              read=tuple(image_lines(cfg, None, rows)))  # fmt: skip
         try:
             shape = read_shape(str(cfg.model))
         except ShapeUnknown as e:
-            return MemoryPlan(why=str(e))
+            return MemoryPlan(why=str(e), read=tuple(image_lines(cfg, None, rows)))
+        read = (f"model: {shape.source}", *image_lines(cfg, shape, rows))
         ctx = Context(cfg, self.world_size, self.inputs, self.options.zero is not None, True, zero=self.options.zero, target=target,
                       vllm_server=self.split is not None)  # fmt: skip
         layout = plan_layout(ctx)
-        tokens = memory.tokens_of(cfg, self.inputs.train_rows[: cfg.max_train_pages])
+        tokens = memory.tokens_of(cfg, rows, memory.planning_budget(cfg, shape)[0])
         est = memory.estimate_memory(cfg, shape, layout, tokens)
         server = None
         if self.split is not None and target.gpu_bytes:
             share, weights = memory.server_share(cfg, shape, target.gpu_bytes, self.split.tensor_parallel)
             server = (f"vLLM takes {memory.gib(share)} of {memory.gib(target.gpu_bytes)} (vllm_server_gpu_memory_utilization="
                       f"{cfg.vllm_server_gpu_memory_utilization:g}): 16-bit weights {memory.gib(weights)}, the rest KV cache")  # fmt: skip
-        return MemoryPlan(est, shape=shape, layout=layout, tokens=tokens, server=server)
+        return MemoryPlan(est, shape=shape, layout=layout, tokens=tokens, server=server, read=read,
+                          pushes=memory.weight_pushes(cfg, shape, layout.zero))  # fmt: skip
 
     def _memory_lines(self, plan: MemoryPlan | None = None) -> list[str]:
         """The estimate per training GPU, by component (olmocr_rl/train/memory.py)."""
         plan = plan or self.memory_estimate()
         target = self.target
         lines = [target.describe()] if target is not None else []
+        lines += plan.read
         if plan.cpu:
             return lines + ["memory: not estimated for a CPU plan (give --gpus N --gpu-memory GIB to plan a GPU node)"]
         if plan.estimate is None:
@@ -257,6 +263,8 @@ class Plan:
         lines.append(f"memory per training GPU (estimate; {shape.params / 1e9:.2f} B parameters, {layout.world} ranks, {zero}, "
                      f"{'bf16' if layout.bf16 else 'float32'}, longest sequence {plan.tokens.sequence:,} tokens):")  # fmt: skip
         lines += plan.estimate.lines()
+        if plan.pushes is not None:
+            lines.append(plan.pushes)
         if plan.server is not None:
             lines.append(f"memory per server GPU: {plan.server}")
         return lines
@@ -274,6 +282,8 @@ class MemoryPlan:
     tokens: Any = None
     server: str | None = None
     cpu: bool = False  # no GPU planned for
+    read: tuple[str, ...] = ()  # what was read of the model, and the image tokens of the largest page
+    pushes: str | None = None  # colocated vLLM with sleep mode: the weight pushes per generation batch
 
 
 def write_config(plan: Plan) -> Path:
@@ -289,6 +299,20 @@ def write_config(plan: Plan) -> Path:
     path = Path(tempfile.gettempdir()) / f"olmocr-rl-plan-{hashlib.sha1(text.encode()).hexdigest()[:12]}.json"
     write_text(path, text)
     return path
+
+
+def image_lines(cfg: TrainConfig, shape: Any, rows: list[dict]) -> list[str]:
+    """The image tokens of the largest page under the model's processor and the run's max_pixels."""
+    from olmocr_rl.image_tokens import row_tokens
+    from olmocr_rl.train.memory import planning_budget
+
+    budget, assumed = planning_budget(cfg, shape)
+    sized = [(row_tokens(r, budget), int(r.get("width") or 0), int(r.get("height") or 0)) for r in rows]
+    if not sized:
+        return [f"image tokens: {budget.describe()}" + (f"; {assumed}" if assumed else "")]
+    n, w, h = max(sized)
+    page = f" ({w}x{h} px)" if w and h else ""
+    return [f"image tokens: {n:,} for the largest page{page}, {budget.describe()}" + (f"; {assumed}" if assumed else "")]
 
 
 def prompt_line(cfg: TrainConfig) -> str:

@@ -215,7 +215,9 @@ def check_disk(ctx: Context) -> list[Problem]:
 
     cfg = ctx.cfg
     evaluated = ctx.eval_rows[: cfg.max_eval_pages] if cfg.max_eval_pages is not None else ctx.eval_rows
-    budget = estimate(cfg, ctx.world_size, len(ctx.train_rows), len(evaluated), deepspeed=ctx.deepspeed)
+    # Only the command that plans reads a hub id's files from the hub; its ranks (no target) read the cache.
+    budget = estimate(cfg, ctx.world_size, len(ctx.train_rows), len(evaluated), deepspeed=ctx.deepspeed, zero=ctx.zero,
+                      fetch=ctx.target is not None)  # fmt: skip
     if budget.disk_gb is None or budget.free_gb is None or budget.disk_gb <= budget.free_gb:
         return []
     return [
@@ -272,7 +274,7 @@ def check_memory(ctx: Context) -> list[Problem]:
                                f"the server's share of its GPU ({memory.gib(share)}) cannot hold the 16-bit weights ({memory.gib(weights)})",
                                "raise vllm_server_gpu_memory_utilization, or give the server more GPUs (--vllm-gpus) for tensor parallelism"))  # fmt: skip
     layout = plan_layout(ctx)
-    tokens = memory.tokens_of(cfg, ctx.train_rows)
+    tokens = memory.tokens_of(cfg, ctx.train_rows, memory.planning_budget(cfg, shape)[0])
     est = memory.estimate_memory(cfg, shape, layout, tokens)
     if est.usable is None or not est.near_edge():
         return out
@@ -374,7 +376,10 @@ def check_rewards(ctx: Context) -> list[Problem]:
 
 
 def check_prompt(ctx: Context) -> list[Problem]:
-    """The run's instruction can be had, and every page's prompt (image + instruction) fits."""
+    """The run's instruction can be had, and every page's prompt (image + instruction) fits: its
+    image tokens from the page's size under the model's own processor and the run's max_pixels
+    (olmocr_rl/image_tokens.py), not a budget baked into the prepared rows."""
+    from olmocr_rl.image_tokens import model_budget, row_tokens
     from olmocr_rl.train.memory import estimate_prompt_tokens
 
     cfg, out = ctx.cfg, []
@@ -386,11 +391,12 @@ def check_prompt(ctx: Context) -> list[Problem]:
             prompt_text = resolve_prompt(cfg.prompt).text
         except PromptError as e:
             out.append(Problem("prompt", str(e), "install it as said, or drop `prompt` (each prepared page's own instruction is used)"))
+    budget, assumed = model_budget(str(cfg.model), cfg.max_pixels)
     over = []
     for r in ctx.train_rows + ctx.eval_rows:
-        if "image_tokens" not in r:
+        if not (r.get("width") and r.get("height")) and "image_tokens" not in r:
             continue
-        n = estimate_prompt_tokens(prompt_text or str(r["prompt"]), int(r["image_tokens"]))
+        n = estimate_prompt_tokens(prompt_text or str(r["prompt"]), row_tokens(r, budget))
         if n > cfg.max_prompt_tokens:
             over.append((n, f"{r['pdf']} page {r['page']}"))
     if over:
@@ -399,8 +405,10 @@ def check_prompt(ctx: Context) -> list[Problem]:
             Problem(
                 "max_prompt_tokens",
                 f"{len(over)} page(s) need more than max_prompt_tokens={cfg.max_prompt_tokens} prompt tokens "
-                f"(worst: {worst[1]}, about {worst[0]} = image + instruction)",
-                f"re-run prepare with a smaller --target-longest-image-dim, or raise max_prompt_tokens to {worst[0]}",
+                f"(worst: {worst[1]}, about {worst[0]} = image + instruction; image tokens at {budget.describe()}"
+                + (f"; {assumed}" if assumed else "")
+                + ")",
+                f"set max_pixels lower, re-run prepare with a smaller --target-longest-image-dim, or raise max_prompt_tokens to {worst[0]}",
             )
         )
     return out
@@ -421,6 +429,14 @@ def check_generation(ctx: Context) -> list[Problem]:
                 "vllm_tensor_parallel_size",
                 f"colocated vLLM with tensor parallel {tp} does not divide the {world} training processes",
                 f"set vllm_tensor_parallel_size to a divisor of {world}, or use vllm_mode=server",
+            )
+        )
+    if cfg.vllm_mode == "colocate" and world > 1 and (port := os.environ.get("VLLM_PORT")):
+        out.append(
+            Problem(
+                "use_vllm",
+                f"VLLM_PORT={port} is set: every rank's colocated vLLM engine on a machine would start from that port and collide",
+                "unset VLLM_PORT (each engine then finds free ports of its own)",
             )
         )
     if cfg.vllm_mode == "server" and not cfg.vllm_server_base_url and cfg.vllm_server_host == "0.0.0.0":

@@ -13,6 +13,7 @@ import yaml
 
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.launch.launchers import (
+    LaunchOptions,
     accelerate_argv,
     ddp_config_file,
     deepspeed_config_file,
@@ -25,9 +26,9 @@ from olmocr_rl.train.rank import ENTRY_MODULE, rank_program
 PREP = Path("/data/prep")
 
 
-def build_launch_argv(prepared, config, **kw):
+def build_launch_argv(prepared, config, *, mixed_precision="no", devices=None, **launch):
     """accelerate's command for the training ranks, as `olmocr-rl train` builds it."""
-    return accelerate_argv(rank_program(prepared, config), **kw)
+    return accelerate_argv(rank_program(prepared, config), LaunchOptions(**launch), mixed_precision=mixed_precision, devices=devices)
 
 
 def _flag(argv: list[str], name: str) -> str:
@@ -137,8 +138,8 @@ def test_deepspeed_argv(tmp_path):
 
     cfg = tmp_path / "train_config.json"
 
-    def build_deepspeed_argv(prepared, config, *, zero, **kw):
-        return deepspeed_argv(rank_program(prepared, config, zero), zero=zero, **kw)
+    def build_deepspeed_argv(prepared, config, *, zero, devices=None, **launch):
+        return deepspeed_argv(rank_program(prepared, config, zero), LaunchOptions(zero=zero, **launch), devices=devices)
 
     argv = build_deepspeed_argv(PREP, cfg, num_processes=4, zero=2, main_process_port=29611)
     assert argv[:3] == [sys.executable, "-m", "deepspeed.launcher.runner"]
@@ -146,7 +147,7 @@ def test_deepspeed_argv(tmp_path):
     # The same entry point and argv form as accelerate's ranks, with the stage of the JSON preset.
     assert argv[argv.index("--module") + 1 :] == [ENTRY_MODULE, str(PREP), "--config", str(cfg.resolve()), "--zero", "2"]
     # Chosen GPUs (the training share of a --vllm-gpus split): --include, not --num_gpus.
-    argv = build_deepspeed_argv(PREP, cfg, num_processes=3, zero=3, gpus=["0", "1", "2"])
+    argv = build_deepspeed_argv(PREP, cfg, num_processes=3, zero=3, devices=["0", "1", "2"])
     assert _flag(argv, "--include") == "localhost:0,1,2" and "--num_gpus" not in argv
     assert int(_flag(argv, "--master_port")) > 0  # a free port, not 0: the launcher needs a real one
     # Several machines: the hostfile names them; the launcher starts every node.
@@ -158,9 +159,9 @@ def test_deepspeed_argv(tmp_path):
     with pytest.raises(ConfigError, match="give --zero 1, 2 or 3"):
         build_deepspeed_argv(PREP, cfg, num_processes=2, zero=None)
     with pytest.raises(ConfigError, match="--hostfile is for --launcher deepspeed"):
-        launcher_argv("accelerate", rank_program(PREP, cfg), num_processes=2, zero=2, hostfile="hosts")
-    with pytest.raises(ConfigError, match="--launcher must be accelerate or deepspeed"):
-        launcher_argv("torchrun", rank_program(PREP, cfg), num_processes=2, zero=2)
+        launcher_argv(rank_program(PREP, cfg), LaunchOptions(num_processes=2, zero=2, hostfile="hosts"))
+    with pytest.raises(ConfigError, match="--launcher 'torchrun': choose accelerate or deepspeed"):
+        LaunchOptions(launcher="torchrun", num_processes=2, zero=2)
 
 
 def test_a_deepspeed_launcher_rank_exports_what_accelerate_would(monkeypatch):

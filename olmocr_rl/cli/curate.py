@@ -71,13 +71,16 @@ def curate_command(
 
     from olmocr_rl.curate import CurateJob, KeepRule, file_model, run_job
     from olmocr_rl.engines import engine_kind
+    from olmocr_rl.launch.launchers import LaunchOptions
     from olmocr_rl.launch.pages import Workers
     from olmocr_rl.prepared import read_manifest
     from olmocr_rl.prompts import resolve_prompt
     from olmocr_rl.train.config import engine_settings, load_config
 
     engine_kind(engine, tensor_parallel)  # a name the table knows, and an engine that spans GPUs if asked to, before anything is read
-    workers = Workers(num_processes, num_machines, machine_rank, main_process_ip, main_process_port, tensor_parallel)
+    launch = LaunchOptions(num_processes=num_processes, num_machines=num_machines, machine_rank=machine_rank,
+                           main_process_ip=main_process_ip, main_process_port=main_process_port)  # fmt: skip
+    workers = Workers(launch, tensor_parallel=tensor_parallel)
     path = output or prepared_dir / "difficulty.jsonl"
     try:
         read_manifest(prepared_dir)  # a prepared folder, before anything else is read or written

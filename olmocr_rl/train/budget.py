@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olmocr_rl.train.config import TrainConfig
+from olmocr_rl.train.filtering import Cost
 from olmocr_rl.train.shape import ModelShape, ShapeUnknown, read_shape
 
 
@@ -54,6 +55,15 @@ def training_steps(cfg: TrainConfig, train_pages: int, world_size: int) -> int:
         return int(cfg.max_steps)
     per_epoch = math.ceil(micro / cfg.gradient_accumulation_steps)
     return math.ceil(cfg.num_train_epochs * per_epoch)
+
+
+def filter_cost(cfg: TrainConfig, world_size: int) -> Cost | None:
+    """With online filtering (`filter_groups`): the most generation one generation batch can cost
+    (1 + filter_extra_rounds rounds of trl's generation batch); None when off."""
+    if not cfg.filter_groups:
+        return None
+    batch = cfg.per_device_train_batch_size * world_size * (cfg.steps_per_generation or cfg.gradient_accumulation_steps)
+    return Cost(1 + cfg.filter_extra_rounds, batch, batch // max(1, cfg.num_generations or 1))
 
 
 def model_bytes(cfg: TrainConfig, shape: ModelShape, *, deepspeed: bool) -> int:

@@ -55,14 +55,14 @@ def rank_main(cfg: TrainConfig, zero: int | None, *, dry_run: bool = False, echo
     stage the `deepspeed` launcher's ranks are told (accelerate's know it). Returns the exit status."""
     from olmocr_rl.launch.gpus import cuda_available
     from olmocr_rl.launch.launchers import launch_env, shutdown_process_group, use_deepspeed_preset
-    from olmocr_rl.train.config import resolve_precision
+    from olmocr_rl.train.config import resolve
     from olmocr_rl.train.preflight import errors, preflight, run_inputs
     from olmocr_rl.train.worker import run as run_worker
     from olmocr_rl.train.worker import write_final_outputs
 
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     cuda = cuda_available()
-    resolve_precision(cfg, cuda)  # the parent's resolved config has it already; a user's launcher's may not
+    cfg = resolve(cfg, cuda)  # the parent's resolved config has bf16 decided already; a user's launcher's may not
     inputs = run_inputs(cfg)
     problems = preflight(cfg, world, inputs, cuda=cuda, deepspeed=True if zero is not None else None)
     if rank == 0:

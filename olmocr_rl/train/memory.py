@@ -387,10 +387,10 @@ def node_target(gpus: int | None, gpu_memory_gib: float | None, *, cuda_here: bo
 
 
 def trl_has_fused_loss() -> bool:
-    """trl >= 1.15's tiled LM head (`trl.trainer.utils.add_fused_lm_head`)."""
-    from importlib import import_module
+    """trl >= 1.15's tiled LM head (`add_fused_lm_head`, which trl.trainer exports)."""
+    import trl.trainer
 
-    return hasattr(import_module("trl.trainer.utils"), "add_fused_lm_head")
+    return hasattr(trl.trainer, "add_fused_lm_head")
 
 
 # Tokens the chat template adds around one user turn and the generation prompt (Qwen-style), and a

@@ -201,6 +201,45 @@ def test_dry_run_of_a_first_run_shows_the_precision_it_will_launch(tmp_path):
     assert "--mixed_precision no" in next(line for line in res.stdout.splitlines() if line.startswith("command: "))
 
 
+def test_the_plan_is_one_frozen_resolved_value(prepared, tmp_path):
+    """build_plan leaves the config it is given as it was and returns a frozen plan holding the
+    resolved, read-only config (bf16 by the one precision rule; with --vllm-gpus the server's mode
+    and address) and the resolved launch options, which the commands were built from."""
+    from dataclasses import FrozenInstanceError, replace
+
+    from olmocr_rl.train.budget import training_steps
+    from olmocr_rl.train.config import load_config, precision
+    from olmocr_rl.train.plan import build_plan
+
+    cfg = load_config(None, ["num_generations=4", "gradient_accumulation_steps=2", "vllm_server_host=10.9.9.9"],
+                      prepared_dir=str(prepared), model="org/model", output_dir=str(tmp_path / "run"))  # fmt: skip
+    before = cfg.to_dict()
+    # A described node of 3 GPUs, the last serving: 2 training ranks, bf16 (CUDA there), the server on this node.
+    plan = build_plan(cfg, LaunchOptions(vllm_gpus=1, gpus=3, gpu_memory=80.0, main_process_port=29700))
+    assert cfg.to_dict() == before and cfg.bf16 is None and cfg.use_vllm is False
+    r = plan.cfg
+    assert (r.bf16, r.use_vllm, r.vllm_mode, r.vllm_server_host, r.vllm_server_base_url) == (True, True, "server", "127.0.0.1", None)
+    assert r.bf16 == precision(cfg, True) and plan.cuda
+    assert plan.options.num_processes == plan.world_size == 2 and plan.options.main_process_port == 29700
+    assert _flag(plan.launcher_argv, "--num_processes") == "2" and _flag(plan.launcher_argv, "--mixed_precision") == "bf16"
+    assert plan.server_argv is not None and plan.grpo_kwargs["bf16"] is True and plan.grpo_kwargs["vllm_mode"] == "server"
+    assert plan.steps == training_steps(r, len(plan.inputs.train_rows), 2) > 0
+    with pytest.raises(FrozenInstanceError):
+        plan.cfg.bf16 = False
+    with pytest.raises(FrozenInstanceError):
+        plan.cfg.rewards = {}
+    with pytest.raises(FrozenInstanceError):
+        plan.cfg = cfg
+    assert r.rewards is not cfg.rewards and r.trl is not cfg.trl  # its own lists and dicts
+    derived = replace(r, max_steps=3)  # a later stage derives another config, the plan's stays
+    assert derived.max_steps == 3 and r.max_steps != 3
+    # Without CUDA and without --vllm-gpus: bf16 off (asked for: on), the config's own vLLM settings kept.
+    assert build_plan(cfg, LaunchOptions(gpus=0)).cfg.bf16 is False
+    on = load_config(None, ["num_generations=4", "gradient_accumulation_steps=2", "bf16=true"], prepared_dir=str(prepared),
+                     model="org/model", output_dir=str(tmp_path / "run"))  # fmt: skip
+    assert build_plan(on, LaunchOptions(gpus=0)).cfg.bf16 is True and build_plan(on, LaunchOptions(gpus=0)).cfg.use_vllm is False
+
+
 # ---------------------------------------------------------------------------------------------
 # the final outputs: exactly one writer (issue 33, defect 3)
 # ---------------------------------------------------------------------------------------------

@@ -110,8 +110,8 @@ def test_pyproject_bounds_and_the_docs_are_the_window():
     assert sorted(bounds) == ["train", "vllm"]
     assert all(set(b.split(",")) == set(trl_window().split(",")) for b in bounds.values()), (bounds, trl_window())
     assert trl_window() == f">={TRL_READ[0]}.0,<1.{int(TRL_READ[1].split('.')[1]) + 1}"
-    seams = _section(ROOT / "docs" / "development.md", "## trl seams")
-    assert f"trl {TRL_READ[0]} to {TRL_READ[1]}" in seams
+    assert f"trl {TRL_READ[0]} to {TRL_READ[1]}" in _section(ROOT / "docs" / "development.md", "## trl seams")
+    assert f"trl {TRL_READ[0]} to {TRL_READ[1]}" in _section(ROOT / "docs" / "training.md", "## Pre-flight")
 
 
 def _section(path: Path, heading: str) -> str:

@@ -45,7 +45,6 @@ vllm_gpu_memory_utilization of the card, released during the loss with vllm_enab
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -284,10 +283,7 @@ def alternatives(cfg: TrainConfig, layout: Layout, ranks_available: int | None) 
     out: list[tuple[str, TrainConfig, Layout]] = []
 
     def changed(**kw) -> TrainConfig:
-        c = copy.deepcopy(cfg)
-        for k, v in kw.items():
-            setattr(c, k, v)
-        return c
+        return replace(cfg, **kw)  # the plan's config is read-only (config.resolve)
 
     for stage in (1, 2, 3):
         if layout.zero is None or layout.zero < stage:

@@ -30,7 +30,7 @@ from olmocr_rl.launch.launchers import LaunchOptions
 from olmocr_rl.train.config import TrainConfig
 from olmocr_rl.train.data import Inputs
 from olmocr_rl.train.preflight import Problem, errors
-from olmocr_rl.train.rank import CONFIG_FILE
+from olmocr_rl.train.rank import config_file, rank_program
 
 
 class TrainingFailed(UserError):
@@ -68,7 +68,7 @@ class Plan:
 
     @property
     def config_path(self) -> Path:
-        return config_path(self.cfg)
+        return config_file(self.cfg)
 
     @property
     def parent_writes_outputs(self) -> bool:
@@ -163,11 +163,6 @@ class Plan:
         return lines
 
 
-def config_path(cfg: TrainConfig) -> Path:
-    """Where the resolved config is written for the ranks (and for `--resume`, `report`)."""
-    return Path(cfg.output_dir) / CONFIG_FILE
-
-
 def parent_writes_outputs(o: LaunchOptions) -> bool:
     """Whether this process (not rank 0) writes the final outputs of a launched run: always, but
     where the ranks cannot be told (PARENT_ENV) to leave them to it: the `deepspeed` launcher starts
@@ -201,7 +196,6 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
     from olmocr_rl.train.grpo import grpo_kwargs
     from olmocr_rl.train.memory import node_target
     from olmocr_rl.train.preflight import preflight, run_inputs
-    from olmocr_rl.train.rank import rank_program
 
     # The node planned for: this machine, or one described by --gpus/--gpu-memory (a GPU node
     # planned from a machine without GPUs gets what that node will run: bf16, NCCL, its server).
@@ -213,11 +207,16 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
     # Resolved here, so that every rank (and accelerate's mixed precision) agrees.
     cfg = resolve(cfg, cuda, **server_mode)
     o = replace(options, num_processes=num_processes)
-    server = _server_argv(cfg, o, split, target)
+    server = None
+    if split is not None and o.machine_rank == 0:  # the vLLM server (on a node described by --gpus, the one trl builds there)
+        from olmocr_rl.train.vllm_server import server_argv
+
+        bind = "0.0.0.0" if o.num_machines > 1 else "127.0.0.1"
+        server = server_argv(cfg, split, host=bind, port=cfg.vllm_server_port, for_node=target.described)
     distributed = num_processes > 1 or o.zero is not None or o.num_machines > 1 or split is not None or o.launcher == "deepspeed"
     argv = env = None
     if distributed:
-        argv = launcher_argv(rank_program(cfg.prepared_dir, config_path(cfg), o.zero if o.launcher == "deepspeed" else None), o,
+        argv = launcher_argv(rank_program(cfg.prepared_dir, config_file(cfg), o.zero if o.launcher == "deepspeed" else None), o,
                              mixed_precision="bf16" if cfg.bf16 else "no", devices=gpus)  # fmt: skip
         env = launch_env(num_processes // o.num_machines)
         if parent_writes_outputs(o):
@@ -265,17 +264,6 @@ def _placement(cfg: TrainConfig, o: LaunchOptions, target: Any) -> tuple[int, An
     server_mode = {"use_vllm": True, "vllm_mode": "server", "vllm_server_base_url": None,
                    "vllm_server_host": client_host(o.num_machines, o.main_process_ip)}  # fmt: skip
     return per_node * o.num_machines, split, list(split.train), server_mode
-
-
-def _server_argv(cfg: TrainConfig, o: LaunchOptions, split: Any, target: Any) -> list[str] | None:
-    """The vLLM server's command, on machine rank 0 with vllm_gpus (on a node described by --gpus,
-    the one trl builds there)."""
-    if split is None or o.machine_rank != 0:
-        return None
-    from olmocr_rl.train.vllm_server import server_argv
-
-    bind = "0.0.0.0" if o.num_machines > 1 else "127.0.0.1"
-    return server_argv(cfg, split, host=bind, port=cfg.vllm_server_port, for_node=target.described)
 
 
 def execute(plan: Plan, echo: Callable[[str], None] = print) -> dict | None:

@@ -303,11 +303,12 @@ def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = No
     from olmocr_rl.engines import build_engine, transformers_engine
     from olmocr_rl.train.outputs import select_rows, write_outputs
 
+    prompt = run_prompt(cfg)
     settings = engine_settings(cfg, model=cfg.output_dir)
     eval_split = cfg.eval_split if cfg.eval_enabled else ""
     limits = {cfg.train_split: cfg.max_train_pages, eval_split: cfg.max_eval_pages}
     rows = select_rows(cfg.prepared_dir, cfg.final_outputs, cfg.train_split, eval_split, limits)
-    if (prompt := run_prompt(cfg)) is not None:
+    if prompt is not None:
         rows = [{**r, "prompt": prompt.text, "prompt_layout": prompt.layout} for r in rows]
     options = {
         "repeats": cfg.final_output_repeats,

@@ -33,6 +33,7 @@ worst case (`Cost`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -229,17 +230,26 @@ def rank0s(obj: Any) -> Any:
     return box[0]
 
 
-def prompt_key(prompt: Any) -> Any:
-    """A prompt as plain data, an image as its type and size: what a round generated for, compared
-    with what trl builds the trained batch from (olmocr_rl/train/trainer.py), and small enough to
-    move between ranks with the round's outputs."""
-    if isinstance(prompt, dict):
-        return {str(k): prompt_key(v) for k, v in prompt.items()}
-    if isinstance(prompt, (list, tuple)):
-        return [prompt_key(v) for v in prompt]
-    if prompt is None or isinstance(prompt, (str, int, float, bool)):
-        return prompt
-    return f"{type(prompt).__name__}{tuple(getattr(prompt, 'size', ()))}"
+def prompt_keys(prompts: Sequence[Any]) -> list[Any]:
+    """Each prompt as plain data, an image as its type, size and a digest of its pixels: what a
+    round generated for, compared with what trl builds the trained batch from
+    (olmocr_rl/train/trainer.py), and small enough to move between ranks with the round's outputs.
+    An image shared by several prompts (a page's G rows) is digested once."""
+    digests: dict[int, str] = {}
+
+    def key(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {str(k): key(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [key(v) for v in x]
+        if x is None or isinstance(x, (str, int, float, bool)):
+            return x
+        if id(x) not in digests:
+            pixels = x.tobytes() if callable(getattr(x, "tobytes", None)) else repr(x).encode()
+            digests[id(x)] = f"{type(x).__name__}{tuple(getattr(x, 'size', ()))}:{hashlib.sha1(pixels).hexdigest()[:16]}"
+        return digests[id(x)]
+
+    return [key(p) for p in prompts]
 
 
 def same_pages(a: Sequence[dict], b: Sequence[dict]) -> bool:

@@ -49,7 +49,7 @@ from trl import GRPOTrainer
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.train.callbacks import FilterCheckpoint, StepTimer
 from olmocr_rl.train.console import CompletionsTable
-from olmocr_rl.train.filtering import OnlineFilter, Round, Settings, Step, judge, prompt_key, rank0s, same_pages, totals
+from olmocr_rl.train.filtering import OnlineFilter, Round, Settings, Step, judge, prompt_keys, rank0s, same_pages, totals
 from olmocr_rl.train.schema import TRL_READ
 
 # Each method the trainer overrides, with its parameters in every release of the window (read in
@@ -274,8 +274,9 @@ class OlmocrGRPOTrainer(GRPOTrainer):
         for column, values in list(pending.items()):
             extra[column] = values[before.get(column, 0) :]
             del values[before.get(column, 0) :]
+        keys = prompt_keys(prompts)
         records = [
-            {"prompt": prompt_key(prompts[i]), "prompt_ids": prompt_ids[i], "completion_ids": completion_ids[i],
+            {"prompt": keys[i], "prompt_ids": prompt_ids[i], "completion_ids": completion_ids[i],
              "completion": completions[i], "tool_mask": None if tool_mask is None else tool_mask[i],
              "logprobs": None if logprobs is None else logprobs[i], "extra": {c: v[i] for c, v in extra.items() if i < len(v)}}
             for i in range(len(rows))
@@ -312,7 +313,7 @@ class _Replay:
         recs = self.records
         if len(prompts) != len(recs):
             raise RuntimeError(f"online filtering: trl asked for {len(prompts)} completions, the batch has {len(recs)}")
-        if [prompt_key(p) for p in prompts] != [r["prompt"] for r in recs]:
+        if prompt_keys(prompts) != [r["prompt"] for r in recs]:
             raise RuntimeError(
                 f"online filtering: trl builds the trained batch from other prompts than the rounds generated for (the "
                 f"rounds prepare them as trl {WINDOW} does: OlmocrGRPOTrainer._round_prompts)"

@@ -73,10 +73,10 @@ test-vllm: build
 # GPU machine; trl 1.11.0, peft 0.17.0, datasets 4.7.0, deepspeed 0.18.6, ...) in target/lower-env,
 # built from PyPI by scripts/lower_env.py and reused while its pins hold. Only the tests of code whose
 # behaviour moves with those versions (training, resuming, precision, launching, the vLLM boundary,
-# loading and souping checkpoints, online filtering's trl seams, the image tokens against transformers'
-# own processors, a hub plan through huggingface_hub 1.33's requests), one case of each kind, so that
-# build and tests stay under ~7 minutes from scratch (about 2 + 5 on 2 cores; online filtering's
-# five add ~1 min). Left to the newest versions: the full-model
+# loading and souping checkpoints, the trainer's trl seams and online filtering, the image tokens against
+# transformers' own processors, a hub plan through huggingface_hub 1.33's requests), one case of each
+# kind, so that build and tests stay under ~7 minutes from scratch (about 2 + 5 on 2 cores; online
+# filtering's five add ~1 min, tests/test_trainer.py ~15 s). Left to the newest versions: the full-model
 # resume (the LoRA case resumes through the same Trainer code, and test_train's resume runs the full
 # model), ZeRO-2 precision (test_zero2_two_ranks_train_save_and_resume runs DeepSpeed at its floor),
 # test_generate (not training), test_learning (learning curves, not versions), the two-rank resume
@@ -92,7 +92,7 @@ LOWER_TESTS = tests/test_train.py tests/test_vllm_boundary.py tests/test_train_l
 	tests/test_train_distributed.py::test_zero2_two_ranks_train_save_and_resume \
 	'tests/test_memory.py::test_model_states_are_the_real_tensors[one process]' \
 	'tests/test_memory.py::test_model_states_are_the_real_tensors[zero2 beta]' tests/test_plan_estimates.py \
-	tests/test_filtering.py::test_the_trl_seams_it_reads tests/test_filtering.py::test_page_stream_is_trls_order_continued \
+	tests/test_trainer.py tests/test_filtering.py::test_page_stream_is_trls_order_continued \
 	tests/test_filtering.py::test_one_process_trains_the_kept_groups tests/test_filtering.py::test_a_filter_that_keeps_every_group_trains_as_trl \
 	'tests/test_filtering.py::test_vllm_paths_generate_every_round_and_sync_weights_once_a_step[colocate]'
 

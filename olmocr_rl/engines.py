@@ -1,7 +1,7 @@
 """The generation engines, one table (`ENGINES`: name -> builder, one line about it), and ONE builder,
 `build_engine(name, settings, rows)`, that `olmocr-rl generate`, `olmocr-rl curate` and the final
 outputs of `olmocr-rl train` use; the engine trl colocates in each training rank and the server
-`train --vllm-gpus` starts are told the same (`colocated_engine`, `vllm_engine_kwargs`).
+`train --vllm-gpus` starts are told the same (`colocated_llm_kwargs`, `vllm_engine_kwargs`).
 
 `EngineSettings` is what every engine is told, one value per model and config (training's from the
 training config: olmocr_rl/train/config.py `engine_settings`), so that the same model under the same
@@ -42,8 +42,7 @@ config generates the same way whoever asks:
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,7 +160,7 @@ class EngineSettings:
 
 def vllm_engine_kwargs(settings: EngineSettings, *, cuda: bool) -> dict[str, Any]:
     """What a `vllm.LLM` of ours is given besides the model and its context: the seed, the processor
-    bounds and eager mode (trl's colocated engine gets the same through `colocated_engine`)."""
+    bounds and eager mode (trl's colocated engine gets the same through `colocated_llm_kwargs`)."""
     kwargs: dict[str, Any] = {"seed": settings.seed, "enforce_eager": (not cuda) if settings.eager is None else settings.eager,
                               "trust_remote_code": settings.trust_remote_code, "tensor_parallel_size": settings.tensor_parallel}  # fmt: skip
     if bounds := settings.pixel_bounds():
@@ -169,31 +168,19 @@ def vllm_engine_kwargs(settings: EngineSettings, *, cuda: bool) -> dict[str, Any
     return kwargs
 
 
-@contextlib.contextmanager
-def colocated_engine(settings: EngineSettings) -> Iterator[None]:
-    """While trl builds its colocated engine (inside `GRPOTrainer(...)`), the `vllm.LLM` it calls
-    also gets this rank's seed (the same within a tensor-parallel group, as trl requires), our
-    processor bounds and `enforce_eager` when the run asks for it. trl passes a fixed set of
-    arguments and offers no hook for these, so its module's `LLM` name is wrapped for that call only."""
-    from trl.generation import vllm_generation
-
-    original = vllm_generation.LLM
-    bounds = settings.pixel_bounds()
-
-    def llm(*args: Any, **kwargs: Any) -> Any:
-        group = int(kwargs.get("seed", 0))  # trl passes process_index // tensor_parallel_size
-        kwargs["seed"] = rank_seed(settings.seed, group)
-        if bounds:
-            kwargs["mm_processor_kwargs"] = {**(kwargs.get("mm_processor_kwargs") or {}), **bounds}
-        if settings.eager:
-            kwargs["enforce_eager"] = True
-        return original(*args, **kwargs)
-
-    vllm_generation.LLM = llm
-    try:
-        yield
-    finally:
-        vllm_generation.LLM = original
+def colocated_llm_kwargs(settings: EngineSettings, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The `vllm.LLM` arguments trl's colocated engine is built with (`kwargs`, trl's fixed set),
+    with this rank's seed (trl passes process_index // tensor_parallel_size: the same within a
+    tensor-parallel group, as trl requires; here combined with the run's seed), our processor
+    bounds and `enforce_eager` when the run asks for it. olmocr_rl/train/trainer.py hands them to
+    trl (`OlmocrGRPOTrainer.colocated_llm_kwargs`)."""
+    out, bounds = dict(kwargs), settings.pixel_bounds()
+    out["seed"] = rank_seed(settings.seed, int(kwargs.get("seed", 0)))
+    if bounds:
+        out["mm_processor_kwargs"] = {**(kwargs.get("mm_processor_kwargs") or {}), **bounds}
+    if settings.eager:
+        out["enforce_eager"] = True
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -73,6 +73,26 @@ class HubModel:
         return sum(n for name, n in self.sizes.items() if not name.endswith(".safetensors") and not name.startswith("."))
 
 
+def read_headers(files: list[Path]) -> dict[str, tuple[tuple[int, ...], str]]:
+    """name -> (shape, dtype) of every tensor in these safetensors files, from their headers alone
+    (8 bytes of length, then the JSON header); ValueError naming a file that is not one."""
+    import json
+    import struct
+
+    out: dict[str, tuple[tuple[int, ...], str]] = {}
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                (size,) = struct.unpack("<Q", fh.read(8))
+                header = json.loads(fh.read(size))
+        except (OSError, ValueError, struct.error) as e:
+            raise ValueError(f"{f}: not a readable safetensors file ({e})") from None
+        for name, v in header.items():
+            if name != "__metadata__":
+                out[name] = (tuple(int(x) for x in v["shape"]), str(v["dtype"]))
+    return out
+
+
 def is_hub_id(model: str) -> bool:
     """Whether `model` has the form of a hub id (`name` or `owner/name`; huggingface_hub's rule: no
     `--` or `..`, not ending in `.` or `-`). The one rule: olmocr_rl/model_ref.py reads it too."""
@@ -153,10 +173,8 @@ def _from_cache(repo: str, why: str | None) -> HubModel:
             f"{because}the Hugging Face cache ({HF_HUB_CACHE}) lacks {repo}'s {' and '.join(missing)}; fetch only those "
             f"(a few KB, no weights): {fetch_command(repo)}"
         )
-    from olmocr_rl.train.shape import safetensors_headers_of
-
     weights = _cached_weights(repo)
-    tensors = safetensors_headers_of(weights) if weights else None
+    tensors = read_headers(weights) if weights else None
     what = "config.json" + (", the processor config" if len(files) > 1 else "") + (", the weights' headers" if tensors else "")
     note = f"{repo}: {what} from the Hugging Face cache" + (f" ({why})" if why else "")
     if missing:

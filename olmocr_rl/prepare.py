@@ -46,13 +46,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olmocr_rl import paths
 from olmocr_rl.atomic import atomic_write, write_bytes
 from olmocr_rl.errors import UserError
 from olmocr_rl.folder_lock import folder_lock
 from olmocr_rl.image_tokens import ImageBudget
 from olmocr_rl.jsonl import read_jsonl
-from olmocr_rl.paths import is_utf8, shown
+from olmocr_rl.paths import REFERENCE_DIR, is_utf8, shown
+from olmocr_rl.paths import reference_file as reference_name
 from olmocr_rl.prepared import FORMAT, VERSION
 from olmocr_rl.prompts import DEFAULT_PROMPT, IMAGE_FIRST
 
@@ -447,7 +447,7 @@ def prepare(
 def reference_file(root: Path, key: str, page: int) -> Path | None:
     """The page's reference output in a bench folder, where olmOCR's GRPO trainer looks for it
     (olmocr_rl/paths.py, `reference_file`). None when there is none."""
-    rel = paths.reference_file(key, page)
+    rel = reference_name(key, page)
     path = root / rel if rel is not None else None
     return path if path is not None and path.is_file() else None
 
@@ -646,11 +646,11 @@ def _summarize(
         "pdfs_eval": len({r["pdf"] for r in splits["eval"]}),
         "pages_train": len(splits["train"]),
         "pages_eval": len(splits["eval"]),
-        # Reference outputs (paths.reference_file): the pages that have one, and the claude_original/
+        # Reference outputs (olmocr_rl/paths.py reference_file): the pages that have one, and the claude_original/
         # files no page took (named otherwise than olmOCR's trainer looks for them, or of pages not prepared).
         "pages_with_reference": sum(1 for rows in splits.values() for r in rows if r.get("reference")),
         "references_not_used": sum(
-            1 for f in folders for p in (f.root / paths.REFERENCE_DIR).rglob("*.md") if str(p) not in report.references_used
+            1 for f in folders for p in (f.root / REFERENCE_DIR).rglob("*.md") if str(p) not in report.references_used
         ),
     }
 

@@ -17,6 +17,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from olmocr_rl.atomic import write_text
 from olmocr_rl.errors import UserError
 
 SINGLE = ("model.safetensors", "adapter_model.safetensors")
@@ -147,8 +148,8 @@ def soup(ckpts: Sequence[str | Path], out_dir: str | Path, *, overwrite: bool = 
             shutil.copy2(src, out / src.name)
     if (ckpts[0] / INDEX).is_file():
         shutil.copy2(ckpts[0] / INDEX, out / INDEX)
-    (out / "soup.json").write_text(
+    write_text(
+        out / "soup.json",
         json.dumps({"sources": [str(c.resolve()) for c in ckpts], "method": "uniform mean (float32 accumulation)"}, indent=2) + "\n",
-        encoding="utf-8",
     )
     return out

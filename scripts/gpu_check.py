@@ -13,7 +13,7 @@ within a group, so the advantages and the updates are not zero):
 * beta       one process with beta=0.01: the KL term and its frozen reference model, as olmOCR 2 ran
 
 From each run's own logs (logs/metrics.jsonl, train_summary.json) it reports per step the time
-split into generation / reward / forward-backward / other (olmocr_rl.train.callbacks.StepTimer),
+split into generation / reward / forward-backward / other (olmocr_rl.train.callbacks.StepTimer, the trainer's timers),
 tokens/s, peak memory, the reward's share of the step (also with realistic pages: random
 completions hold no tables or math), and whether the optimizer's weights moved
 (`weights_moved`); plus the versions of everything that ran, the GPU and its driver.

@@ -241,6 +241,21 @@ def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch):
     assert out.exit_code == 1 and "Traceback" in out.stderr
 
 
+def test_report_turns_only_the_environments_errors_into_an_error_line(monkeypatch, tmp_path):
+    """`report`: an OSError (no run folder, a disk full) is the user's to fix, one error line; a
+    ValueError from inside is a bug, reported as one (it used to be shown as the user's error)."""
+    import olmocr_rl.report as report
+
+    for error, said in ((OSError("disk full"), "error: disk full"), (ValueError("bad math"), "error: unexpected ValueError: bad math")):
+
+        def fails(*a, error=error, **k):
+            raise error
+
+        monkeypatch.setattr(report, "run_report", fails)
+        out = invoke(["report", str(tmp_path)])
+        assert out.exit_code == 1 and out.stderr.startswith(said), out.stderr
+
+
 def test_train_options_lists_every_config_key_with_help():
     from olmocr_rl.reward_registry import REWARDS
     from olmocr_rl.train.config import OWN, TRL_STATED

@@ -298,8 +298,9 @@ def test_train_console_is_compact_and_quiet(tmp_path, prepared, tiny_model):
 
 
 def test_compact_table_one_line_per_completion_escaped_and_not_repeated(capsys):
-    from olmocr_rl.train.console import compact_completions_table
+    from olmocr_rl.train.console import CompletionsTable
 
+    compact_completions_table = CompletionsTable()
     prompts = [[{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "a long instruction " * 50}]}]] * 3
     completions = ["[bold red]evil[/]\nline two " + "x" * 500, "short", "third"]
     extra = {"page": ["a.pdf p1", "a.pdf p1", "b.pdf p2"], "failed_tests": ["t1,t2", "", "t3"]}
@@ -313,18 +314,19 @@ def test_compact_table_one_line_per_completion_escaped_and_not_repeated(capsys):
 
 
 def test_compact_table_says_train_or_eval(capsys):
-    """Issue 37, row 6: the table names the mode trl's GRPOTrainer.log is in (its local `mode`),
-    so eval completions are not titled like train ones; the same completions in the other mode
-    are a new table."""
-    from olmocr_rl.train.console import compact_completions_table
+    """Issue 37, row 6: the table names the mode trl's GRPOTrainer.log is in (the trainer's `log`
+    passes it: olmocr_rl/train/trainer.py), so eval completions are not titled like train ones; the
+    same completions in the other mode are a new table."""
+    from olmocr_rl.train.console import CompletionsTable
 
-    def log(mode: str) -> None:  # as trl's GRPOTrainer.log: decides `mode`, then prints the table
-        assert mode
-        compact_completions_table([[]] * 2, ["a", "b"], {"olmocr_bench": [0.5, 1.0]}, [0.1, -0.1], 3, None, {"page": ["x p1"] * 2})
+    table = CompletionsTable()
+
+    def log(mode: str) -> None:
+        table([[]] * 2, ["a", "b"], {"olmocr_bench": [0.5, 1.0]}, [0.1, -0.1], 3, None, {"page": ["x p1"] * 2}, mode=mode)
 
     log("train")
     assert capsys.readouterr().out.splitlines()[0].strip() == "train completions, step 3: 2 of 2"
     log("eval")
     assert capsys.readouterr().out.splitlines()[0].strip() == "eval completions, step 3: 2 of 2"
-    compact_completions_table([[]], ["c"], {"olmocr_bench": [0.5]}, None, 4, None, {})  # not from trl: no mode to name
+    table([[]], ["c"], {"olmocr_bench": [0.5]}, None, 4, None, {})  # no mode given: none named
     assert capsys.readouterr().out.splitlines()[0].strip() == "step 4: 1 of 1 completions"

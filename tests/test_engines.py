@@ -12,7 +12,14 @@ from conftest import need
 
 need("transformers")
 
-from olmocr_rl.engines import EngineSettings, colocated_engine, placeholder_token_ids, rank_seed, transformers_suppression, vllm_suppression
+from olmocr_rl.engines import (
+    EngineSettings,
+    colocated_llm_kwargs,
+    placeholder_token_ids,
+    rank_seed,
+    transformers_suppression,
+    vllm_suppression,
+)
 from olmocr_rl.errors import ConfigError
 
 
@@ -30,22 +37,14 @@ def test_placeholders_of_every_qwen_vl_family(tmp_path):
     assert transformers_suppression(types.SimpleNamespace()) == {} and vllm_suppression(types.SimpleNamespace()) == {}
 
 
-def test_the_colocated_engine_gets_the_runs_seed_bounds_and_eager_mode(monkeypatch):
-    need("trl")
-    from trl.generation import vllm_generation
-
-    made = []
-    monkeypatch.setattr(vllm_generation, "LLM", lambda **kw: made.append(kw), raising=False)
-    original = vllm_generation.LLM
-    with colocated_engine(EngineSettings("m", seed=11, max_pixels=100352, eager=True)):
-        vllm_generation.LLM(model="m", seed=0)  # what trl passes rank 0 and 1 (process_index // tp)
-        vllm_generation.LLM(model="m", seed=3)  # ranks 6 and 7
-    assert vllm_generation.LLM is original  # only while trl builds its engine
+def test_the_colocated_engine_gets_the_runs_seed_bounds_and_eager_mode():
+    """What trl's colocated `vllm.LLM` is built with (olmocr_rl/train/trainer.py hands it over while
+    trl builds the engine: tests/test_trainer.py): trl's arguments, with the run's seed per group."""
+    settings = EngineSettings("m", seed=11, max_pixels=100352, eager=True)
+    made = [colocated_llm_kwargs(settings, {"model": "m", "seed": group}) for group in (0, 3)]  # trl's seed: ranks 0-1, ranks 6-7
     assert made[0] == {"model": "m", "seed": 11, "mm_processor_kwargs": {"max_pixels": 100352}, "enforce_eager": True}
     assert made[1]["seed"] == rank_seed(11, 3) != rank_seed(12, 3)  # each run's seed reaches every group
-    with colocated_engine(EngineSettings("m", seed=11, eager=False)):
-        vllm_generation.LLM(model="m", seed=0)
-    assert made[2] == {"model": "m", "seed": 11}
+    assert colocated_llm_kwargs(EngineSettings("m", seed=11, eager=False), {"model": "m", "seed": 0}) == {"model": "m", "seed": 11}
 
 
 def test_max_pixels_reaches_the_processor_and_is_checked(tiny_model, monkeypatch):

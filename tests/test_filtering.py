@@ -1,7 +1,8 @@
-"""Online group filtering (olmocr_rl/train/filtering.py, `filter_groups`).
+"""Online group filtering (olmocr_rl/train/filtering.py and its rounds in olmocr_rl/train/trainer.py,
+`filter_groups`).
 
 The mechanism's pieces against trl's own code (the page order against trl's RepeatSampler, the
-zero-spread test against trl's `nanstd` + `isclose`, the seams' signatures and return values),
+zero-spread test against trl's `nanstd` + `isclose`; the seams' signatures: tests/test_trainer.py),
 then GRPO runs of the tiny model with sampling replaced by completions that name their page, round
 and member, scored by a reward designed per group (tests/filter_rollouts.py): what reaches the
 loss is checked row by row against what was generated (every group whole and with reward spread,
@@ -14,7 +15,6 @@ benchmarks/bench_filtering.py, not here.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import json
 import math
@@ -35,7 +35,9 @@ from test_learning import write_config
 
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.keep_rule import KeepRule
-from olmocr_rl.train.filtering import Group, PageStream, Settings, judge, place, select, worst_case
+from olmocr_rl.train.budget import filter_cost
+from olmocr_rl.train.filtering import Group, PageStream, Settings, judge, place, select
+from olmocr_rl.train.worker import filter_settings
 
 HERE = Path(__file__).resolve().parent
 G = 4
@@ -138,9 +140,9 @@ def test_worst_case_and_the_plan_line():
     from olmocr_rl.train.config import load_config
 
     cfg = load_config("olmocr2", [], prepared_dir="p", model="m", output_dir="o")
-    assert worst_case(cfg, 7) is None  # off in the recipe
+    assert filter_cost(cfg, 7) is None and filter_settings(cfg) is None  # off in the recipe
     cfg = load_config("olmocr2", ["filter_groups=true"], prepared_dir="p", model="m", output_dir="o")
-    cost = worst_case(cfg, 7)
+    cost = filter_cost(cfg, 7)
     assert (cost.rounds, cost.completions, cost.pages, cost.completions_max) == (4, 196, 7, 784)
     assert "at most 784 completions from 28 pages where trl generates 196 from 7" in cost.line()
 
@@ -162,53 +164,25 @@ def test_config_keys_are_checked():
         cfg("filter_min_std=-0.1")
     with pytest.raises(ConfigError, match="normalize_then_sum"):
         cfg("filter_groups=true", "trl.multi_objective_aggregation=normalize_then_sum")
-    assert Settings.of(cfg("rewards={bench: 1.0, eos: 0.5}", "filter_reward=eos")).reward == 1
+    assert filter_settings(cfg("rewards={bench: 1.0, eos: 0.5}", "filter_reward=eos", "filter_groups=true")).reward == 1
 
 
 def test_restore_from_a_checkpoint_without_filter_state(tmp_path):
     """A checkpoint saved without filtering: the order continues where trl's would (generation
     batches so far = steps x accumulation / (steps_per_generation x num_iterations), rounded up),
     with a warning; a state saved for other pages says so."""
-    from types import SimpleNamespace
-
     from olmocr_rl.train.filtering import STATE_FILE, OnlineFilter
 
-    args = SimpleNamespace(per_device_train_batch_size=4, steps_per_generation=2, gradient_accumulation_steps=1,
-                           generation_batch_size=8, seed=0)  # fmt: skip
-    trainer = SimpleNamespace(args=args, num_generations=G, num_iterations=2, shuffle_dataset=True, train_dataset=list(range(5)),
-                              accelerator=SimpleNamespace(num_processes=1, process_index=0),
-                              _generate_and_score_completions=lambda rows: rows)  # fmt: skip
-    online = OnlineFilter(trainer, Settings(KeepRule(), None, 2))
-    warning = online.restore(tmp_path, global_step=5)
+    # 4 rows a rank x steps_per_generation 2 = 8 completions, 2 pages a round; num_iterations 2.
+    online = OnlineFilter(Settings(KeepRule(), None, 2), pages=5, generations=G, per_round=2, rows_per_rank=8, rank=0, seed=0,
+                          shuffle=True)  # fmt: skip
+    steps = {"accumulation": 1, "micro_steps_per_generation": 2 * 2}
+    warning = online.restore(tmp_path, global_step=5, **steps)
     assert online.stream.position == 2 and "has no online_filter.json" in warning and not online.in_sync
     (tmp_path / STATE_FILE).write_text(json.dumps({**online.state(), "rounds_drawn": 7}))
-    assert online.restore(tmp_path, global_step=5) is None and online.stream.position == 7
+    assert online.restore(tmp_path, global_step=5, **steps) is None and online.stream.position == 7
     (tmp_path / STATE_FILE).write_text(json.dumps({**online.state(), "train_pages": 9}))
-    assert "of 9 train pages" in online.restore(tmp_path, global_step=5)
-
-
-def test_the_trl_seams_it_reads():
-    """What olmocr_rl/train/filtering.py relies on in trl's GRPOTrainer (read against trl
-    1.11-1.16): fails when an installed trl changes one of them."""
-    from trl import GRPOTrainer
-
-    def params(name):
-        return list(inspect.signature(getattr(GRPOTrainer, name)).parameters)
-
-    assert params("_generate_and_score_completions") == ["self", "inputs"]
-    assert params("_generate") == ["self", "prompts"]
-    assert params("_calculate_rewards") == ["self", "inputs", "prompts", "completions", "completion_ids_list"]
-    src = inspect.getsource(GRPOTrainer._generate)
-    assert "return prompt_ids, completion_ids, tool_mask, completions, logprobs, extra_fields, images, tool_images" in src
-    src = inspect.getsource(GRPOTrainer._generate_and_score_completions)
-    assert src.count("self._generate(prompts)") == 1 and "= self._calculate_rewards(inputs, prompts, completions" in src
-    assert src.index("self._generate(prompts)") < src.index("torch.no_grad()")  # the round leaves before any forward pass
-    assert "if images is None:\n            images = dataset_images" in src  # the replay's images=None: the rows' own
-    assert "self._pending_extra_logs" in src and "rewards_per_func = gather(rewards_per_func)" in inspect.getsource(
-        GRPOTrainer._calculate_rewards
-    )
-    src = inspect.getsource(GRPOTrainer._prepare_inputs)
-    assert "generation_batch = self._generate_and_score_completions(generation_batch)" in src
+    assert "of 9 train pages" in online.restore(tmp_path, global_step=5, **steps)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,12 +193,12 @@ def test_the_trl_seams_it_reads():
 def train(prepared, model, out: Path, overrides: list[str], *, world: int = 1, zero: int | None = None, design: str = "mixed",
           resume: str | None = None) -> str:  # fmt: skip
     """tests/filter_rollouts.py on `prepared` with BASE + `overrides`; returns its stderr."""
-    from olmocr_rl.launch.launchers import accelerate_argv, launch_env
+    from olmocr_rl.launch.launchers import LaunchOptions, accelerate_argv, launch_env
 
     extra = [f"resume={resume}"] if resume else []
     config = write_config(prepared, model, out, [*BASE, *overrides, *extra])
     program = [str(HERE / "filter_rollouts.py"), "--design", design, str(config)]
-    cmd = [sys.executable, *program] if world == 1 else accelerate_argv(program, num_processes=world, zero=zero)
+    cmd = [sys.executable, *program] if world == 1 else accelerate_argv(program, LaunchOptions(num_processes=world, zero=zero))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=launch_env(world))
     assert proc.returncode == 0, f"{' '.join(cmd)}\n--- stderr\n{proc.stderr[-6000:]}"
     assert "trl's page order is not the one" not in proc.stderr  # the stream reproduced trl's batches while in sync

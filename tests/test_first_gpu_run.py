@@ -55,10 +55,13 @@ def test_the_trl_floor_is_a_one_line_error(prepared, tiny_model, tmp_path, monke
     monkeypatch.setattr(preflight, "_dist_version", lambda name: "1.10.0" if name == "trl" else real(name))
     res = invoke(["train", str(prepared), "--model", str(tiny_model), "-o", str(tmp_path / "run"), "--dry-run"])
     assert res.exit_code == 1
-    assert res.stderr.strip() == "error: trl 1.10.0 is installed; olmocr-rl train needs trl>=1.11,<2; pip install 'trl>=1.11,<2'"
+    assert res.stderr.strip() == (
+        "error: trl 1.10.0 is installed; olmocr-rl's trainer was read against trl 1.11 to 1.16 "
+        "(olmocr_rl/train/trainer.py); pip install 'trl>=1.11.0,<1.17'"
+    )
     monkeypatch.setattr(preflight, "_dist_version", lambda name: None if name == "trl" else real(name))
     assert (
-        "error: trl is not installed; pip install 'olmocr-rl[train]' (trl>=1.11,<2)"
+        "error: trl is not installed; pip install 'olmocr-rl[train]' (trl>=1.11.0,<1.17)"
         in invoke(["train", str(prepared), "--model", str(tiny_model), "-o", str(tmp_path / "run"), "--dry-run"]).stderr
     )
 

@@ -92,7 +92,7 @@ def run_ranks(config: Path, program: list[str] | None, world: int, zero: int | N
     """`program CONFIG` (None: the rank entry point, `-m olmocr_rl.train PREPARED --config CONFIG`)
     in this process's Python: directly for one process, else under `accelerate launch` with the
     packaged preset."""
-    from olmocr_rl.launch.launchers import accelerate_argv, launch_env
+    from olmocr_rl.launch.launchers import LaunchOptions, accelerate_argv, launch_env
     from olmocr_rl.train.rank import rank_program
 
     prepared = json.loads(Path(config).read_text())["prepared_dir"]
@@ -100,7 +100,7 @@ def run_ranks(config: Path, program: list[str] | None, world: int, zero: int | N
     if world == 1 and zero is None:
         cmd = [sys.executable, *program]
     else:
-        cmd = accelerate_argv(program, num_processes=world, zero=zero)
+        cmd = accelerate_argv(program, LaunchOptions(num_processes=world, zero=zero))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=launch_env(world))
     assert proc.returncode == 0, f"{' '.join(cmd)}\n--- stderr\n{proc.stderr[-6000:]}"
 

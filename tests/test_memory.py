@@ -41,7 +41,7 @@ PATHS = {  # name: (ranks, ZeRO stage, overrides[, model family: the session's t
 
 
 def probe(prepared: Path, model: Path, out: Path, world: int, zero: int | None, extra: list[str]):
-    from olmocr_rl.launch.launchers import accelerate_argv, launch_env
+    from olmocr_rl.launch.launchers import LaunchOptions, accelerate_argv, launch_env
 
     cfg = load_config(None, [*STEP, f"per_device_train_batch_size={8 // world}", *extra], prepared_dir=str(prepared), model=str(model),
                       output_dir=str(out))  # fmt: skip
@@ -49,7 +49,7 @@ def probe(prepared: Path, model: Path, out: Path, world: int, zero: int | None, 
     if world == 1 and zero is None:
         cmd = [sys.executable, *PROBE, str(config)]
     else:
-        cmd = accelerate_argv([*PROBE, str(config)], num_processes=world, zero=zero, mixed_precision="bf16")
+        cmd = accelerate_argv([*PROBE, str(config)], LaunchOptions(num_processes=world, zero=zero), mixed_precision="bf16")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=launch_env(world))
     assert proc.returncode == 0, f"{' '.join(cmd)}\n--- stderr\n{proc.stderr[-6000:]}"
     return cfg, [json.loads((out / f"memory_rank{r}.json").read_text()) for r in range(world)]

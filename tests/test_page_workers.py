@@ -41,6 +41,7 @@ from training import RECIPE
 
 from olmocr_rl.curate import read_records
 from olmocr_rl.engines import sample_seed
+from olmocr_rl.launch.launchers import LaunchOptions
 from olmocr_rl.launch.pages import GPUS_ENV, JobFolder, Workers, deal
 
 TWO = ["--num-processes", "2"]
@@ -147,8 +148,8 @@ def test_a_users_vllm_port_is_refused_where_two_engines_would_share_it(tiny_mode
     res = invoke(["curate", prepared, "--model", tiny_model, "--engine", "vllm", "--num-processes", "2", "--dry-run"], env=env)
     assert res.exit_code == 1 and "VLLM_PORT=29650 is set" in res.stderr
     assert invoke(["generate", tiny_model, bench, "-c", "c", "--num-processes", "2", "--dry-run"], env=env).exit_code == 0
-    assert vllm_port_problem(Workers(2, num_machines=2), "vllm", env) is None  # one engine a machine
-    assert vllm_port_problem(Workers(4), "vllm", {}) is None
+    assert vllm_port_problem(Workers(LaunchOptions(num_processes=2, num_machines=2)), "vllm", env) is None  # one engine a machine
+    assert vllm_port_problem(Workers(LaunchOptions(num_processes=4)), "vllm", {}) is None
     from olmocr_rl.train.preflight import Context, run_inputs
 
     cfg = load_config(
@@ -169,7 +170,7 @@ def test_a_worker_takes_its_gpus_and_forgets_the_launcher():
     forget_launcher(env)
     assert env == {GPUS_ENV: "0,1;2,3;4,5", "CUDA_VISIBLE_DEVICES": "2,3", "PATH": "/bin"}
     assert take_gpus(0, {}) is None  # no GPUs named: the CPU
-    workers = Workers(num_processes=8, num_machines=2, machine_rank=1, tensor_parallel=2)
+    workers = Workers(LaunchOptions(num_processes=8, num_machines=2, machine_rank=1), tensor_parallel=2)
     assert workers.gpu_groups([str(i) for i in range(8)]) == [["0", "1"], ["2", "3"], ["4", "5"], ["6", "7"]]
     with pytest.raises(Exception, match="need 8 GPUs; it has 6"):
         workers.gpu_groups([str(i) for i in range(6)])

@@ -59,7 +59,7 @@ def two_pages(tmp_path_factory) -> Path:
 
 
 def probe(prepared: Path, model: Path, out: Path, world: int, zero: int | None, *extra: str) -> list[dict]:
-    from olmocr_rl.launch.launchers import accelerate_argv, launch_env
+    from olmocr_rl.launch.launchers import LaunchOptions, accelerate_argv, launch_env
 
     cfg = load_config(None, [*STEP, f"per_device_train_batch_size={8 // world}", *extra], prepared_dir=str(prepared), model=str(model),
                       output_dir=str(out))  # fmt: skip
@@ -67,7 +67,7 @@ def probe(prepared: Path, model: Path, out: Path, world: int, zero: int | None, 
     if world == 1 and zero is None:
         cmd = [sys.executable, *PROBE, str(config)]
     else:
-        cmd = accelerate_argv([*PROBE, str(config)], num_processes=world, zero=zero, mixed_precision="bf16")
+        cmd = accelerate_argv([*PROBE, str(config)], LaunchOptions(num_processes=world, zero=zero), mixed_precision="bf16")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=launch_env(world))
     assert proc.returncode == 0, f"{' '.join(cmd)}\n--- stderr\n{proc.stderr[-6000:]}"
     return [json.loads((out / f"precision_rank{r}.json").read_text()) for r in range(world)]

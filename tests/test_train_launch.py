@@ -13,6 +13,7 @@ import yaml
 
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.launch.launchers import (
+    LaunchOptions,
     accelerate_argv,
     ddp_config_file,
     deepspeed_config_file,
@@ -25,9 +26,9 @@ from olmocr_rl.train.rank import ENTRY_MODULE, rank_program
 PREP = Path("/data/prep")
 
 
-def build_launch_argv(prepared, config, **kw):
+def build_launch_argv(prepared, config, *, mixed_precision="no", devices=None, **launch):
     """accelerate's command for the training ranks, as `olmocr-rl train` builds it."""
-    return accelerate_argv(rank_program(prepared, config), **kw)
+    return accelerate_argv(rank_program(prepared, config), LaunchOptions(**launch), mixed_precision=mixed_precision, devices=devices)
 
 
 def _flag(argv: list[str], name: str) -> str:
@@ -137,8 +138,8 @@ def test_deepspeed_argv(tmp_path):
 
     cfg = tmp_path / "train_config.json"
 
-    def build_deepspeed_argv(prepared, config, *, zero, **kw):
-        return deepspeed_argv(rank_program(prepared, config, zero), zero=zero, **kw)
+    def build_deepspeed_argv(prepared, config, *, zero, devices=None, **launch):
+        return deepspeed_argv(rank_program(prepared, config, zero), LaunchOptions(zero=zero, **launch), devices=devices)
 
     argv = build_deepspeed_argv(PREP, cfg, num_processes=4, zero=2, main_process_port=29611)
     assert argv[:3] == [sys.executable, "-m", "deepspeed.launcher.runner"]
@@ -146,7 +147,7 @@ def test_deepspeed_argv(tmp_path):
     # The same entry point and argv form as accelerate's ranks, with the stage of the JSON preset.
     assert argv[argv.index("--module") + 1 :] == [ENTRY_MODULE, str(PREP), "--config", str(cfg.resolve()), "--zero", "2"]
     # Chosen GPUs (the training share of a --vllm-gpus split): --include, not --num_gpus.
-    argv = build_deepspeed_argv(PREP, cfg, num_processes=3, zero=3, gpus=["0", "1", "2"])
+    argv = build_deepspeed_argv(PREP, cfg, num_processes=3, zero=3, devices=["0", "1", "2"])
     assert _flag(argv, "--include") == "localhost:0,1,2" and "--num_gpus" not in argv
     assert int(_flag(argv, "--master_port")) > 0  # a free port, not 0: the launcher needs a real one
     # Several machines: the hostfile names them; the launcher starts every node.
@@ -158,9 +159,9 @@ def test_deepspeed_argv(tmp_path):
     with pytest.raises(ConfigError, match="give --zero 1, 2 or 3"):
         build_deepspeed_argv(PREP, cfg, num_processes=2, zero=None)
     with pytest.raises(ConfigError, match="--hostfile is for --launcher deepspeed"):
-        launcher_argv("accelerate", rank_program(PREP, cfg), num_processes=2, zero=2, hostfile="hosts")
-    with pytest.raises(ConfigError, match="--launcher must be accelerate or deepspeed"):
-        launcher_argv("torchrun", rank_program(PREP, cfg), num_processes=2, zero=2)
+        launcher_argv(rank_program(PREP, cfg), LaunchOptions(num_processes=2, zero=2, hostfile="hosts"))
+    with pytest.raises(ConfigError, match="--launcher 'torchrun': choose accelerate or deepspeed"):
+        LaunchOptions(launcher="torchrun", num_processes=2, zero=2)
 
 
 def test_a_deepspeed_launcher_rank_exports_what_accelerate_would(monkeypatch):
@@ -200,6 +201,45 @@ def test_dry_run_of_a_first_run_shows_the_precision_it_will_launch(tmp_path, tin
         ["train", str(tmp_path / "prep"), "--model", tiny_model, "-o", str(out), "--num-processes", "2", "--dry-run", "bf16=false"]
     )
     assert "--mixed_precision no" in next(line for line in res.stdout.splitlines() if line.startswith("command: "))
+
+
+def test_the_plan_is_one_frozen_resolved_value(prepared, tmp_path):
+    """build_plan leaves the config it is given as it was and returns a frozen plan holding the
+    resolved, read-only config (bf16 by the one precision rule; with --vllm-gpus the server's mode
+    and address) and the resolved launch options, which the commands were built from."""
+    from dataclasses import FrozenInstanceError, replace
+
+    from olmocr_rl.train.budget import training_steps
+    from olmocr_rl.train.config import load_config, precision
+    from olmocr_rl.train.plan import build_plan
+
+    cfg = load_config(None, ["num_generations=4", "gradient_accumulation_steps=2", "vllm_server_host=10.9.9.9"],
+                      prepared_dir=str(prepared), model="org/model", output_dir=str(tmp_path / "run"))  # fmt: skip
+    before = cfg.to_dict()
+    # A described node of 3 GPUs, the last serving: 2 training ranks, bf16 (CUDA there), the server on this node.
+    plan = build_plan(cfg, LaunchOptions(vllm_gpus=1, gpus=3, gpu_memory=80.0, main_process_port=29700))
+    assert cfg.to_dict() == before and cfg.bf16 is None and cfg.use_vllm is False
+    r = plan.cfg
+    assert (r.bf16, r.use_vllm, r.vllm_mode, r.vllm_server_host, r.vllm_server_base_url) == (True, True, "server", "127.0.0.1", None)
+    assert r.bf16 == precision(cfg, True) and plan.cuda
+    assert plan.options.num_processes == plan.world_size == 2 and plan.options.main_process_port == 29700
+    assert _flag(plan.launcher_argv, "--num_processes") == "2" and _flag(plan.launcher_argv, "--mixed_precision") == "bf16"
+    assert plan.server_argv is not None and plan.grpo_kwargs["bf16"] is True and plan.grpo_kwargs["vllm_mode"] == "server"
+    assert plan.steps == training_steps(r, len(plan.inputs.train_rows), 2) > 0
+    with pytest.raises(FrozenInstanceError):
+        plan.cfg.bf16 = False
+    with pytest.raises(FrozenInstanceError):
+        plan.cfg.rewards = {}
+    with pytest.raises(FrozenInstanceError):
+        plan.cfg = cfg
+    assert r.rewards is not cfg.rewards and r.trl is not cfg.trl  # its own lists and dicts
+    derived = replace(r, max_steps=3)  # a later stage derives another config, the plan's stays
+    assert derived.max_steps == 3 and r.max_steps != 3
+    # Without CUDA and without --vllm-gpus: bf16 off (asked for: on), the config's own vLLM settings kept.
+    assert build_plan(cfg, LaunchOptions(gpus=0)).cfg.bf16 is False
+    on = load_config(None, ["num_generations=4", "gradient_accumulation_steps=2", "bf16=true"], prepared_dir=str(prepared),
+                     model="org/model", output_dir=str(tmp_path / "run"))  # fmt: skip
+    assert build_plan(on, LaunchOptions(gpus=0)).cfg.bf16 is True and build_plan(on, LaunchOptions(gpus=0)).cfg.use_vllm is False
 
 
 # ---------------------------------------------------------------------------------------------

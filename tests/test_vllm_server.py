@@ -371,16 +371,16 @@ def test_cli_runs_server_then_training_and_cleans_up(prepared, tiny_model, tmp_p
     monkeypatch.setenv("TRAINER_RECORD", str(tmp_path / "trainer.json"))
     seen = {}
 
-    def launcher_argv(launcher, program, **kw):
+    def launcher_argv(program, launch_options, **kw):
         config_path = program[program.index("--config") + 1]
-        seen.update(kw, config_path=Path(config_path))  # written once the plan stands
+        seen.update(kw, launch=launch_options, config_path=Path(config_path))  # written once the plan stands
         return [*TRAINER, f"http://127.0.0.1:{port}"]
 
     monkeypatch.setattr(launch, "launcher_argv", launcher_argv)
     out = tmp_path / "run"
     res = invoke(_cli(prepared, tiny_model, out, port), env={"CUDA_VISIBLE_DEVICES": "0,1,2"})
     assert res.exit_code == 0, res.output
-    assert seen["num_processes"] == 2 and seen["gpus"] == ["0", "1"]
+    assert seen["launch"].num_processes == 2 and seen["devices"] == ["0", "1"]
     seen["config"] = json.loads(seen["config_path"].read_text())
     assert (seen["config"]["vllm_mode"], seen["config"]["vllm_server_host"], seen["config"]["vllm_server_port"]) == (
         "server",

@@ -71,6 +71,7 @@ def curate_command(
 
     from olmocr_rl.curate import CurateJob, KeepRule, file_model, run_job
     from olmocr_rl.engines import engine_kind
+    from olmocr_rl.launch.launchers import LaunchOptions
     from olmocr_rl.launch.pages import Workers, vllm_port_problem
     from olmocr_rl.model_ref import resolve_model
     from olmocr_rl.prepared import read_manifest
@@ -79,7 +80,9 @@ def curate_command(
     from olmocr_rl.train.keys import check_keys
 
     engine_kind(engine, tensor_parallel)  # a name the table knows, and an engine that spans GPUs if asked to, before anything is read
-    workers = Workers(num_processes, num_machines, machine_rank, main_process_ip, main_process_port, tensor_parallel)
+    launch = LaunchOptions(num_processes=num_processes, num_machines=num_machines, machine_rank=machine_rank,
+                           main_process_ip=main_process_ip, main_process_port=main_process_port)  # fmt: skip
+    workers = Workers(launch, tensor_parallel=tensor_parallel)
     if port := vllm_port_problem(workers, engine):
         fail(port)
     path = output or prepared_dir / "difficulty.jsonl"

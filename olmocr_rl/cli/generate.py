@@ -60,12 +60,15 @@ def generate_command(
     given = {k: (str(v) if isinstance(v, Path) else v) for k, v in locals().items()}  # recorded in _generate.json
     from olmocr_rl.engines import EngineSettings, engine_kind
     from olmocr_rl.generate import job_folder
+    from olmocr_rl.launch.launchers import LaunchOptions
     from olmocr_rl.launch.pages import Workers, vllm_port_problem
     from olmocr_rl.model_ref import resolve_model
     from olmocr_rl.prompts import resolve_prompt
 
     engine_kind(engine, tensor_parallel)  # a name the table knows, and an engine that spans GPUs if asked to, before anything is read
-    workers = Workers(num_processes, num_machines, machine_rank, main_process_ip, main_process_port, tensor_parallel)
+    launch = LaunchOptions(num_processes=num_processes, num_machines=num_machines, machine_rank=machine_rank,
+                           main_process_ip=main_process_ip, main_process_port=main_process_port)  # fmt: skip
+    workers = Workers(launch, tensor_parallel=tensor_parallel)
     if port := vllm_port_problem(workers, engine):
         fail(port)
     if not candidate or candidate in ("pdfs", ".", "..") or "/" in candidate:

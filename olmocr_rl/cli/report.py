@@ -22,7 +22,7 @@ def report_command(
 
     try:
         path = run_report(run_dir, output, max_completions=max_completions, warn=lambda m: echo(f"warning: {m}", err=True))
-    except (OSError, ValueError) as e:
+    except OSError as e:  # no run folder, a report that cannot be written; the project's own errors end in cli.main
         fail(str(e))
     echo(f"report: {path}")
     return 0

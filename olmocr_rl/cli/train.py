@@ -114,14 +114,16 @@ def train_command(
     from olmocr_rl.train.rank import launched_rank
 
     rank = launched_rank(local_rank)
-    # Answered in a second, before trl is imported: a key no config has, a model that is nowhere.
+    # Answered in a second, before trl is imported: a trl the trainer was not read against, a key no
+    # config has, a model that is nowhere.
+    if (problem := trl_problem()) is not None:
+        fail(f"{problem.message}; {problem.fix}")
     configured = check_keys(config, [*(set_ or []), *(overrides or [])])
     if (model or configured) and not rank:
         resolve_model(model or configured, "--model" if model else "model")
-    if (problem := trl_problem()) is not None:  # before anything imports trl
-        fail(f"{problem.message}; {problem.fix}")
+    from olmocr_rl.launch.launchers import LaunchOptions
     from olmocr_rl.train.config import load_config
-    from olmocr_rl.train.plan import LaunchOptions, build_plan, execute
+    from olmocr_rl.train.plan import build_plan, execute
     from olmocr_rl.train.preflight import errors
     from olmocr_rl.train.rank import rank_main
 
@@ -135,8 +137,9 @@ def train_command(
     )
     if rank:
         return rank_main(cfg, zero, dry_run=dry_run, echo=echo)
-    options_ = LaunchOptions(num_processes, zero, launcher, vllm_gpus, num_machines, machine_rank, main_process_ip, main_process_port,
-                             str(hostfile) if hostfile else None, gpus, gpu_memory)  # fmt: skip
+    options_ = LaunchOptions(num_processes=num_processes, zero=zero, launcher=launcher, vllm_gpus=vllm_gpus, num_machines=num_machines,
+                             machine_rank=machine_rank, main_process_ip=main_process_ip, main_process_port=main_process_port,
+                             hostfile=str(hostfile) if hostfile else None, gpus=gpus, gpu_memory=gpu_memory)  # fmt: skip
     from olmocr_rl.recipes import recipe_path
 
     packaged = config if config and not Path(config).is_file() and recipe_path(config) else None

@@ -1,8 +1,9 @@
 """The launchers that start a program on several processes (and machines), one table (`LAUNCHERS`:
-name -> its argv builder) behind one flat dispatcher (`launcher_argv`): `accelerate launch` and the
-`deepspeed` launcher, each starting the same program on every rank (`olmocr-rl train` gives them its
-rank entry point, `-m olmocr_rl.train PREPARED --config OUTPUT_DIR/train_config.json`), one
-environment for the ranks (`launch_env`), and both using one set of DeepSpeed presets,
+name -> its argv builder) behind one flat dispatcher (`launcher_argv`), all reading one record of
+the launch options (`LaunchOptions`): `accelerate launch` and the `deepspeed` launcher, each
+starting the same program on every rank (`olmocr-rl train` gives them its rank entry point,
+`-m olmocr_rl.train PREPARED --config OUTPUT_DIR/train_config.json`), one environment for the
+ranks (`launch_env`), and both using one set of DeepSpeed presets,
 olmocr_rl/configs/ds_zero{1,2,3}.json (accelerate takes it with `--deepspeed_config_file`; a rank of
 the `deepspeed` launcher exports what accelerate would, ACCELERATE_USE_DEEPSPEED and
 ACCELERATE_DEEPSPEED_CONFIG_FILE, before the trainer exists), so both build the same engine.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -73,103 +75,116 @@ def torch_extensions_dir() -> Path:
     return cache / "olmocr-rl" / "torch_extensions" / tag
 
 
+@dataclass(frozen=True)
+class LaunchOptions:
+    """How the ranks (or a page job's workers) are started: the launch options of `olmocr-rl train`,
+    `curate` and `generate`, one record that the argv builders, the training plan
+    (olmocr_rl/train/plan.py, which resolves `num_processes`) and the page workers
+    (olmocr_rl/launch/pages.py) read."""
+
+    num_processes: int | None = None  # total over all machines; None: 1, or (train) every training GPU with vllm_gpus
+    zero: int | None = None  # DeepSpeed ZeRO stage
+    launcher: str = "accelerate"  # a name of LAUNCHERS
+    vllm_gpus: int | None = None  # train: serve generation on this node's last K GPUs
+    num_machines: int = 1
+    machine_rank: int = 0
+    main_process_ip: str | None = None
+    main_process_port: int | None = None
+    hostfile: str | None = None
+    gpus: int | None = None  # train: GPUs per node of the machine planned for (None: this machine's)
+    gpu_memory: float | None = None  # train: GiB per GPU, as torch reports it (None: this machine's)
+
+    def __post_init__(self) -> None:
+        if self.launcher not in LAUNCHERS:
+            raise ConfigError(f"--launcher {self.launcher!r}: choose {' or '.join(LAUNCHERS)}")
+
+    @property
+    def processes(self) -> int:
+        """Processes in all: `num_processes`, 1 when not given."""
+        return 1 if self.num_processes is None else self.num_processes
+
+
 def accelerate_argv(
-    program: list[str],
-    *,
-    num_processes: int,
-    zero: int | None,
-    num_machines: int = 1,
-    machine_rank: int = 0,
-    main_process_ip: str | None = None,
-    main_process_port: int | None = None,
-    mixed_precision: str = "no",
-    hostfile: str | Path | None = None,
-    gpus: list[str] | None = None,
+    program: list[str], launch: LaunchOptions, *, mixed_precision: str = "no", devices: list[str] | None = None
 ) -> list[str]:
     """The `accelerate launch` command (as an argv list, starting with this Python) that runs
     `program` (what follows `python`: `[-m, module, args...]` or `[script.py, args...]`) on
-    `num_processes` ranks in total across `num_machines` machines. accelerate sees the devices
-    through CUDA_VISIBLE_DEVICES (`gpus` is the caller's to put there); it takes no hostfile."""
-    if hostfile:
+    `launch.processes` ranks in total across `launch.num_machines` machines. accelerate sees the
+    devices through CUDA_VISIBLE_DEVICES (`devices` is the caller's to put there); it takes no hostfile."""
+    o, num_processes = launch, launch.processes
+    if o.hostfile:
         raise ConfigError("--hostfile is for --launcher deepspeed (accelerate: --num-machines, --machine-rank, --main-process-ip)")
     if num_processes < 1:
         raise ConfigError(f"--num-processes must be at least 1, got {num_processes}")
-    if num_machines < 1:
-        raise ConfigError(f"--num-machines must be at least 1, got {num_machines}")
-    if num_processes % num_machines:
+    if o.num_machines < 1:
+        raise ConfigError(f"--num-machines must be at least 1, got {o.num_machines}")
+    if num_processes % o.num_machines:
         raise ConfigError(
-            f"--num-processes ({num_processes}) is the total over all machines and must be divisible by --num-machines ({num_machines})"
+            f"--num-processes ({num_processes}) is the total over all machines and must be divisible by --num-machines ({o.num_machines})"
         )
-    if not 0 <= machine_rank < num_machines:
-        raise ConfigError(f"--machine-rank must be in [0, {num_machines}), got {machine_rank}")
-    if num_machines > 1 and not main_process_ip:
-        raise ConfigError(f"--num-machines {num_machines} needs --main-process-ip (the address of the rank-0 machine)")
+    if not 0 <= o.machine_rank < o.num_machines:
+        raise ConfigError(f"--machine-rank must be in [0, {o.num_machines}), got {o.machine_rank}")
+    if o.num_machines > 1 and not o.main_process_ip:
+        raise ConfigError(f"--num-machines {o.num_machines} needs --main-process-ip (the address of the rank-0 machine)")
     preset = ["--config_file", str(ddp_config_file())]
-    if zero is not None:
-        preset = ["--use_deepspeed", "--deepspeed_config_file", str(deepspeed_config_file(zero))]
-        if zero == 3:
+    if o.zero is not None:
+        preset = ["--use_deepspeed", "--deepspeed_config_file", str(deepspeed_config_file(o.zero))]
+        if o.zero == 3:
             preset += ["--zero3_init_flag", "true"]  # each rank loads only its partition of the weights
     argv = [
         sys.executable, "-m", "accelerate.commands.launch", *preset,
         "--num_processes", str(num_processes),
-        "--num_machines", str(num_machines),
-        "--machine_rank", str(machine_rank),
+        "--num_machines", str(o.num_machines),
+        "--machine_rank", str(o.machine_rank),
         "--mixed_precision", mixed_precision,
     ]  # fmt: skip
-    if main_process_ip:
-        argv += ["--main_process_ip", main_process_ip]
-    if main_process_port is None:
+    if o.main_process_ip:
+        argv += ["--main_process_ip", o.main_process_ip]
+    port = o.main_process_port
+    if port is None:
         # One node: any free port (0 = accelerate picks one), so concurrent runs do not collide on
         # 29500. Several nodes must agree on a port: torch's default.
-        main_process_port = 0 if num_machines == 1 else 29500
-    argv += ["--main_process_port", str(main_process_port)]
+        port = 0 if o.num_machines == 1 else 29500
+    argv += ["--main_process_port", str(port)]
     return argv + list(program)
 
 
 def deepspeed_argv(
-    program: list[str],
-    *,
-    num_processes: int,
-    zero: int | None,
-    num_machines: int = 1,
-    machine_rank: int = 0,
-    main_process_ip: str | None = None,
-    main_process_port: int | None = None,
-    mixed_precision: str = "no",
-    hostfile: str | Path | None = None,
-    gpus: list[str] | None = None,
+    program: list[str], launch: LaunchOptions, *, mixed_precision: str = "no", devices: list[str] | None = None
 ) -> list[str]:
     """The `deepspeed` launcher command (as an argv list, starting with this Python) that runs
-    `program` on `num_processes` ranks. One node: `--num_gpus` (or `--include localhost:IDS` when
-    `gpus` picks the devices); several: a DeepSpeed hostfile, from which the launcher starts every
-    node itself (pdsh/ssh), `num_processes / num_machines` ranks on each (so `machine_rank` is not
-    its to take). Each rank reads the mixed precision from what it runs (`use_deepspeed_preset`)."""
-    if zero is None:
+    `program` on `launch.processes` ranks. One node: `--num_gpus` (or `--include localhost:IDS`
+    when `devices` picks the GPUs); several: a DeepSpeed hostfile, from which the launcher starts
+    every node itself (pdsh/ssh), `processes / num_machines` ranks on each (so `machine_rank` is
+    not its to take). Each rank reads the mixed precision from what it runs (`use_deepspeed_preset`),
+    not `mixed_precision`."""
+    o, num_processes = launch, launch.processes
+    if o.zero is None:
         raise ConfigError("--launcher deepspeed runs DeepSpeed: give --zero 1, 2 or 3 (plain data parallelism: --launcher accelerate)")
-    deepspeed_config_file(zero)  # validates the stage
+    deepspeed_config_file(o.zero)  # validates the stage
     if num_processes < 1:
         raise ConfigError(f"--num-processes must be at least 1, got {num_processes}")
-    if num_processes % num_machines:
+    if num_processes % o.num_machines:
         raise ConfigError(
-            f"--num-processes ({num_processes}) is the total over all machines and must be divisible by --num-machines ({num_machines})"
+            f"--num-processes ({num_processes}) is the total over all machines and must be divisible by --num-machines ({o.num_machines})"
         )
     argv = [sys.executable, "-m", "deepspeed.launcher.runner"]
-    per_node = num_processes // num_machines
-    if num_machines > 1:
-        if not hostfile:
+    per_node = num_processes // o.num_machines
+    if o.num_machines > 1:
+        if not o.hostfile:
             raise ConfigError("--launcher deepspeed on several machines needs --hostfile (one `host slots=N` line per machine)")
-        argv += ["--hostfile", str(hostfile), "--num_nodes", str(num_machines), "--num_gpus", str(per_node)]
-        if main_process_ip:
-            argv += ["--master_addr", main_process_ip]
-    elif gpus is not None:
-        if len(gpus) < per_node:
-            raise ConfigError(f"--num-processes {per_node} needs {per_node} GPUs for training, only {len(gpus)} are left")
-        argv += ["--include", "localhost:" + ",".join(gpus[:per_node])]
+        argv += ["--hostfile", str(o.hostfile), "--num_nodes", str(o.num_machines), "--num_gpus", str(per_node)]
+        if o.main_process_ip:
+            argv += ["--master_addr", o.main_process_ip]
+    elif devices is not None:
+        if len(devices) < per_node:
+            raise ConfigError(f"--num-processes {per_node} needs {per_node} GPUs for training, only {len(devices)} are left")
+        argv += ["--include", "localhost:" + ",".join(devices[:per_node])]
     else:
-        if hostfile:
-            argv += ["--hostfile", str(hostfile)]
+        if o.hostfile:
+            argv += ["--hostfile", str(o.hostfile)]
         argv += ["--num_gpus", str(per_node)]
-    port = main_process_port if main_process_port is not None else (29500 if num_machines > 1 else free_port())
+    port = o.main_process_port if o.main_process_port is not None else (29500 if o.num_machines > 1 else free_port())
     argv += ["--master_port", str(port)]
     return argv + (["--module", *program[1:]] if program[:1] == ["-m"] else list(program))
 
@@ -210,13 +225,10 @@ def format_plan(argv: list[str], env: dict[str, str] | None = None, shown: dict[
 LAUNCHERS = {"accelerate": accelerate_argv, "deepspeed": deepspeed_argv}
 
 
-def launcher_argv(launcher: str, program: list[str], **kw: Any) -> list[str]:
-    """The command that starts `program` on every rank with `launcher` (a name of LAUNCHERS); `kw`:
-    num_processes, zero, num_machines, machine_rank, main_process_ip, main_process_port, hostfile,
-    gpus, mixed_precision (`olmocr-rl train`'s flags and the config's precision)."""
-    if launcher not in LAUNCHERS:
-        raise ConfigError(f"--launcher must be {' or '.join(LAUNCHERS)}, got {launcher!r}")
-    return LAUNCHERS[launcher](program, **kw)
+def launcher_argv(program: list[str], launch: LaunchOptions, *, mixed_precision: str = "no", devices: list[str] | None = None) -> list[str]:
+    """The command that starts `program` on every rank with `launch.launcher` (a name of LAUNCHERS);
+    `mixed_precision`: the config's precision; `devices`: the GPUs to name (a --vllm-gpus split)."""
+    return LAUNCHERS[launch.launcher](program, launch, mixed_precision=mixed_precision, devices=devices)
 
 
 def deepspeed_active(env: dict[str, str] | None = None) -> bool:

@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 from olmocr_rl.atomic import write_text
 from olmocr_rl.errors import ConfigError, UserError
+from olmocr_rl.launch.launchers import LaunchOptions
 
 T = TypeVar("T")
 WORKER_MODULE = "olmocr_rl.launch.worker"  # what the launcher starts on every rank
@@ -57,14 +58,25 @@ class WorkersFailed(UserError):
 
 @dataclass(frozen=True)
 class Workers:
-    """How a page job is spread: `train`'s launch options, and the GPUs one worker's engine spans."""
+    """How a page job is spread: `train`'s launch options (the record its launchers read: workers
+    in all = `num_processes`, machines, this machine's rank, the rank-0 address), and the GPUs one
+    worker's engine spans."""
 
-    num_processes: int = 1  # workers in all (every machine)
-    num_machines: int = 1
-    machine_rank: int = 0
-    main_process_ip: str | None = None
-    main_process_port: int | None = None
+    launch: LaunchOptions = LaunchOptions()
     tensor_parallel: int = 1  # GPUs per worker (vLLM's tensor parallel size)
+
+    @property
+    def num_processes(self) -> int:
+        """Workers in all (every machine)."""
+        return self.launch.processes
+
+    @property
+    def num_machines(self) -> int:
+        return self.launch.num_machines
+
+    @property
+    def machine_rank(self) -> int:
+        return self.launch.machine_rank
 
     @property
     def launched(self) -> bool:
@@ -78,11 +90,9 @@ class Workers:
     def launcher_argv(self, job_file: Path) -> list[str]:
         """`accelerate launch` starting the worker on every rank (ConfigError for options that
         cannot work together: the same checks as `train`'s)."""
-        from olmocr_rl.launch.launchers import launcher_argv
+        from olmocr_rl.launch.launchers import accelerate_argv
 
-        return launcher_argv("accelerate", ["-m", WORKER_MODULE, str(Path(job_file).resolve())], num_processes=self.num_processes,
-                             zero=None, num_machines=self.num_machines, machine_rank=self.machine_rank,
-                             main_process_ip=self.main_process_ip, main_process_port=self.main_process_port)  # fmt: skip
+        return accelerate_argv(["-m", WORKER_MODULE, str(Path(job_file).resolve())], self.launch)
 
     def gpu_groups(self, gpus: Sequence[str]) -> list[list[str]]:
         """The GPUs of each of this machine's workers, by local rank: `tensor_parallel` of them each,

@@ -1,7 +1,8 @@
 """`olmocr-rl train`: GRPO on prepared olmOCR-bench pages with trl.
 
     config.py     TrainConfig (ours + the trl options the run states; olmOCR 2 recipe defaults),
-                  YAML/TOML + key=value overrides, validation, the engines' settings
+                  YAML/TOML + key=value overrides, validation, the run's read-only resolved copy
+                  (`resolve`), the engines' settings
     schema.py     trl's options read from trl.GRPOConfig; a value checked against a field's type
     grpo.py       build_grpo_config (THE TrainConfig -> trl.GRPOConfig builder)
     options.py    the `--options` tables: config keys, rewards
@@ -13,10 +14,13 @@
     callbacks.py  metrics.jsonl, rich progress on rank 0
     console.py    the compact completions table, library noise
     outputs.py    bench-style candidate files after training
-    plan.py       the training plan (LaunchOptions -> Plan: precision, world size, GPU split,
-                  commands, environment, pre-flight problems), its --dry-run text, and `execute`
+    plan.py       the training plan (LaunchOptions -> a frozen Plan: the resolved config, world
+                  size, steps, GPU split, commands, environment, pre-flight problems), its --dry-run
+                  text, and `execute`
     rank.py       one rank of a launcher's job: the entry argv, the rank's run
     worker.py     one process's training (the whole run, or one rank), final outputs
+    trainer.py    OlmocrGRPOTrainer: trl's GRPOTrainer subclassed, every seam with trl (the one
+                  module that names trl's internals); filtering.py: online filtering without trl
     vllm_server.py  `--vllm-gpus K`: the server command trl builds, its ports
     budget.py     checkpoint disk and generation estimates
     __main__.py   the rank entry point: `python -m olmocr_rl.train ...` = `olmocr-rl train ...`

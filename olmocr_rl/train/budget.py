@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olmocr_rl.train.config import TrainConfig
+from olmocr_rl.train.filtering import Cost
 from olmocr_rl.train.shape import ModelShape, ShapeUnknown, read_shape
 
 
@@ -66,6 +67,15 @@ def saved_weight_bytes(cfg: TrainConfig, *, deepspeed: bool) -> int:
     DeepSpeed's dtype under it: 16-bit with bf16 (unresolved: planned for a GPU, where it is on),
     float32 on a float32 run."""
     return 2 if deepspeed and cfg.bf16 is not False else 4
+
+
+def filter_cost(cfg: TrainConfig, world_size: int) -> Cost | None:
+    """With online filtering (`filter_groups`): the most generation one generation batch can cost
+    (1 + filter_extra_rounds rounds of trl's generation batch); None when off."""
+    if not cfg.filter_groups:
+        return None
+    batch = cfg.per_device_train_batch_size * world_size * (cfg.steps_per_generation or cfg.gradient_accumulation_steps)
+    return Cost(1 + cfg.filter_extra_rounds, batch, batch // max(1, cfg.num_generations or 1))
 
 
 def model_bytes(cfg: TrainConfig, shape: ModelShape, *, deepspeed: bool) -> int:

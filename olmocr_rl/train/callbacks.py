@@ -1,11 +1,14 @@
-"""Trainer callbacks: metrics as JSONL (every log, train and eval), and a compact rich progress
-display on rank 0 (replacing transformers' tqdm bar rather than drawing over it)."""
+"""Trainer callbacks: metrics as JSONL (every log, train and eval), a compact rich progress display
+on rank 0 (replacing transformers' tqdm bar rather than drawing over it), where each step's time
+goes, whether the weights moved, and the online filter's state in each checkpoint."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,41 +113,19 @@ class RichProgressCallback(TrainerCallback):
 
 class StepTimer(TrainerCallback):
     """Where each optimizer step's time goes, logged with the step's metrics (rank 0's view):
-    `time/step_s`, `time/generation_s` (trl's profiling of its generate calls: transformers or
-    vLLM), `time/reward_s` (all reward functions), `time/forward_backward_s` (the training steps
-    less their input preparation, which holds generation and rewards), `time/other_s`, and
-    `memory/peak_gib` (CUDA: the step's peak allocation; else the process's peak RSS so far).
-    `install` wraps the trainer's own methods (instance attributes) and trl's profiling hook."""
+    `time/step_s`, `time/generation_s` (trl's `_generate_single_turn`: the transformers or vLLM
+    generate call, with vLLM the weight push before a step's first one), `time/reward_s` (all
+    reward functions), `time/forward_backward_s` (the training steps less their input preparation,
+    which holds generation and rewards), `time/other_s`, and `memory/peak_gib` (CUDA: the step's peak
+    allocation; else the process's peak RSS so far). Each trainer owns one: its overridden methods
+    time themselves with `timing` (olmocr_rl/train/trainer.py), so two trainers in one process time
+    apart and nothing of trl's is replaced."""
 
-    GENERATE = ("generate", "generate_batch")
-
-    def __init__(self) -> None:
+    def __init__(self, cuda: bool = False) -> None:
         self.acc = {"generation_s": 0.0, "reward_s": 0.0, "train_s": 0.0, "prepare_s": 0.0}
         self.pending: dict[str, float] = {}
-        self.cuda = False
+        self.cuda = cuda  # synchronise around each timed call (CUDA runs asynchronously)
         self.run_peak = 0  # CUDA: the largest step peak of the run, bytes
-
-    def install(self, trainer: Any) -> None:
-        import torch
-
-        self.cuda = torch.cuda.is_available()
-        for name, key in (("training_step", "train_s"), ("_prepare_inputs", "prepare_s"), ("_calculate_rewards", "reward_s")):
-            method = getattr(trainer, name, None)
-            if method is not None:
-                setattr(trainer, name, self._timed(method, key))
-        try:
-            from trl.extras import profiling
-        except ImportError:
-            return
-        original = profiling.ProfilingContext._log_metrics
-        timer = self
-
-        def log_metrics(ctx: Any, duration: float) -> Any:
-            if ctx.name.endswith(StepTimer.GENERATE):
-                timer.acc["generation_s"] += duration
-            return original(ctx, duration)
-
-        profiling.ProfilingContext._log_metrics = log_metrics
 
     def _sync(self) -> None:
         if self.cuda:
@@ -152,17 +133,16 @@ class StepTimer(TrainerCallback):
 
             torch.cuda.synchronize()
 
-    def _timed(self, method: Any, key: str) -> Any:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+    @contextlib.contextmanager
+    def timing(self, key: str) -> Iterator[None]:
+        """Adds the block's time to `key` (generation_s, reward_s, train_s, prepare_s)."""
+        self._sync()
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
             self._sync()
-            t0 = time.perf_counter()
-            try:
-                return method(*args, **kwargs)
-            finally:
-                self._sync()
-                self.acc[key] += time.perf_counter() - t0
-
-        return wrapper
+            self.acc[key] += time.perf_counter() - t0
 
     def on_step_begin(self, args, state, control, **kwargs):
         self._sync()
@@ -239,3 +219,19 @@ class WeightsMoved(TrainerCallback):
             "share": round(float(moved.numel() / max(1, delta.numel())), 4),
             "median_change_over_lr": round(float(moved.median() / args.learning_rate), 4) if moved.numel() and args.learning_rate else 0.0,
         }
+
+
+class FilterCheckpoint(TrainerCallback):
+    """Writes the online filter's page order (olmocr_rl/train/filtering.py `OnlineFilter.state`)
+    into each checkpoint folder (rank 0), beside trl's own state, as `online_filter.json`."""
+
+    def __init__(self, online: Any) -> None:
+        self.online = online
+
+    def on_save(self, args, state, control, **kwargs):
+        from olmocr_rl.atomic import write_text
+        from olmocr_rl.train.filtering import STATE_FILE
+
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if state.is_world_process_zero and folder.is_dir():
+            write_text(folder / STATE_FILE, json.dumps(self.online.state(), indent=2) + "\n")

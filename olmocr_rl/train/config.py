@@ -1,5 +1,6 @@
 """The training configuration: one typed dataclass, `TrainConfig`, loaded from YAML/TOML plus
-`key=value` overrides and the command line's own options (`load_config`), and checked (`validate`).
+`key=value` overrides and the command line's own options (`load_config`), checked (`validate`), and
+resolved once for the run (`resolve`): a read-only copy that every later stage reads.
 
 Its fields are the keys: ours, and the trl.GRPOConfig options the run states (`trl_opt`: their
 types, defaults and help are the installed trl's, read from GRPOConfig itself by
@@ -17,6 +18,7 @@ a default.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -24,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
+from olmocr_rl.atomic import write_text
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.recipes import recipe_names, recipe_path
 from olmocr_rl.reward_registry import REWARDS, unknown_reward
-from olmocr_rl.train.filtering import validate_filter
-from olmocr_rl.train.schema import coerce, suggest, trl_fields, trl_value, trl_version, type_name
+from olmocr_rl.train.schema import coerce, suggest, trl_fields, trl_value, trl_version
 
 REPORT_TO = ("tensorboard", "wandb", "none")
 
@@ -183,6 +185,11 @@ class TrainConfig:
             if getattr(self, f.name) is TRL_DEFAULT:
                 setattr(self, f.name, trl_default(f.name))
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_resolved"):  # `resolve`'s copy; dataclasses.replace derives another
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}: the resolved config is read-only")
+        object.__setattr__(self, name, value)
+
     def to_dict(self) -> dict:
         """The resolved config: every field (ours and the trl options it states), then under `trl`
         the other GRPOConfig options set for this run."""
@@ -191,7 +198,7 @@ class TrainConfig:
     def to_json(self, path: str | os.PathLike[str]) -> Path:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        write_text(p, json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
         return p
 
     @classmethod
@@ -242,12 +249,15 @@ def precision(cfg: TrainConfig, cuda: bool) -> bool:
     return cuda if cfg.bf16 is None else bool(cfg.bf16)
 
 
-def resolve_precision(cfg: TrainConfig, cuda: bool) -> bool:
-    """bf16 decided once per run (`precision`) and written into the config: the parent resolves it
-    before it writes the ranks' config, so every rank and accelerate's mixed precision agree; a
-    rank a user's own launcher started resolves it the same way."""
-    cfg.bf16 = precision(cfg, cuda)
-    return cfg.bf16
+def resolve(cfg: TrainConfig, cuda: bool, **decided: Any) -> TrainConfig:
+    """The run's config: a copy of `cfg` (no list or dict shared) with bf16 decided (`precision`) and
+    what the plan decided (`decided`: the vLLM server's mode and address), refusing any assignment.
+    The parent resolves it before it writes the ranks' config, so every rank and accelerate's mixed
+    precision agree; a rank a user's own launcher started resolves what it read the same way."""
+    values = {f.name: copy.deepcopy(getattr(cfg, f.name)) for f in dataclasses.fields(cfg)}
+    out = TrainConfig(**{**values, "bf16": precision(cfg, cuda), **decided})
+    object.__setattr__(out, "_resolved", True)
+    return out
 
 
 def engine_settings(cfg: TrainConfig, *, model: str | None = None, eager: bool | None = None) -> Any:
@@ -258,25 +268,6 @@ def engine_settings(cfg: TrainConfig, *, model: str | None = None, eager: bool |
 
     return EngineSettings(model or cfg.model, max_new_tokens=cfg.max_completion_length, seed=cfg.seed, max_pixels=cfg.max_pixels,
                           trust_remote_code=cfg.trust_remote_code, eager=eager if eager is not None else (cfg.vllm_enforce_eager or None))  # fmt: skip
-
-
-def options_table() -> list[tuple[str, str, str, str]]:
-    """(key, type, default, help) of every option, for `olmocr-rl train --options`: ours, then
-    every trl GRPOConfig option with its default here (olmOCR 2's marked)."""
-    from typing import get_type_hints
-
-    hints = get_type_hints(TrainConfig)
-    rows = []
-    for f in OWN:
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default  # type: ignore[misc]
-        rows.append((f.name, type_name(hints[f.name]), json.dumps(default), f.metadata.get("help", "")))
-    for name, (typ, default, help_) in sorted(trl_fields().items()):
-        if name in _OWN_NAMES:
-            continue
-        mark = "(olmOCR 2; trl: %s) " % json.dumps(default, default=str) if name in GRPO_OVERRIDES else ""
-        shown = GRPO_OVERRIDES.get(name, default)
-        rows.append((name, type_name(typ), json.dumps(shown, default=str), mark + "trl: " + " ".join(help_.split())[:200]))
-    return rows
 
 
 def set_option(cfg: TrainConfig, key: str, value: Any, source: str) -> None:
@@ -437,3 +428,22 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.final_output_repeats < 1 or cfg.final_batch_size < 1:
         raise ConfigError("final_output_repeats and final_batch_size must be >= 1")
     validate_filter(cfg)
+
+
+def validate_filter(cfg: TrainConfig) -> None:
+    """The filter_* keys (online filtering: olmocr_rl/train/filtering.py), checked whether or not
+    filtering is on."""
+    if cfg.filter_reward is not None and cfg.filter_reward not in cfg.rewards:
+        raise ConfigError(f"filter_reward: {cfg.filter_reward!r} is not one of the run's rewards ({', '.join(cfg.rewards)})")
+    if cfg.filter_min_std < 0:
+        raise ConfigError(f"filter_min_std must be >= 0, got {cfg.filter_min_std}")
+    low, high = cfg.filter_min_mean, cfg.filter_max_mean
+    if low is not None and high is not None and low >= high:
+        raise ConfigError(f"filter_min_mean ({low}) must be below filter_max_mean ({high}): no group could be kept")
+    if cfg.filter_extra_rounds < 0:
+        raise ConfigError(f"filter_extra_rounds must be >= 0, got {cfg.filter_extra_rounds}")
+    if cfg.filter_groups and cfg.filter_reward is None and cfg.trl.get("multi_objective_aggregation") == "normalize_then_sum":
+        raise ConfigError(
+            "filter_groups: with trl.multi_objective_aggregation=normalize_then_sum the advantage is not computed from one "
+            "total reward per completion; name the reward groups are judged on: filter_reward=NAME"
+        )

@@ -2,10 +2,10 @@
 
 trl prints a sample of each logged step's completions as a rich table whose prompt column holds
 the whole chat (the instruction, one word per line in a narrow terminal: 1,272 lines for three
-steps of the demo). `compact_completions_table` takes its place (same arguments, patched into
-trl's GRPO trainer module, where trl looks the function up when it logs): one line per completion
-with its page (the `page` column the bench reward logs), the start of the completion on one line,
-its rewards, advantage and failing tests; a table identical to the last one printed (trl logs again
+steps of the demo). A `CompletionsTable` takes its place (printed by the trainer's `log`,
+olmocr_rl/train/trainer.py): one line per completion with its page (the `page` column the bench
+reward logs), the start of the completion on one line, its rewards, advantage and failing tests,
+titled with the mode (train or eval); a table identical to the last one it printed (trl logs again
 at the end of training) is not printed twice.
 
 Unless `--debug` (OLMOCR_RL_DEBUG): no weight loading/saving progress bars from transformers, and
@@ -22,7 +22,6 @@ from typing import Any
 
 COMPLETION_CHARS = 60  # of each completion, on one line
 FAILED_CHARS = 24  # of the first failing test's id
-_last: list[Any] = [None]
 
 
 def debug() -> bool:
@@ -49,88 +48,72 @@ def _completion_text(completion: Any) -> str:
     return str(completion)
 
 
-def compact_completions_table(
-    prompts: Sequence[Any],
-    completions: Sequence[Any],
-    rewards: dict[str, Sequence[float]],
-    advantages: Sequence[float] | None,
-    step: int,
-    num_samples: int | None = None,
-    extra: dict[str, Sequence[Any]] | None = None,
-) -> None:
-    """trl's `print_prompt_completions_sample`, compact (see the module docstring)."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+class CompletionsTable:
+    """The compact completions table of one trainer (see the module docstring); it remembers the
+    last table it printed."""
 
-    n = len(completions)
-    extra = dict(extra or {})
-    rows = list(range(n))
-    if num_samples is not None and num_samples < n:
-        rows = sorted(random.Random(step).sample(rows, num_samples))
-    pages = extra.pop("page", None)
-    failed = extra.pop("failed_tests", None)
-    key = (_trl_mode(), step, tuple(_completion_text(completions[i]) for i in rows), tuple(rows))
-    if _last[0] == key:
-        return
-    _last[0] = key
-    mode = _trl_mode()
-    title = f"{mode} completions, step {step}: {len(rows)} of {n}" if mode else f"step {step}: {len(rows)} of {n} completions"
-    table = Table(title=title, title_justify="left", expand=False, show_lines=False)
-    table.add_column("page", no_wrap=True, min_width=max((len(str(p)) for p in pages or []), default=4))
-    table.add_column("completion", no_wrap=True, overflow="ellipsis", max_width=COMPLETION_CHARS + 16)
-    for name in rewards:
-        table.add_column(name, justify="right", no_wrap=True)
-    if advantages is not None:
-        table.add_column("advantage", justify="right", no_wrap=True)
-    if failed is not None:
-        table.add_column("failing tests", no_wrap=True, overflow="ellipsis")
-    for column in extra:
-        table.add_column(escape(str(column)), no_wrap=True)
+    def __init__(self) -> None:
+        self.last: Any = None
 
-    def num(values: Sequence[Any], i: int) -> str:
-        try:
-            return f"{float(values[i]):.2f}"
-        except (TypeError, ValueError, IndexError):
-            return "–"
+    def __call__(
+        self,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        rewards: dict[str, Sequence[float]],
+        advantages: Sequence[float] | None,
+        step: int,
+        num_samples: int | None = None,
+        extra: dict[str, Sequence[Any]] | None = None,
+        mode: str | None = None,
+    ) -> None:
+        """trl's `print_prompt_completions_sample`'s arguments, and the `mode` (train, eval) trl's
+        `log` is in (None: the title names none)."""
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.table import Table
 
-    for i in rows:
-        cells = [escape(str(pages[i])) if pages is not None and i < len(pages) else "–"]
-        cells.append(escape(one_line(_completion_text(completions[i]), COMPLETION_CHARS)))
-        cells += [num(values, i) for values in rewards.values()]
+        n = len(completions)
+        extra = dict(extra or {})
+        rows = list(range(n))
+        if num_samples is not None and num_samples < n:
+            rows = sorted(random.Random(step).sample(rows, num_samples))
+        pages = extra.pop("page", None)
+        failed = extra.pop("failed_tests", None)
+        key = (mode, step, tuple(_completion_text(completions[i]) for i in rows), tuple(rows))
+        if self.last == key:
+            return
+        self.last = key
+        title = f"{mode} completions, step {step}: {len(rows)} of {n}" if mode else f"step {step}: {len(rows)} of {n} completions"
+        table = Table(title=title, title_justify="left", expand=False, show_lines=False)
+        table.add_column("page", no_wrap=True, min_width=max((len(str(p)) for p in pages or []), default=4))
+        table.add_column("completion", no_wrap=True, overflow="ellipsis", max_width=COMPLETION_CHARS + 16)
+        for name in rewards:
+            table.add_column(name, justify="right", no_wrap=True)
         if advantages is not None:
-            cells.append(num(advantages, i))
+            table.add_column("advantage", justify="right", no_wrap=True)
         if failed is not None:
-            ids = [t for t in str(failed[i] if i < len(failed) else "").split(",") if t]
-            cells.append(escape(f"{len(ids)}: {one_line(ids[0], FAILED_CHARS)}" + (", …" if len(ids) > 1 else "")) if ids else "0")
-        cells += [escape(one_line(values[i] if i < len(values) else "", FAILED_CHARS)) for values in extra.values()]
-        table.add_row(*cells)
-    Console(width=max(140, Console().width), soft_wrap=False).print(table)
+            table.add_column("failing tests", no_wrap=True, overflow="ellipsis")
+        for column in extra:
+            table.add_column(escape(str(column)), no_wrap=True)
 
+        def num(values: Sequence[Any], i: int) -> str:
+            try:
+                return f"{float(values[i]):.2f}"
+            except (TypeError, ValueError, IndexError):
+                return "–"
 
-def _trl_mode() -> str | None:
-    """ "train" or "eval": trl's GRPOTrainer.log, which calls the table, decides `mode` from
-    `model.training` and holds it in a local (trl 1.11-1.16); read from its frame, None if absent
-    (the title then names no mode)."""
-    import sys
-
-    frame = sys._getframe(1)
-    for _ in range(4):
-        frame = frame.f_back
-        if frame is None:
-            return None
-        if frame.f_code.co_name == "log" and frame.f_locals.get("mode") in ("train", "eval"):
-            return frame.f_locals["mode"]
-    return None
-
-
-def use_compact_table() -> None:
-    """trl prints `compact_completions_table` in place of its own (`GRPOTrainer.log` looks the
-    function up in its module when it logs)."""
-    from trl.trainer import grpo_trainer
-
-    if hasattr(grpo_trainer, "print_prompt_completions_sample"):
-        grpo_trainer.print_prompt_completions_sample = compact_completions_table
+        for i in rows:
+            cells = [escape(str(pages[i])) if pages is not None and i < len(pages) else "–"]
+            cells.append(escape(one_line(_completion_text(completions[i]), COMPLETION_CHARS)))
+            cells += [num(values, i) for values in rewards.values()]
+            if advantages is not None:
+                cells.append(num(advantages, i))
+            if failed is not None:
+                ids = [t for t in str(failed[i] if i < len(failed) else "").split(",") if t]
+                cells.append(escape(f"{len(ids)}: {one_line(ids[0], FAILED_CHARS)}" + (", …" if len(ids) > 1 else "")) if ids else "0")
+            cells += [escape(one_line(values[i] if i < len(values) else "", FAILED_CHARS)) for values in extra.values()]
+            table.add_row(*cells)
+        Console(width=max(140, Console().width), soft_wrap=False).print(table)
 
 
 def quiet_libraries(cuda: bool) -> None:

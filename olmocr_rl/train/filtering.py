@@ -1,54 +1,42 @@
-"""Online group filtering (`filter_groups`): every generation batch trl trains on is made of page
-groups whose rewards disagree (olmocr_rl/keep_rule.py, the rule `olmocr-rl curate` applies before
-training), refilled from further pages of the training order, as verl (`filter_groups`), EasyR1
-(`online_filtering`), ms-swift (`--dynamic_sample`) and OpenRLHF (`--dynamic_filtering`) do after
-DAPO's dynamic sampling; trl only logs `frac_reward_zero_std`. olmocr_rl/train/worker.py installs
-it on the trainer (`install`).
+"""Online group filtering (`filter_groups`), the part that needs no trl: every generation batch trl
+trains on is made of page groups whose rewards disagree (olmocr_rl/keep_rule.py, the rule
+`olmocr-rl curate` applies before training), refilled from further pages of the training order, as
+verl (`filter_groups`), EasyR1 (`online_filtering`), ms-swift (`--dynamic_sample`) and OpenRLHF
+(`--dynamic_filtering`) do after DAPO's dynamic sampling; trl only logs `frac_reward_zero_std`.
 
-How one generation batch of trl becomes several rounds (`OnlineFilter.generate_and_score`):
+How one generation batch of trl becomes several rounds (the rounds themselves are trl's generation
+and scoring, run by olmocr_rl/train/trainer.py's `OlmocrGRPOTrainer._generate_and_score_completions`):
 
 1. Pages come from `PageStream`: trl's own order (its RepeatSampler: one torch.randperm of the
    train pages per pass, seeded with `seed`, cut into generation batches of P pages, the
    incomplete last one dropped), continued by every round. Until a round is added the stream's
-   pages are the ones trl's dataloader hands over (checked at each such batch); trl's dataloader
-   is otherwise only the clock of the run (optimizer steps, epochs in steps, evaluation,
-   checkpoints), so an epoch of pages is used up sooner and the schedule counts optimizer steps.
-2. A round generates and scores the next P pages as trl does: trl's
-   `_generate_and_score_completions` runs up to its `_generate` call (trl's prompt preparation),
-   `_generate` runs, and the round leaves before trl tensorises anything (`_Generated`); trl's
-   `_calculate_rewards` scores the round and gathers every rank's rewards.
-3. The groups are judged on those gathered rewards; rank 0's verdicts are broadcast, so every rank
-   runs the same rounds: until P groups are kept, or `filter_extra_rounds` rounds were added.
-4. The batch: the first P kept groups in generation order; at the bound, filled with dropped
-   groups (those with reward spread outside the band first; a group without spread has zero
-   advantage, so the batch trains as trl would without filtering on that mix), warned and logged.
-   trl's `_generate_and_score_completions` then runs once on it with `_generate` and
-   `_calculate_rewards` replaying the rounds: trl computes pixel values, old and reference
-   log-probabilities, advantages, `num_items_in_batch` (the loss normalisations) and its metrics
-   on the batch that is trained, as it does without filtering; every rank ends with the same
-   number of rows, hence of micro-batches. Only generation outputs (token ids, sampling
-   log-probabilities, decoded text, `log_extra` columns) move between ranks; a group stays on
-   the rank that generated it where that rank has a free slot.
+   pages are the ones trl's dataloader hands over (checked at each such batch: `same_pages`); trl's
+   dataloader is otherwise only the clock of the run (optimizer steps, epochs in steps,
+   evaluation, checkpoints), so an epoch of pages is used up sooner and the schedule counts
+   optimizer steps.
+2. A round generates and scores the next P pages as trl does, and gathers every rank's rewards.
+3. The groups are judged on those gathered rewards (`judge`); rank 0's verdicts are broadcast
+   (`rank0s`), so every rank runs the same rounds: until P groups are kept, or
+   `filter_extra_rounds` rounds were added (`OnlineFilter.enough`).
+4. The batch (`OnlineFilter.batch`): the first P kept groups in generation order (`select`); at the
+   bound, filled with dropped groups (those with reward spread outside the band first; a group
+   without spread has zero advantage, so the batch trains as trl would without filtering on that
+   mix), warned and logged (`OnlineFilter.record`). A group stays on the rank that generated it
+   where that rank has a free slot (`place`); only generation outputs (token ids, sampling
+   log-probabilities, decoded text, `log_extra` columns) move between ranks (`move_records`).
+   trl then builds the trained batch once from the chosen groups, as it does without filtering.
 
-trl seams, read against trl 1.11.0 through 1.16.0 (tests/test_filtering.py fails when one changes):
-`GRPOTrainer._generate_and_score_completions(inputs)` (wrapped on the instance, training only;
-trl's `_prepare_inputs` calls it once per generation batch and buffers the result for
-steps_per_generation x num_iterations micro-steps), `_generate(prompts)` returning (prompt_ids,
-completion_ids, tool_mask, completions, logprobs, extra_fields, images, tool_images),
-`_calculate_rewards(inputs, prompts, completions, completion_ids_list)` returning every rank's
-rewards, `_pending_extra_logs` (the reward functions' `log_extra` columns), `_metrics["train"]`,
-and `RepeatSampler`'s order (trl/trainer/utils.py). Not supported (refused): tools, environments,
-`rollout_func`, an IterableDataset.
+This module imports neither trl nor the training config: the config side
+(olmocr_rl/train/config.py) checks the filter_* keys and turns them into `Settings` and the plan's
+worst case (`Cost`).
 """
 
 from __future__ import annotations
 
-import contextlib
+import hashlib
 import json
 import math
-import sys
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,37 +44,15 @@ from typing import Any
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.keep_rule import KeepRule, has_spread, statistics
 
-TrainConfig = Any  # olmocr_rl/train/config.py's, which calls validate_filter (importing it here would be a cycle)
-
 STATE_FILE = "online_filter.json"  # in each checkpoint folder: where the page order stands
-TRL_READ = "1.11.0-1.16.0"
-GENERATE_OUTPUTS = 8  # what trl's GRPOTrainer._generate returns (trl 1.11-1.16)
 
 
-# --- the config keys, and what they cost: for the plan -------------------------------------------
-
-
-def validate_filter(cfg: TrainConfig) -> None:
-    """The filter_* keys (olmocr_rl/train/config.py), checked whether or not filtering is on."""
-    if cfg.filter_reward is not None and cfg.filter_reward not in cfg.rewards:
-        raise ConfigError(f"filter_reward: {cfg.filter_reward!r} is not one of the run's rewards ({', '.join(cfg.rewards)})")
-    if cfg.filter_min_std < 0:
-        raise ConfigError(f"filter_min_std must be >= 0, got {cfg.filter_min_std}")
-    low, high = cfg.filter_min_mean, cfg.filter_max_mean
-    if low is not None and high is not None and low >= high:
-        raise ConfigError(f"filter_min_mean ({low}) must be below filter_max_mean ({high}): no group could be kept")
-    if cfg.filter_extra_rounds < 0:
-        raise ConfigError(f"filter_extra_rounds must be >= 0, got {cfg.filter_extra_rounds}")
-    if cfg.filter_groups and cfg.filter_reward is None and cfg.trl.get("multi_objective_aggregation") == "normalize_then_sum":
-        raise ConfigError(
-            "filter_groups: with trl.multi_objective_aggregation=normalize_then_sum the advantage is not computed from one "
-            "total reward per completion; name the reward groups are judged on: filter_reward=NAME"
-        )
+# --- what it costs: for the plan -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Cost:
-    """The worst case per generation batch with filtering on (`worst_case`)."""
+    """The worst case per generation batch with filtering on (olmocr_rl/train/config.py `filter_cost`)."""
 
     rounds: int  # generation rounds at most (1 + filter_extra_rounds)
     completions: int  # completions one round generates (trl's generation batch)
@@ -102,14 +68,6 @@ class Cost:
             f"{self.completions_max:,} completions from {self.rounds * self.pages} pages where trl generates {self.completions:,} "
             f"from {self.pages}; optimizer steps as without filtering, the train pages used up to {self.rounds}x sooner"
         )
-
-
-def worst_case(cfg: TrainConfig, world_size: int) -> Cost | None:
-    """With `filter_groups`: the most generation one generation batch can cost; None when off."""
-    if not cfg.filter_groups:
-        return None
-    batch = cfg.per_device_train_batch_size * world_size * (cfg.steps_per_generation or cfg.gradient_accumulation_steps)
-    return Cost(1 + cfg.filter_extra_rounds, batch, batch // max(1, cfg.num_generations or 1))
 
 
 # --- the page order -------------------------------------------------------------------------------
@@ -179,14 +137,11 @@ class Group:
 
 @dataclass(frozen=True)
 class Settings:
+    """The filter_* keys as the filter applies them (olmocr_rl/train/config.py `filter_settings`)."""
+
     rule: KeepRule
     reward: int | None  # the column of the reward judged; None: the weighted total
     extra_rounds: int
-
-    @classmethod
-    def of(cls, cfg: TrainConfig) -> Settings:
-        reward = list(cfg.rewards).index(cfg.filter_reward) if cfg.filter_reward is not None else None
-        return cls(KeepRule(cfg.filter_min_std, cfg.filter_min_mean, cfg.filter_max_mean), reward, cfg.filter_extra_rounds)
 
 
 def totals(rewards: Any, weights: Any) -> Any:
@@ -255,25 +210,7 @@ def place(chosen: Sequence[Group], generations: int, rows_per_rank: int) -> list
     return [g for g in slots if g is not None]
 
 
-# --- the mechanism ------------------------------------------------------------------------------
-
-
-class _Generated(Exception):
-    """Leaves trl's _generate_and_score_completions right after its _generate call."""
-
-
-@contextlib.contextmanager
-def _swapped(obj: Any, name: str, value: Any) -> Iterator[None]:
-    """`obj.name` is `value` inside the block (an instance attribute over the class's method)."""
-    had, before = name in vars(obj), vars(obj).get(name)
-    setattr(obj, name, value)
-    try:
-        yield
-    finally:
-        if had:
-            setattr(obj, name, before)
-        else:
-            delattr(obj, name)
+# --- the rounds of one generation batch, and the run's state ------------------------------------
 
 
 def _distributed() -> bool:
@@ -282,7 +219,7 @@ def _distributed() -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
-def _rank0s(obj: Any) -> Any:
+def rank0s(obj: Any) -> Any:
     """Rank 0's `obj` on every rank (the verdicts: every rank then runs the same rounds)."""
     if not _distributed():
         return obj
@@ -293,17 +230,42 @@ def _rank0s(obj: Any) -> Any:
     return box[0]
 
 
-def _all_gather(obj: Any) -> list[Any]:
-    from olmocr_rl.train.rewards import gather_over_ranks
+def prompt_keys(prompts: Sequence[Any]) -> list[Any]:
+    """Each prompt as plain data, an image as its type, size and a digest of its pixels: what a
+    round generated for, compared with what trl builds the trained batch from
+    (olmocr_rl/train/trainer.py), and small enough to move between ranks with the round's outputs.
+    An image shared by several prompts (a page's G rows) is digested once."""
+    digests: dict[int, str] = {}
 
-    return gather_over_ranks(obj)
+    def key(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {str(k): key(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [key(v) for v in x]
+        if x is None or isinstance(x, (str, int, float, bool)):
+            return x
+        if id(x) not in digests:
+            pixels = x.tobytes() if callable(getattr(x, "tobytes", None)) else repr(x).encode()
+            digests[id(x)] = f"{type(x).__name__}{tuple(getattr(x, 'size', ()))}:{hashlib.sha1(pixels).hexdigest()[:16]}"
+        return digests[id(x)]
+
+    return [key(p) for p in prompts]
+
+
+def same_pages(a: Sequence[dict], b: Sequence[dict]) -> bool:
+    """Whether two lists of dataset rows are the same pages, in order."""
+
+    def pages(xs: Sequence[dict]) -> list[tuple]:
+        return [(x.get("pdf"), x.get("page"), tuple(x.get("test_ids") or ())) for x in xs]
+
+    return pages(a) == pages(b)
 
 
 @dataclass
 class Round:
     pages: list[int]  # the round's pages, P of them
     rewards: Any  # every rank's rewards, rows x reward functions (CPU float32)
-    records: list[dict]  # this rank's rows: what _generate returned for each, and its log_extra values
+    records: list[dict]  # this rank's rows: what trl's _generate returned for each, its prompt_key and log_extra values
     groups: list[Group]
 
 
@@ -319,20 +281,14 @@ class Step:
 
 
 class OnlineFilter:
-    """Installed on a GRPOTrainer (`install`): its `_generate_and_score_completions`, in training."""
+    """One run's filter on one rank: the settings, the batch's geometry (G generations per page,
+    P pages a round, n rows a rank), the page order and what a checkpoint stores of it."""
 
-    def __init__(self, trainer: Any, settings: Settings) -> None:
-        self.trainer = trainer
+    def __init__(self, settings: Settings, *, pages: int, generations: int, per_round: int, rows_per_rank: int, rank: int,
+                 seed: int | None, shuffle: bool) -> None:  # fmt: skip
         self.settings = settings
-        args = trainer.args
-        self.generations = int(trainer.num_generations)
-        self.world = int(trainer.accelerator.num_processes)
-        self.rank = int(trainer.accelerator.process_index)
-        self.rows_per_rank = int(args.per_device_train_batch_size * args.steps_per_generation)
-        self.per_round = int(args.generation_batch_size) // self.generations
-        self.dataset = trainer.train_dataset
-        self.stream = PageStream(len(self.dataset), self.per_round, args.seed, bool(trainer.shuffle_dataset))
-        self.original = trainer._generate_and_score_completions
+        self.generations, self.per_round, self.rows_per_rank, self.rank = generations, per_round, rows_per_rank, rank
+        self.stream = PageStream(pages, per_round, seed, shuffle)
         self.in_sync = True  # no round added yet (and not resumed): the stream's pages are trl's
         self.bound_hits = 0
         self.rounds_total = 0
@@ -344,14 +300,14 @@ class OnlineFilter:
         return {"rounds_drawn": s.position, "pages_per_round": s.per_round, "train_pages": s.pages, "seed": s.seed,
                 "shuffle": s.shuffle, "bound_hits": self.bound_hits}  # fmt: skip
 
-    def restore(self, checkpoint: str | Path, global_step: int) -> str | None:
-        """Continues the page order where the checkpoint left it; returns a warning, if any."""
+    def restore(self, checkpoint: str | Path, global_step: int, *, accumulation: int, micro_steps_per_generation: int) -> str | None:
+        """Continues the page order where the checkpoint left it; returns a warning, if any. Without
+        a saved state: where trl's order would be (a generation batch every
+        `micro_steps_per_generation` micro-steps, `accumulation` of them an optimizer step)."""
         self.in_sync = False
         path = Path(checkpoint) / STATE_FILE
         if not path.is_file():
-            args = self.trainer.args
-            every = args.steps_per_generation * self.trainer.num_iterations
-            self.stream.position = -(-global_step * args.gradient_accumulation_steps // every)
+            self.stream.position = -(-global_step * accumulation // micro_steps_per_generation)
             return (f"{checkpoint} has no {STATE_FILE} (saved without filter_groups): the page order continues where trl's "
                     f"would, at generation batch {self.stream.position}")  # fmt: skip
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -366,143 +322,37 @@ class OnlineFilter:
 
     # -- one generation batch ------------------------------------------------------------------------
 
-    def generate_and_score(self, inputs: list[dict]) -> dict:
-        """trl's `_generate_and_score_completions`, in training with online filtering."""
-        import torch
+    def rows_of(self, pages: Sequence[int]) -> list[int]:
+        """The pages of this rank's rows of a round: each page repeated G times over all ranks, as
+        trl lays out a generation batch (rank r holds rows r*n .. r*n+n-1)."""
+        every = [p for p in pages for _ in range(self.generations)]
+        return every[self.rank * self.rows_per_rank : (self.rank + 1) * self.rows_per_rank]
 
-        trainer = self.trainer
-        if not trainer.model.training:
-            return self.original(inputs)
-        t0 = time.perf_counter()
-        rounds: list[Round] = []
-        kept = 0
-        while True:
-            pages = self.stream.draw()
-            rows = self._rows(pages)
-            if not rounds:
-                self._check_order(inputs, rows)
-            rewards, records = self._generate_round(rows)
-            groups = _rank0s(judge(rewards, trainer.reward_weights.cpu(), self.generations, self.settings, len(rounds)))
-            rounds.append(Round(pages, rewards, records, groups))
-            kept += sum(g.kept for g in groups)
-            if kept >= self.per_round or len(rounds) > self.settings.extra_rounds:
-                break
+    def enough(self, rounds: Sequence[Round]) -> bool:
+        """P groups kept, or the bound reached (1 + filter_extra_rounds rounds)."""
+        kept = sum(g.kept for r in rounds for g in r.groups)
+        return kept >= self.per_round or len(rounds) > self.settings.extra_rounds
+
+    def batch(self, rounds: Sequence[Round]) -> tuple[list[Group], int]:
+        """The batch's groups in slot order, and how many were filled at the bound."""
         if len(rounds) > 1:
             self.in_sync = False
-        every = [g for r in rounds for g in r.groups]
-        chosen, filled = select(every, self.per_round)
-        slots = place(chosen, self.generations, self.rows_per_rank)
-        batch = self._replay(rounds, slots)
-        reward = float(totals(torch.cat([r.rewards for r in rounds]), trainer.reward_weights.cpu()).nanmean())
-        self._log(Step(every, len(rounds), filled, time.perf_counter() - t0, reward))
-        return batch
+        chosen, filled = select([g for r in rounds for g in r.groups], self.per_round)
+        return place(chosen, self.generations, self.rows_per_rank), filled
 
-    def _rows(self, pages: Sequence[int]) -> list[dict]:
-        """This rank's rows of a round: each page repeated G times over all ranks, as trl lays out a
-        generation batch (rank r holds rows r*n .. r*n+n-1)."""
-        every = [p for p in pages for _ in range(self.generations)]
-        mine = every[self.rank * self.rows_per_rank : (self.rank + 1) * self.rows_per_rank]
-        loaded: dict[int, dict] = {}
-        rows = []
-        for p in mine:
-            if p not in loaded:
-                loaded[p] = self.dataset[int(p)]
-            rows.append(dict(loaded[p]))
-        return rows
-
-    def _check_order(self, inputs: list[dict], rows: list[dict]) -> None:
-        """While in sync, the stream's pages must be the ones trl's dataloader handed over."""
-        if not self.in_sync:
-            return
-
-        def pages(xs: list[dict]) -> list[tuple]:
-            return [(x.get("pdf"), x.get("page"), tuple(x.get("test_ids") or ())) for x in xs]
-
-        if pages(inputs) != pages(rows):
-            self.in_sync = False
-            if self.rank == 0:
-                print(f"warning: online filtering: trl's page order is not the one the filter continues (it reproduces trl "
-                      f"{TRL_READ}'s RepeatSampler); training goes on in the filter's order", file=sys.stderr, flush=True)  # fmt: skip
-
-    def _generate_round(self, rows: list[dict]) -> tuple[Any, list[dict]]:
-        """Generates and scores one round on this rank's rows, as trl does; returns every rank's
-        rewards (CPU) and this rank's records."""
-        trainer = self.trainer
-        seen: dict[str, Any] = {}
-        generate = trainer._generate
-
-        def probe(prompts: list) -> Any:
-            seen["prompts"], seen["out"] = prompts, generate(prompts)
-            raise _Generated
-
-        with _swapped(trainer, "_generate", probe):
-            try:
-                self.original(rows)
-            except _Generated:
-                pass
-        if "out" not in seen:
-            raise RuntimeError(
-                f"online filtering: trl's _generate_and_score_completions did not call _generate (read against trl {TRL_READ})"
-            )
-        out = tuple(seen["out"])
-        if len(out) != GENERATE_OUTPUTS or out[5] or any(out[7] or ()):
-            raise RuntimeError(
-                f"online filtering: trl's GRPOTrainer._generate returned {len(out)} values (extra fields {bool(out[5:6] and out[5])}); "
-                f"it reads trl {TRL_READ}'s 8 and supports neither rollout_func nor tool images"
-            )
-        prompt_ids, completion_ids, tool_mask, completions, logprobs = out[:5]
-        pending = trainer._pending_extra_logs
-        before = {k: len(v) for k, v in pending.items()}
-        rewards = trainer._calculate_rewards(rows, seen["prompts"], completions, completion_ids)
-        extra = {}
-        for column, values in list(pending.items()):
-            extra[column] = values[before.get(column, 0) :]
-            del values[before.get(column, 0) :]
-        records = [
-            {"prompt_ids": prompt_ids[i], "completion_ids": completion_ids[i], "completion": completions[i],
-             "tool_mask": None if tool_mask is None else tool_mask[i], "logprobs": None if logprobs is None else logprobs[i],
-             "extra": {c: v[i] for c, v in extra.items() if i < len(v)}}
-            for i in range(len(rows))
-        ]  # fmt: skip
-        return rewards.detach().float().cpu(), records
-
-    def _replay(self, rounds: list[Round], slots: list[Group]) -> dict:
-        """trl's _generate_and_score_completions on the batch of `slots`, replaying the rounds."""
+    def trained_rows(self, rounds: Sequence[Round], slots: Sequence[Group]) -> tuple[list[int], Any]:
+        """The pages of this rank's rows of the batch, and every rank's rewards of the batch (rows x
+        reward functions, in slot order)."""
         import torch
 
-        trainer, G, n = self.trainer, self.generations, self.rows_per_rank
-        records = self._move(rounds, slots)
+        G, n = self.generations, self.rows_per_rank
         mine = range(self.rank * n, (self.rank + 1) * n)
-        recs = [records[f] for f in mine]
-        rows = self._rows_of([rounds[slots[f // G].round].pages[slots[f // G].index] for f in mine])
-        rewards = torch.stack([rounds[g.round].rewards[g.index * G + m] for g in slots for m in range(G)])
-        rewards = rewards.to(trainer.accelerator.device)
-        tool_mask = None if all(r["tool_mask"] is None for r in recs) else [r["tool_mask"] for r in recs]
-        logprobs = None if all(r["logprobs"] is None for r in recs) else [r["logprobs"] for r in recs]
-        outputs = ([r["prompt_ids"] for r in recs], [r["completion_ids"] for r in recs], tool_mask,
-                   [r["completion"] for r in recs], logprobs, {}, None, [])  # fmt: skip
+        pages = [rounds[slots[f // G].round].pages[slots[f // G].index] for f in mine]
+        return pages, torch.stack([rounds[g.round].rewards[g.index * G + m] for g in slots for m in range(G)])
 
-        def replay_generate(prompts: list) -> tuple:
-            if len(prompts) != len(recs):
-                raise RuntimeError(f"online filtering: trl asked for {len(prompts)} completions, the batch has {len(recs)}")
-            return outputs
-
-        pending = trainer._pending_extra_logs
-        for column in sorted({c for r in recs for c in r["extra"]}):
-            pending[column].extend(r["extra"].get(column) for r in recs)
-        with _swapped(trainer, "_generate", replay_generate), _swapped(trainer, "_calculate_rewards", lambda *a, **k: rewards):
-            return self.original(rows)
-
-    def _rows_of(self, pages: Sequence[int]) -> list[dict]:
-        loaded: dict[int, dict] = {}
-        for p in pages:
-            if p not in loaded:
-                loaded[p] = self.dataset[int(p)]
-        return [dict(loaded[p]) for p in pages]
-
-    def _move(self, rounds: list[Round], slots: list[Group]) -> dict[int, dict]:
-        """The records of this rank's rows of the batch (batch row -> record): its own, and those
-        other ranks generated (one all-gather, only when a group changes rank)."""
+    def move_records(self, rounds: Sequence[Round], slots: Sequence[Group]) -> list[dict]:
+        """The records of this rank's rows of the batch, in row order: its own, and those other
+        ranks generated (one all-gather, only when a group changes rank)."""
         G, n = self.generations, self.rows_per_rank
         mine: dict[int, dict] = {}
         outgoing: dict[int, dict] = {}
@@ -515,57 +365,24 @@ class OnlineFilter:
                 if src == self.rank:
                     (mine if dst == self.rank else outgoing)[row] = rounds[g.round].records[source % n]
         if moves:
-            for part in _all_gather(outgoing):
-                mine.update({row: rec for row, rec in part.items() if row // n == self.rank})
-        return mine
+            from olmocr_rl.train.rewards import gather_over_ranks
 
-    def _log(self, step: Step) -> None:
-        trainer, groups = self.trainer, step.groups
-        kept = sum(g.kept for g in groups)
+            for part in gather_over_ranks(outgoing):
+                mine.update({row: rec for row, rec in part.items() if row // n == self.rank})
+        return [mine[f] for f in range(self.rank * n, (self.rank + 1) * n)]
+
+    def record(self, step: Step, global_step: int) -> tuple[str | None, dict[str, float]]:
+        """Counts a generation batch: the warning to print at the bound (None below it) and its
+        filter/* metrics."""
+        kept = sum(g.kept for g in step.groups)
         self.rounds_total += step.rounds
+        warning = None
         if step.filled:
             self.bound_hits += 1
-            if self.rank == 0:
-                print(f"warning: online filtering, step {trainer.state.global_step + 1}: {min(kept, self.per_round)} of "
-                      f"{self.per_round} groups kept after {step.rounds} generation rounds (filter_extra_rounds="
-                      f"{self.settings.extra_rounds}); filled with {step.filled} dropped groups", file=sys.stderr, flush=True)  # fmt: skip
-        metrics = trainer._metrics["train"]
-        for name, value in (("groups_generated", len(groups)), ("groups_kept", kept), ("groups_filled", step.filled),
-                            ("rounds", step.rounds), ("frac_reward_zero_std", sum(g.zero_total for g in groups) / len(groups)),
-                            ("reward", step.reward), ("rounds_s", step.seconds), ("epoch", self.stream.passes)):  # fmt: skip
-            metrics[f"filter/{name}"].append(float(value))
-
-
-def install(trainer: Any, cfg: TrainConfig, resume: str | None) -> OnlineFilter:
-    """Online filtering on `trainer` (a trl GRPOTrainer): its `_generate_and_score_completions` in
-    training, and a callback that stores the page order's position in each checkpoint."""
-    from datasets import IterableDataset
-    from transformers import TrainerCallback
-
-    if getattr(trainer, "tools", None) or getattr(trainer, "environment_factories", None) or getattr(trainer, "rollout_func", None):
-        raise ConfigError("filter_groups: not supported with trl's tools, environments or rollout_func")
-    if isinstance(trainer.train_dataset, IterableDataset):
-        raise ConfigError("filter_groups: needs a dataset with a length (trl's page order), not an IterableDataset")
-    aggregation = getattr(trainer, "multi_objective_aggregation", "sum_then_normalize")
-    if aggregation != "sum_then_normalize" and cfg.filter_reward is None:
-        raise ConfigError(f"filter_groups: with multi_objective_aggregation={aggregation} name the reward judged: filter_reward=NAME")
-    online = OnlineFilter(trainer, Settings.of(cfg))
-    if resume is not None:
-        state = json.loads((Path(resume) / "trainer_state.json").read_text(encoding="utf-8"))
-        warning = online.restore(resume, int(state.get("global_step", 0)))
-        if warning and online.rank == 0:
-            print(f"warning: online filtering: {warning}", file=sys.stderr, flush=True)
-
-    class FilterState(TrainerCallback):
-        """Writes the page order's position into each checkpoint (rank 0), beside trl's own state."""
-
-        def on_save(self, args, state, control, **kwargs):
-            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if state.is_world_process_zero and folder.is_dir():
-                from olmocr_rl.atomic import write_text
-
-                write_text(folder / STATE_FILE, json.dumps(online.state(), indent=2) + "\n")
-
-    trainer.add_callback(FilterState())
-    trainer._generate_and_score_completions = online.generate_and_score
-    return online
+            warning = (f"online filtering, step {global_step + 1}: {min(kept, self.per_round)} of {self.per_round} groups kept "
+                       f"after {step.rounds} generation rounds (filter_extra_rounds={self.settings.extra_rounds}); filled with "
+                       f"{step.filled} dropped groups")  # fmt: skip
+        metrics = {"groups_generated": len(step.groups), "groups_kept": kept, "groups_filled": step.filled, "rounds": step.rounds,
+                   "frac_reward_zero_std": sum(g.zero_total for g in step.groups) / len(step.groups), "reward": step.reward,
+                   "rounds_s": step.seconds, "epoch": self.stream.passes}  # fmt: skip
+        return warning, {f"filter/{name}": float(value) for name, value in metrics.items()}

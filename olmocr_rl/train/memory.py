@@ -76,7 +76,6 @@ rounds of online filtering (`weight_pushes`).
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -398,10 +397,7 @@ def alternatives(cfg: TrainConfig, layout: Layout, ranks_available: int | None) 
     out: list[tuple[str, TrainConfig, Layout]] = []
 
     def changed(**kw) -> TrainConfig:
-        c = copy.deepcopy(cfg)
-        for k, v in kw.items():
-            setattr(c, k, v)
-        return c
+        return replace(cfg, **kw)  # the plan's config is read-only (config.resolve)
 
     for stage in (1, 2, 3):
         if layout.zero is None or layout.zero < stage:
@@ -501,10 +497,10 @@ def node_target(gpus: int | None, gpu_memory_gib: float | None, *, cuda_here: bo
 
 
 def trl_has_fused_loss() -> bool:
-    """trl >= 1.15's tiled LM head (`trl.trainer.utils.add_fused_lm_head`)."""
-    from importlib import import_module
+    """trl >= 1.15's tiled LM head (`add_fused_lm_head`, which trl.trainer exports)."""
+    import trl.trainer
 
-    return hasattr(import_module("trl.trainer.utils"), "add_fused_lm_head")
+    return hasattr(trl.trainer, "add_fused_lm_head")
 
 
 # Tokens the chat template adds around one user turn and the generation prompt (Qwen-style), and a

@@ -1,16 +1,18 @@
 """The training plan: everything `olmocr-rl train` decides before it starts a process, as one typed
 object, and the one function that carries it out.
 
-    build_plan(cfg, LaunchOptions(...))   precision, world size, GPU split, launcher and server
-                                          commands, their environment, trl's options, the prepared
-                                          folder read once and the pre-flight problems found in it
+    build_plan(cfg, LaunchOptions(...))   the resolved config (precision; with --vllm-gpus the server's
+                                          mode and address), world size, steps, GPU split, launcher
+                                          and server commands, their environment, trl's options, the
+                                          prepared folder read once and the pre-flight problems found
+                                          in it: one frozen value that no later stage changes
     plan.describe()                       what `--dry-run` prints
     execute(plan)                         train here (one process) or start the launcher (and the
                                           vLLM server) and supervise them; then the final outputs
 
 A process a launcher started is one rank (olmocr_rl/train/rank.py). The command line
-(olmocr_rl/cli/train.py) parses options into a TrainConfig and LaunchOptions and calls these;
-nothing here imports the command line.
+(olmocr_rl/cli/train.py) parses options into a TrainConfig and LaunchOptions
+(olmocr_rl/launch/launchers.py) and calls these; nothing here imports the command line.
 """
 
 from __future__ import annotations
@@ -18,38 +20,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from olmocr_rl.errors import ConfigError, UserError
 from olmocr_rl.folder_lock import folder_lock
-from olmocr_rl.launch.launchers import LAUNCHERS
+from olmocr_rl.launch.launchers import LaunchOptions
 from olmocr_rl.train.config import TrainConfig
 from olmocr_rl.train.data import Inputs
 from olmocr_rl.train.preflight import Problem, errors
-from olmocr_rl.train.rank import CONFIG_FILE
-
-
-@dataclass(frozen=True)
-class LaunchOptions:
-    """How the ranks are started (`olmocr-rl train`'s launch options)."""
-
-    num_processes: int | None = None  # total over all machines; None: 1, or every training GPU with vllm_gpus
-    zero: int | None = None  # DeepSpeed ZeRO stage
-    launcher: str = "accelerate"  # a name of olmocr_rl.launch.launchers.LAUNCHERS
-    vllm_gpus: int | None = None  # serve generation on this node's last K GPUs
-    num_machines: int = 1
-    machine_rank: int = 0
-    main_process_ip: str | None = None
-    main_process_port: int | None = None
-    hostfile: str | None = None
-    gpus: int | None = None  # GPUs per node of the machine planned for (None: this machine's)
-    gpu_memory: float | None = None  # GiB per GPU, as torch reports it (None: this machine's)
-
-    def __post_init__(self) -> None:
-        if self.launcher not in LAUNCHERS:
-            raise ConfigError(f"--launcher {self.launcher!r}: choose {' or '.join(LAUNCHERS)}")
+from olmocr_rl.train.rank import config_file, rank_program
 
 
 class TrainingFailed(UserError):
@@ -60,41 +41,45 @@ class TrainingFailed(UserError):
         self.code = code
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
-    cfg: TrainConfig  # resolved: bf16 decided, the server's address filled in
-    options: LaunchOptions
+    """Everything `olmocr-rl train` decided before it starts a process, resolved once (`build_plan`)
+    and read, never changed, by every later stage."""
+
+    cfg: TrainConfig  # resolved (config.resolve, read-only): bf16 decided; with vllm_gpus the server's mode and address
+    options: LaunchOptions  # resolved: num_processes is the training processes in all
     cuda: bool
-    world_size: int  # training processes in all
     distributed: bool  # False: train in this process
     grpo_kwargs: dict  # trl.GRPOConfig's arguments
-    launcher_argv: list[str] | None = None
-    env: dict[str, str] | None = None
+    inputs: Inputs  # the prepared folder, read once
+    steps: int  # the optimizer steps trl will run (olmocr_rl/train/budget.py; 0: none, a pre-flight error)
+    problems: tuple[Problem, ...] = ()
+    launcher_argv: list[str] | None = None  # when distributed
+    env: dict[str, str] | None = None  # the ranks' environment, when distributed
     split: Any = None  # launch.gpus.GpuSplit with vllm_gpus
     server_argv: list[str] | None = None  # on machine rank 0 with vllm_gpus
-    inputs: Inputs | None = None  # the prepared folder, read once
-    problems: list[Problem] = field(default_factory=list)
     target: Any = None  # memory.Target: the node planned for
     recipe: str | None = None  # the packaged recipe the config came from (--config olmocr2)
 
     @property
+    def world_size(self) -> int:
+        """Training processes in all."""
+        return self.options.processes
+
+    @property
     def config_path(self) -> Path:
-        return Path(self.cfg.output_dir) / CONFIG_FILE
+        return config_file(self.cfg)
 
     @property
     def parent_writes_outputs(self) -> bool:
-        """Whether this process (not rank 0) writes the final outputs of a launched run: always,
-        but where the ranks cannot be told (PARENT_ENV) to leave them to it: the `deepspeed`
-        launcher starts the ranks of several machines over pdsh, which passes on only its own
-        list of variables. Then rank 0 writes them, as under a user's own launcher."""
-        return not (self.options.launcher == "deepspeed" and self.options.num_machines > 1)
+        return parent_writes_outputs(self.options)
 
     def describe(self, *, show_config: bool = False, config_file: str | os.PathLike[str] | None = None) -> str:
         """The plan as `--dry-run` prints it: the verdict in a line first, the plan's parts, then
         the verdict again in full (`verdict_lines`). `show_config`: the resolved config and
         trl.GRPOConfig's arguments too (else only the file they are written to, `config_file`)."""
         from olmocr_rl.launch.launchers import format_plan
-        from olmocr_rl.train.filtering import worst_case
+        from olmocr_rl.train.budget import filter_cost
         from olmocr_rl.train.preflight import generation_batch
 
         cfg, world = self.cfg, self.world_size
@@ -110,7 +95,7 @@ class Plan:
             f"completions = {batch / cfg.num_generations:g} pages x {cfg.num_generations} generations"
         )
         lines += budget.lines()
-        if (cost := worst_case(cfg, world)) is not None:
+        if (cost := filter_cost(cfg, world)) is not None:
             lines.append(cost.line())
         lines += self._memory_lines(memory)
         lines.append(f"prompt: {prompt_line(cfg)}")
@@ -163,7 +148,7 @@ class Plan:
     def verdict_lines(self, budget: Any, memory: MemoryPlan, config_file: str | os.PathLike[str] | None, shown: bool) -> list[str]:
         """The closing block: starts, memory per GPU (peak and share), disk needed and free, steps,
         generation at most, and where the resolved config is."""
-        from olmocr_rl.train.filtering import worst_case
+        from olmocr_rl.train.budget import filter_cost
 
         bad = errors(self.problems)
         warned = [p for p in self.problems if p not in bad]
@@ -177,7 +162,7 @@ class Plan:
         out.append(f"  disk:       {self._disk_verdict(budget)}")
         out.append(f"  steps:      {budget.steps} optimizer step{'' if budget.steps == 1 else 's'} (as trl counts them)"
                    + (": nothing would train" if not budget.steps else ""))  # fmt: skip
-        cost = worst_case(self.cfg, self.world_size)
+        cost = filter_cost(self.cfg, self.world_size)
         parts = [f"at most {cost.completions_max:,} completions a generation batch (online filtering's worst case, {cost.rounds} rounds)"
                  ] if cost is not None else []  # fmt: skip
         tokens = f"up to {budget.train_tokens:,} completion tokens for training"
@@ -315,6 +300,14 @@ def image_lines(cfg: TrainConfig, shape: Any, rows: list[dict]) -> list[str]:
     return [f"image tokens: {n:,} for the largest page{page}, {budget.describe()}" + (f"; {assumed}" if assumed else "")]
 
 
+def parent_writes_outputs(o: LaunchOptions) -> bool:
+    """Whether this process (not rank 0) writes the final outputs of a launched run: always, but
+    where the ranks cannot be told (PARENT_ENV) to leave them to it: the `deepspeed` launcher starts
+    the ranks of several machines over pdsh, which passes on only its own list of variables. Then
+    rank 0 writes them, as under a user's own launcher."""
+    return not (o.launcher == "deepspeed" and o.num_machines > 1)
+
+
 def prompt_line(cfg: TrainConfig) -> str:
     """Where the run's instruction comes from, in a line."""
     from olmocr_rl.prompts import TEXT_FIRST, PromptError, resolve_prompt
@@ -329,69 +322,72 @@ def prompt_line(cfg: TrainConfig) -> str:
 
 
 def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False, recipe: str | None = None) -> Plan:
-    """Decides how the run starts (see the module docstring); `cfg` is updated in place (bf16
-    resolved; with vllm_gpus, server mode and the server's address). Raises ConfigError for
-    options that cannot work together; the pre-flight problems are returned on the plan."""
+    """Decides how the run starts (see the module docstring), leaving `cfg` as it is: the plan holds
+    the resolved config (bf16; with vllm_gpus the server's mode and address) and the resolved launch
+    options. Raises ConfigError for options that cannot work together; the pre-flight problems are
+    returned on the plan."""
     from olmocr_rl.launch.gpus import cuda_available
     from olmocr_rl.launch.launchers import PARENT_ENV, launch_env, launcher_argv
-    from olmocr_rl.train.config import resolve_precision
+    from olmocr_rl.train.budget import training_steps
+    from olmocr_rl.train.config import resolve
     from olmocr_rl.train.grpo import grpo_kwargs
     from olmocr_rl.train.memory import node_target
     from olmocr_rl.train.preflight import preflight, run_inputs
-    from olmocr_rl.train.rank import rank_program
 
-    o = options
     # The node planned for: this machine, or one described by --gpus/--gpu-memory (a GPU node
     # planned from a machine without GPUs gets what that node will run: bf16, NCCL, its server).
     here = cuda_available()
-    target = node_target(
-        o.gpus, o.gpu_memory, cuda_here=here, at_least=(o.num_processes or 1) // max(1, o.num_machines) + (o.vllm_gpus or 0)
-    )
+    target = node_target(options.gpus, options.gpu_memory, cuda_here=here,
+                         at_least=(options.num_processes or 1) // max(1, options.num_machines) + (options.vllm_gpus or 0))  # fmt: skip
     cuda = target.gpus > 0
-    resolve_precision(cfg, cuda)  # here, so that every rank (and accelerate's mixed precision) agrees
-    num_processes, split, server, gpus = _placement(cfg, o, target)
+    num_processes, split, gpus, server_mode = _placement(cfg, options, target)
+    # Resolved here, so that every rank (and accelerate's mixed precision) agrees.
+    cfg = resolve(cfg, cuda, **server_mode)
+    o = replace(options, num_processes=num_processes)
+    server = None
+    if split is not None and o.machine_rank == 0:  # the vLLM server (on a node described by --gpus, the one trl builds there)
+        from olmocr_rl.train.vllm_server import server_argv
+
+        bind = "0.0.0.0" if o.num_machines > 1 else "127.0.0.1"
+        server = server_argv(cfg, split, host=bind, port=cfg.vllm_server_port, for_node=target.described)
     distributed = num_processes > 1 or o.zero is not None or o.num_machines > 1 or split is not None or o.launcher == "deepspeed"
-    plan = Plan(cfg, o, cuda, num_processes, distributed, grpo_kwargs(cfg, cuda=cuda, world_size=num_processes, deepspeed=o.zero is not None),
-                split=split, server_argv=server, target=target, recipe=recipe)  # fmt: skip
+    argv = env = None
     if distributed:
-        plan.launcher_argv = launcher_argv(
-            o.launcher, rank_program(cfg.prepared_dir, plan.config_path, o.zero if o.launcher == "deepspeed" else None),
-            num_processes=num_processes, zero=o.zero, num_machines=o.num_machines, machine_rank=o.machine_rank,
-            main_process_ip=o.main_process_ip, main_process_port=o.main_process_port, hostfile=o.hostfile, gpus=gpus,
-            mixed_precision="bf16" if cfg.bf16 else "no",  # from the config in hand
-        )  # fmt: skip
-        plan.env = launch_env(num_processes // o.num_machines)
-        if plan.parent_writes_outputs:
-            plan.env[PARENT_ENV] = "1"  # the ranks leave the final outputs to this process
+        argv = launcher_argv(rank_program(cfg.prepared_dir, config_file(cfg), o.zero if o.launcher == "deepspeed" else None), o,
+                             mixed_precision="bf16" if cfg.bf16 else "no", devices=gpus)  # fmt: skip
+        env = launch_env(num_processes // o.num_machines)
+        if parent_writes_outputs(o):
+            env[PARENT_ENV] = "1"  # the ranks leave the final outputs to this process
         if split is not None and o.launcher == "accelerate":
-            plan.env["CUDA_VISIBLE_DEVICES"] = ",".join(split.train)
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(split.train)
         elif gpus is not None:
-            plan.env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher's --include names them
-    plan.inputs = run_inputs(cfg)
-    plan.problems = preflight(cfg, num_processes, plan.inputs, cuda=cuda, deepspeed=True if o.zero is not None else None, zero=o.zero,
-                              target=target, vllm_server=split is not None, elsewhere=target.described and cuda and not here,
-                              server_tensor_parallel=split.tensor_parallel if split is not None else 1)  # fmt: skip
+            env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher's --include names them
+    inputs = run_inputs(cfg)
+    problems = preflight(cfg, num_processes, inputs, cuda=cuda, deepspeed=True if o.zero is not None else None, zero=o.zero,
+                         target=target, vllm_server=split is not None, elsewhere=target.described and cuda and not here,
+                         server_tensor_parallel=split.tensor_parallel if split is not None else 1)  # fmt: skip
     if server is not None:
         from olmocr_rl.train.vllm_server import port_problems
 
-        plan.problems += port_problems(cfg)
+        problems += port_problems(cfg)
     if strict:
-        plan.problems = [replace(p, severity="error") for p in plan.problems]
-    return plan
+        problems = [replace(p, severity="error") for p in problems]
+    steps = training_steps(cfg, len(inputs.train_rows[: cfg.max_train_pages]), num_processes)
+    return Plan(cfg, o, cuda, distributed, grpo_kwargs(cfg, cuda=cuda, world_size=num_processes, deepspeed=o.zero is not None), inputs,
+                steps, tuple(problems), argv, env, split, server, target, recipe)  # fmt: skip
 
 
-def _placement(cfg: TrainConfig, o: LaunchOptions, target: Any) -> tuple[int, Any, list[str] | None, list[str] | None]:
-    """(training processes in all, the GPU split, the server command, the training GPUs to name):
-    with vllm_gpus, the last K GPUs serve and `cfg` is pointed at the server. A node described by
-    --gpus is split as its GPUs 0..N-1, and its server command is the one trl builds there."""
+def _placement(cfg: TrainConfig, o: LaunchOptions, target: Any) -> tuple[int, Any, list[str] | None, dict[str, Any]]:
+    """(training processes in all, the GPU split, the training GPUs to name, what the resolved
+    config is told): with vllm_gpus, the last K GPUs serve and the config is pointed at the server.
+    A node described by --gpus is split as its GPUs 0..N-1."""
     from olmocr_rl.launch.gpus import split_gpus, visible_gpus
 
     if not o.vllm_gpus:
         # The deepspeed launcher ignores CUDA_VISIBLE_DEVICES once told a count: name the GPUs.
         gpus = visible_gpus() if o.launcher == "deepspeed" and os.environ.get("CUDA_VISIBLE_DEVICES") else None
-        return o.num_processes or 1, None, None, gpus
+        return o.num_processes or 1, None, gpus, {}
     from olmocr_rl.launch.server import client_host
-    from olmocr_rl.train.vllm_server import server_argv
 
     split = split_gpus(
         [str(i) for i in range(target.gpus)] if o.gpus is not None else visible_gpus(), o.vllm_gpus, cfg.vllm_data_parallel_size
@@ -402,13 +398,9 @@ def _placement(cfg: TrainConfig, o: LaunchOptions, target: Any) -> tuple[int, An
             f"--num-processes {o.num_processes} needs {per_node} training GPUs per machine; "
             f"--vllm-gpus {o.vllm_gpus} leaves {len(split.train)} ({','.join(split.train)})"
         )
-    cfg.use_vllm, cfg.vllm_mode, cfg.vllm_server_base_url = True, "server", None
-    cfg.vllm_server_host = client_host(o.num_machines, o.main_process_ip)
-    server = None
-    if o.machine_rank == 0:
-        bind = "0.0.0.0" if o.num_machines > 1 else "127.0.0.1"
-        server = server_argv(cfg, split, host=bind, port=cfg.vllm_server_port, for_node=target.described)
-    return per_node * o.num_machines, split, server, list(split.train)
+    server_mode = {"use_vllm": True, "vllm_mode": "server", "vllm_server_base_url": None,
+                   "vllm_server_host": client_host(o.num_machines, o.main_process_ip)}  # fmt: skip
+    return per_node * o.num_machines, split, list(split.train), server_mode
 
 
 def execute(plan: Plan, echo: Callable[[str], None] = print) -> dict | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.reward_registry import REWARDS, bench_names, is_user_reward, uses_tests
-from olmocr_rl.train.config import TrainConfig
+from olmocr_rl.train.config import TrainConfig, precision
 from olmocr_rl.train.data import Inputs, load_inputs
 
 
@@ -30,20 +30,21 @@ class Problem:
         return f"{self.severity}: {self.key}: {self.message}\n  fix: {self.fix}"
 
 
-TRL_RANGE = ">=1.11,<2"  # the `train` extra's: 1.11 brought trl.scripts.vllm_serve.build_command
-
-
 def trl_problem() -> Problem | None:
-    """trl missing, or outside the range this project needs (checked before trl is imported)."""
+    """trl missing, or outside the releases this project's trainer was read against (`TRL_READ`,
+    olmocr_rl/train/schema.py); checked before trl is imported, so before any model loads."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
+    from olmocr_rl.train.schema import TRL_READ, trl_window
+
     have = _dist_version("trl")
-    fix = f"pip install 'olmocr-rl[train]' (trl{TRL_RANGE})"
+    fix = f"pip install 'olmocr-rl[train]' (trl{trl_window()})"
     if have is None:
         return Problem("trl", "trl is not installed", fix)
-    if not SpecifierSet(TRL_RANGE).contains(Version(Version(have).base_version), prereleases=True):
-        return Problem("trl", f"trl {have} is installed; olmocr-rl train needs trl{TRL_RANGE}", f"pip install 'trl{TRL_RANGE}'")
+    if not SpecifierSet(trl_window()).contains(Version(Version(have).base_version), prereleases=True):
+        return Problem("trl", f"trl {have} is installed; olmocr-rl's trainer was read against trl {TRL_READ[0]} to {TRL_READ[1]} "
+                              "(olmocr_rl/train/trainer.py)", f"pip install 'trl{trl_window()}'")  # fmt: skip
     return None
 
 
@@ -294,8 +295,8 @@ def check_memory(ctx: Context) -> list[Problem]:
 def plan_layout(ctx: Context):
     from olmocr_rl.train import memory
 
-    return memory.Layout(ctx.world_size, ctx.zero, bool(ctx.cfg.bf16 if ctx.cfg.bf16 is not None else ctx.target.gpus),
-                         memory.trl_has_fused_loss(), ctx.target.gpu_bytes, ctx.vllm_server)  # fmt: skip
+    return memory.Layout(ctx.world_size, ctx.zero, precision(ctx.cfg, bool(ctx.target.gpus)), memory.trl_has_fused_loss(),
+                         ctx.target.gpu_bytes, ctx.vllm_server)  # fmt: skip
 
 
 def ranks_available(ctx: Context) -> int | None:

@@ -23,6 +23,11 @@ ENTRY_MODULE = "olmocr_rl.train"  # what every rank runs (olmocr_rl/train/__main
 CONFIG_FILE = "train_config.json"
 
 
+def config_file(cfg: TrainConfig) -> Path:
+    """Where the resolved config is written for the ranks (and read by `--resume`, `report`)."""
+    return Path(cfg.output_dir) / CONFIG_FILE
+
+
 def rank_program(prepared_dir: str | Path, config_path: str | Path, zero: int | None = None) -> list[str]:
     """What every rank runs after `python`: the entry module, the prepared folder, the resolved config."""
     program = ["-m", ENTRY_MODULE, str(Path(prepared_dir).resolve()), "--config", str(Path(config_path).resolve())]
@@ -55,14 +60,14 @@ def rank_main(cfg: TrainConfig, zero: int | None, *, dry_run: bool = False, echo
     stage the `deepspeed` launcher's ranks are told (accelerate's know it). Returns the exit status."""
     from olmocr_rl.launch.gpus import cuda_available
     from olmocr_rl.launch.launchers import launch_env, shutdown_process_group, use_deepspeed_preset
-    from olmocr_rl.train.config import resolve_precision
+    from olmocr_rl.train.config import resolve
     from olmocr_rl.train.preflight import errors, preflight, run_inputs
     from olmocr_rl.train.worker import run as run_worker
     from olmocr_rl.train.worker import write_final_outputs
 
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     cuda = cuda_available()
-    resolve_precision(cfg, cuda)  # the parent's resolved config has it already; a user's launcher's may not
+    cfg = resolve(cfg, cuda)  # the parent's resolved config has bf16 decided already; a user's launcher's may not
     inputs = run_inputs(cfg)
     problems = preflight(cfg, world, inputs, cuda=cuda, deepspeed=True if zero is not None else None)
     if rank == 0:
@@ -77,7 +82,7 @@ def rank_main(cfg: TrainConfig, zero: int | None, *, dry_run: bool = False, echo
     env = launch_env(base=dict(os.environ))
     os.environ["PATH"], os.environ["TORCH_EXTENSIONS_DIR"] = env["PATH"], env["TORCH_EXTENSIONS_DIR"]
     if rank == 0:
-        cfg.to_json(Path(cfg.output_dir) / CONFIG_FILE)
+        cfg.to_json(config_file(cfg))
     if zero is not None:
         use_deepspeed_preset(zero, "bf16" if cfg.bf16 else "no")
     run_worker(cfg, inputs, cuda=cuda, final_outputs=False)

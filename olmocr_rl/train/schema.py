@@ -1,6 +1,7 @@
 """What a config key may hold: trl's options read from the installed `trl.GRPOConfig` (its fields are
 the valid keys, with their types, defaults and help), and the converter that checks a value
-against a field's annotation, ours or trl's.
+against a field's annotation, ours or trl's. Also the trl window (`TRL_READ`): the trl releases
+whose trainer this project was read against.
 
 The converter is written by hand, on purpose: values arrive as YAML scalars from a config file or
 `KEY=VALUE` (`"true"`, `"1e-6"`, `"none"`, `a,b` for a list), and a wrong one must be refused with
@@ -19,6 +20,18 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 from olmocr_rl.errors import ConfigError
 
 _TRL_FIELDS: dict[str, tuple[Any, Any, str]] | None = None
+
+# The trl minor releases, first and last, whose GRPOTrainer olmocr_rl/train/trainer.py was read
+# against (its SEAMS; every patch release of them). Read by pyproject.toml's bound (which cannot
+# import it: tests/test_trainer.py holds the two equal), the pre-flight (a trl outside refuses to
+# train) and the docs. Upgrading trl: read the new release at trainer.py's seams, then move this.
+TRL_READ = ("1.11", "1.16")
+
+
+def trl_window() -> str:
+    """TRL_READ as a requirement: `>=1.11.0,<1.17`."""
+    major, minor = TRL_READ[1].split(".")
+    return f">={TRL_READ[0]}.0,<{major}.{int(minor) + 1}"
 
 
 def trl_fields() -> dict[str, tuple[Any, Any, str]]:

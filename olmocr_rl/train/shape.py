@@ -20,9 +20,7 @@ count them all); the activations see the experts a token is routed to (`Stack.ac
 
 from __future__ import annotations
 
-import json
 import math
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,19 +88,14 @@ class ModelShape:
 
 
 def safetensors_headers_of(files: list[Path]) -> _Tensors:
-    """name -> (shape, dtype) of every tensor in these safetensors files (their headers only)."""
-    out: _Tensors = {}
-    for f in files:
-        try:
-            with open(f, "rb") as fh:
-                (size,) = struct.unpack("<Q", fh.read(8))
-                header = json.loads(fh.read(size))
-        except (OSError, ValueError, struct.error) as e:
-            raise ShapeUnknown(f"{f}: not a readable safetensors file ({e})") from None
-        for name, v in header.items():
-            if name != "__metadata__":
-                out[name] = (tuple(int(x) for x in v["shape"]), str(v["dtype"]))
-    return out
+    """name -> (shape, dtype) of every tensor in these safetensors files (their headers only;
+    olmocr_rl/hub.py reads them)."""
+    from olmocr_rl.hub import read_headers
+
+    try:
+        return read_headers(files)
+    except ValueError as e:
+        raise ShapeUnknown(str(e)) from None
 
 
 def safetensors_headers(folder: Path) -> _Tensors:
@@ -185,7 +178,7 @@ def read_shape(model: str, *, fetch: bool = True) -> ModelShape:
     if key not in _HUB_SHAPES:
         try:
             hub = hub_model_files(model, network=fetch)
-        except HubUnavailable as e:
+        except (HubUnavailable, ValueError) as e:  # ValueError: a cached weight file whose header is not readable
             raise ShapeUnknown(str(e)) from None
         folder = hub.files["config.json"].parent
         tensors = hub.tensors

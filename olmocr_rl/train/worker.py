@@ -6,7 +6,6 @@ bench-style outputs of a trained model (`write_final_outputs`).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -65,6 +64,17 @@ def resolve_resume(cfg: TrainConfig) -> str | None:
     return cfg.resume
 
 
+def filter_settings(cfg: TrainConfig) -> Any:
+    """What online filtering applies (olmocr_rl/train/filtering.py Settings; None: off)."""
+    if not cfg.filter_groups:
+        return None
+    from olmocr_rl.keep_rule import KeepRule
+    from olmocr_rl.train.filtering import Settings
+
+    reward = list(cfg.rewards).index(cfg.filter_reward) if cfg.filter_reward is not None else None
+    return Settings(KeepRule(cfg.filter_min_std, cfg.filter_min_mean, cfg.filter_max_mean), reward, cfg.filter_extra_rounds)
+
+
 def resume_schedule_check(checkpoint: str) -> Any:
     """A callback for a resumed run: when the checkpoint was saved by a run planned for another number
     of steps (e.g. `--resume auto max_steps=4` after a 2-step run), it says at the start what the
@@ -102,8 +112,9 @@ def run(cfg: TrainConfig, inputs: Inputs | None = None, *, cuda: bool | None = N
     """Trains on `inputs` (what the caller read of the prepared folder and checked; None: read and
     checked here), saves the final model + processor to output_dir, evaluates, and (one process)
     writes the bench-style outputs. Returns a summary (also written to train_summary.json)."""
+    from olmocr_rl.atomic import write_text
     from olmocr_rl.launch.gpus import cuda_available
-    from olmocr_rl.train.console import quiet_libraries, use_compact_table
+    from olmocr_rl.train.console import quiet_libraries
 
     # trl 1.16 still calls the name transformers 5 deprecated, once per step.
     warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated", category=FutureWarning)
@@ -111,7 +122,6 @@ def run(cfg: TrainConfig, inputs: Inputs | None = None, *, cuda: bool | None = N
     if inputs is None:
         inputs = _checked_inputs(cfg, cuda)
     quiet_libraries(cuda)
-    use_compact_table()
     run_ = _build(cfg, inputs, cuda)
     trainer, processor, resume = run_.trainer, run_.processor, run_.resume
     result = trainer.train(resume_from_checkpoint=resume)
@@ -124,7 +134,7 @@ def run(cfg: TrainConfig, inputs: Inputs | None = None, *, cuda: bool | None = N
     if final_outputs and cfg.final_outputs != "none":
         summary["outputs"] = write_final_outputs(cfg, trainer.model, processor)
     if trainer.is_world_process_zero():
-        (Path(cfg.output_dir) / "train_summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+        write_text(Path(cfg.output_dir) / "train_summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     return summary
 
 
@@ -141,7 +151,8 @@ def _checked_inputs(cfg: TrainConfig, cuda: bool) -> Inputs:
 
 @dataclass
 class _Built:
-    """What `_build` made: the trainer and what the summary reads."""
+    """What `_build` made: the trainer (olmocr_rl/train/trainer.py: its step timer, its online
+    filter) and what the summary reads."""
 
     trainer: Any
     processor: Any
@@ -149,23 +160,25 @@ class _Built:
     partitioned: bool | None  # under ZeRO-3: the model loaded partitioned
     moved: Any  # the WeightsMoved callback
     schedule: Any  # the resume-schedule callback, or None
-    timer: Any  # the StepTimer callback (its run_peak: the largest step's CUDA peak)
     train_rows: list  # the pages trained on (the memory estimate's longest sequence)
-    online: Any = None  # the online filter (olmocr_rl/train/filtering.py), with filter_groups
 
 
 def _build(cfg: TrainConfig, inputs: Inputs, cuda: bool) -> _Built:
-    """The GRPOTrainer of this run: config, model, rewards, datasets, callbacks, seeds."""
+    """The OlmocrGRPOTrainer of this run: config, model, rewards, datasets, callbacks, seeds."""
     from accelerate.utils import set_seed
-    from trl import GRPOTrainer
 
-    from olmocr_rl.engines import colocated_engine, transformers_suppression, vllm_suppression
+    from olmocr_rl.engines import transformers_suppression, vllm_suppression
     from olmocr_rl.launch.launchers import deepspeed_active
     from olmocr_rl.reward_registry import build_rewards
     from olmocr_rl.train.data import build_dataset
     from olmocr_rl.train.grpo import build_grpo_config
     from olmocr_rl.train.model import load_model, lora_config, zero3_partitioned
+    from olmocr_rl.train.preflight import trl_problem
     from olmocr_rl.train.rewards import CompletionRecorder, TrainRewardContext
+
+    if (problem := trl_problem()) is not None:  # before the model loads (the command line checked it already)
+        raise ConfigError(f"{problem.message}; {problem.fix}")
+    from olmocr_rl.train.trainer import OlmocrGRPOTrainer
 
     train_rows, eval_rows = inputs.train_rows[: cfg.max_train_pages], inputs.eval_rows[: cfg.max_eval_pages]
     prompt = run_prompt(cfg)
@@ -197,58 +210,54 @@ def _build(cfg: TrainConfig, inputs: Inputs, cuda: bool) -> _Built:
     funcs, weights = build_rewards(cfg.rewards, context)
     if list(args.reward_weights) != weights:  # both come from cfg.rewards, in order
         raise RuntimeError(f"reward weights {args.reward_weights} do not match the reward functions' {weights}")
-    callbacks, timer, moved, schedule = _callbacks(cfg, resume)
+    callbacks, moved, schedule = _callbacks(cfg, resume)
     # A LoRA adapter is initialised randomly when the trainer wraps the model: seed first, or two runs
     # with one seed start from different adapters (trl seeds there itself only from 1.15 on).
     set_seed(cfg.seed)
-    colocated = colocated_engine(settings) if cfg.use_vllm and cfg.vllm_mode == "colocate" else contextlib.nullcontext()
     try:
-        with colocated:
-            trainer = GRPOTrainer(
-                model=model,
-                reward_funcs=funcs,
-                args=args,
-                train_dataset=build_dataset(cfg.prepared_dir, train_rows, prompt),
-                eval_dataset=build_dataset(cfg.prepared_dir, eval_rows, prompt) if eval_rows and args.eval_strategy != "no" else None,
-                processing_class=processor,
-                callbacks=callbacks,
-                peft_config=lora_config(cfg),
-            )
+        trainer = OlmocrGRPOTrainer(
+            model=model,
+            reward_funcs=funcs,
+            args=args,
+            train_dataset=build_dataset(cfg.prepared_dir, train_rows, prompt),
+            eval_dataset=build_dataset(cfg.prepared_dir, eval_rows, prompt) if eval_rows and args.eval_strategy != "no" else None,
+            processing_class=processor,
+            callbacks=callbacks,
+            peft_config=lora_config(cfg),
+            engine=settings,
+            online_filter=filter_settings(cfg),
+            resume=resume,
+            # Weights are loaded above; the Trainer's own raw load would only warn about every key.
+            weights_loaded=full_ckpt is not None,
+        )
+    except ConfigError:
+        raise  # the trainer's own refusals (online filtering's), which name the key already
     except (ValueError, TypeError, NotImplementedError) as e:
         raise refused(cfg, e) from e
     # After trl's own set_seed(seed + rank); a resumed run restores each rank's RNG instead.
     set_seed(rank_seed(cfg.seed, trainer.accelerator.process_index))
-    if full_ckpt is not None:
-        # Weights are loaded above; the Trainer's own raw load would only warn about every key.
-        trainer._load_from_checkpoint = lambda *args, **kwargs: None
     if cfg.progress:
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # it would print every log dict under our display
-    timer.install(trainer)
     if recorder is not None:
         recorder.trainer = trainer
-    online = None
-    if cfg.filter_groups:  # after the timer: its generation and reward times count every round
-        from olmocr_rl.train.filtering import install as install_filter
-
-        online = install_filter(trainer, cfg, resume)
-    return _Built(trainer, processor, resume, partitioned, moved, schedule, timer, train_rows, online)
+    return _Built(trainer, processor, resume, partitioned, moved, schedule, train_rows)
 
 
-def _callbacks(cfg: TrainConfig, resume: str | None) -> tuple[list[Any], Any, Any, Any]:
-    """The trainer's callbacks: the timer first (it adds its figures to a log before the metrics
-    file writes it), the metrics file, the weights-moved check, the resume warning, the display."""
-    from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback, StepTimer, WeightsMoved
+def _callbacks(cfg: TrainConfig, resume: str | None) -> tuple[list[Any], Any, Any]:
+    """The trainer's callbacks (after its own step timer): the metrics file, the weights-moved
+    check, the resume warning, the display."""
+    from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback, WeightsMoved
 
-    timer, moved = StepTimer(), WeightsMoved()
-    callbacks: list[Any] = [timer, MetricsJsonlCallback(cfg.output_dir), moved]
+    moved = WeightsMoved()
+    callbacks: list[Any] = [MetricsJsonlCallback(cfg.output_dir), moved]
     schedule = resume_schedule_check(resume) if resume else None
     if schedule is not None:
         callbacks.append(schedule)
     if cfg.progress:
         callbacks.append(RichProgressCallback())
-    return callbacks, timer, moved, schedule
+    return callbacks, moved, schedule
 
 
 def _summary(cfg: TrainConfig, run_: _Built, result: Any) -> dict[str, Any]:
@@ -270,7 +279,7 @@ def _summary(cfg: TrainConfig, run_: _Built, result: Any) -> dict[str, Any]:
         summary["zero3_partitioned_load"] = run_.partitioned
     from olmocr_rl.train.memory import run_record
 
-    if (memory := run_record(cfg, trainer, run_.train_rows, run_.timer.run_peak)) is not None:
+    if (memory := run_record(cfg, trainer, run_.train_rows, trainer.step_timer.run_peak)) is not None:
         summary["memory"] = memory  # the plan's estimate next to the peak this CUDA run allocated
     moved = run_.moved
     warned: list[str] = []  # the console's warnings about the run, kept for `olmocr-rl report`
@@ -281,8 +290,8 @@ def _summary(cfg: TrainConfig, run_: _Built, result: Any) -> dict[str, Any]:
                           "(every reward in each group equal, so no advantage? half-precision weights? nothing trainable?)")  # fmt: skip
             if trainer.is_world_process_zero():
                 print(f"warning: {warned[-1]}", file=sys.stderr)
-    if run_.online is not None:
-        summary["online_filter"] = {**run_.online.state(), "passes": round(run_.online.stream.passes, 4)}
+    if trainer.online is not None:
+        summary["online_filter"] = {**trainer.online.state(), "passes": round(trainer.online.stream.passes, 4)}
     if run_.schedule is not None and run_.schedule.message:
         summary["resume_warning"] = run_.schedule.message
         warned.append(run_.schedule.message)
@@ -298,11 +307,12 @@ def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = No
     from olmocr_rl.engines import build_engine, transformers_engine
     from olmocr_rl.train.outputs import select_rows, write_outputs
 
+    prompt = run_prompt(cfg)
     settings = engine_settings(cfg, model=cfg.output_dir)
     eval_split = cfg.eval_split if cfg.eval_enabled else ""
     limits = {cfg.train_split: cfg.max_train_pages, eval_split: cfg.max_eval_pages}
     rows = select_rows(cfg.prepared_dir, cfg.final_outputs, cfg.train_split, eval_split, limits)
-    if (prompt := run_prompt(cfg)) is not None:
+    if prompt is not None:
         rows = [{**r, "prompt": prompt.text, "prompt_layout": prompt.layout} for r in rows]
     options = {
         "repeats": cfg.final_output_repeats,

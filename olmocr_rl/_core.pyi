@@ -117,7 +117,7 @@ class Loop:
     """A loop found: the periodic suffix starts at `start`, repeats `period` tokens, and the rule
     first held at length `cut`."""
 
-    def __init__(self, start: int, period: int, cut: int) -> None: ...
+    def __new__(cls, start: int, period: int, cut: int) -> Loop: ...
     @property
     def start(self) -> int: ...
     @property
@@ -131,7 +131,7 @@ class LoopDetector:
     """The incremental loop detector of one growing sequence: O(max_period) per token fed; the
     loop once found is latched."""
 
-    def __init__(self, max_period: int, min_repeats: int, min_span: int) -> None: ...
+    def __new__(cls, max_period: int, min_repeats: int, min_span: int) -> LoopDetector: ...
     def extend(self, tokens: list[int]) -> Loop | None:
         """Feeds tokens; the loop once found."""
     @property

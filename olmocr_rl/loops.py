@@ -133,6 +133,25 @@ def rule_from(values: Mapping[str, Any] | Any, *, stop: bool | None = None) -> L
     return LoopRule(**{f.name: get("loop_" + f.name, f.default) for f in fields(LoopRule)})
 
 
+def rule_with(rule: LoopRule, pairs: Iterable[str]) -> LoopRule:
+    """`rule` with KEY=VALUE pairs applied (keys: LoopRule's fields, or their `loop_` config names);
+    ValueError naming a bad pair."""
+    from dataclasses import replace
+
+    names = [f.name for f in fields(LoopRule)]
+    changes: dict[str, int] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip().removeprefix("loop_")
+        if not sep or key not in names:
+            raise ValueError(f"{pair!r}: give KEY=VALUE with KEY one of {', '.join(names)}")
+        try:
+            changes[key] = int(value)
+        except ValueError:
+            raise ValueError(f"{pair!r}: {value!r} is not a whole number") from None
+    return replace(rule, **changes)
+
+
 # The loop stop's switch in a vLLM request (`SamplingParams(extra_args=...)`), read by
 # olmocr_rl/loop_stop_vllm.py: the rule and the token to force.
 VLLM_EXTRA_KEY = "olmocr_rl_loop_stop"
@@ -205,9 +224,13 @@ class LoopTally:
     tokens: int = 0
     loop_tokens: int = 0
     saved: int = 0
+    last: list[tuple[Loop | None, int]] = field(default_factory=list, repr=False)  # the latest `add`: (loop, tokens saved) each
 
     def add(self, lengths: Iterable[int], loops: Iterable[Loop | None], limit: int) -> None:
+        """Counts one call's completions (`lengths`: the tokens each was generated with)."""
+        self.last = []
         for n, loop in zip(lengths, loops, strict=True):
+            self.last.append((loop, max(0, limit - loop.cut) if loop is not None else 0))
             self.completions += 1
             if loop is None:
                 self.tokens += n

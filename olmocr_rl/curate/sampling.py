@@ -193,7 +193,10 @@ def comparable(lines: list[tuple[int, dict]], settings: Settings, path: Path) ->
     records: dict[tuple[str, str, int], dict] = {}
     for n, rec in lines:
         if rec["settings"] != wanted:
-            differ = ", ".join(f"{k} {rec['settings'].get(k)!r} (now {v!r})" for k, v in wanted.items() if rec["settings"].get(k) != v)
+            keys = dict.fromkeys([*wanted, *rec["settings"]])  # a key only one side has (the loop rule) differs too
+            differ = ", ".join(
+                f"{k} {rec['settings'].get(k)!r} (now {wanted.get(k)!r})" for k in keys if rec["settings"].get(k) != wanted.get(k)
+            )
             raise CurateError(f"{path}:{n}: made with other settings: {differ}; run with those, or give --output a new file")
         records[(str(rec["split"]), str(rec["pdf"]), int(rec["page"]))] = rec  # the newest line wins
     return records

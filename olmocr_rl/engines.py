@@ -221,6 +221,23 @@ class LiveTokens:
         if self.report is not None:
             self.report(tokens)
 
+    def follow(self, progress: Callable[[int, int, int], None] | None, done: int, todo: int, before: int) -> None:
+        """While the next call runs: `progress(done, todo, before + its tokens so far)`, at most twice a
+        second (None: stop reporting)."""
+        if progress is None:
+            self.report = None
+            return
+        import time
+
+        last = [time.monotonic()]
+
+        def report(tokens: int) -> None:
+            if time.monotonic() - last[0] >= 0.5:
+                last[0] = time.monotonic()
+                progress(done, todo, before + tokens)
+
+        self.report = report
+
 
 @dataclass
 class Engine:

@@ -89,7 +89,7 @@ def transcribe(
     before = tally.as_dict() if tally is not None else {}
     for start in range(0, len(todo), per_call):
         chunk = list(todo[start : start + per_call])
-        engine.live.report = None if progress is None else _live(progress, done, len(todo), counts)
+        engine.live.follow(progress, done, len(todo), counts["tokens"])
         generated = tally.tokens if tally is not None else 0
         results = _generate_or_split(engine, root, chunk, runs, temperature, seed, errors)
         # With the loop stop, the engine counted the tokens it generated; the texts of stopped loops are longer.
@@ -104,23 +104,9 @@ def transcribe(
         done += len(chunk)
         if progress is not None:
             progress(done, len(todo), counts["tokens"])
-    engine.live.report = None
+    engine.live.follow(None, 0, 0, 0)
     loops = {"loops": {k: v - before[k] for k, v in tally.as_dict().items()}} if tally is not None else {}
     return {**counts, "errors": errors, **loops}
-
-
-def _live(progress: Callable[[int, int, int], None], done: int, todo: int, counts: dict[str, Any]) -> Callable[[int], None]:
-    """`progress` while a call runs: its tokens so far added to those before it, at most twice a second."""
-    import time
-
-    last = [time.monotonic()]
-
-    def report(tokens: int) -> None:
-        if time.monotonic() - last[0] >= 0.5:
-            last[0] = time.monotonic()
-            progress(done, todo, counts["tokens"] + tokens)
-
-    return report
 
 
 def _generate_or_split(engine: Engine, root: Path, chunk: list[dict], runs: int, temperature: float, seed: int,

@@ -118,6 +118,15 @@ LOOP_OPTIONS: tuple[LoopOption, ...] = (
 )  # fmt: skip
 
 
+# What `LoopTally.metrics` logs per training step, one line each (the run report's loop panel reads them).
+METRICS: dict[str, str] = {
+    "loops/stopped": "completions stopped in a repetition loop",
+    "loops/stopped_ratio": "the share of the step's completions stopped",
+    "loops/decode_tokens_saved_max": "the length limit minus each stopped length, summed: an upper bound of the decode tokens saved",
+    "loops/loop_token_share": "the share of the generated tokens that were inside loops (cut - start of each stopped completion)",
+}
+
+
 def rule_from(values: Mapping[str, Any] | Any, *, stop: bool | None = None) -> LoopRule | None:
     """The rule a config states (a mapping or an object with the `loop_*` keys; a key it lacks takes
     its default), or None when `loop_stop` is false. `stop`: overrides `loop_stop`."""
@@ -247,6 +256,16 @@ class LoopTally:
     def as_dict(self) -> dict[str, int]:
         return {"completions": self.completions, "stopped": self.stopped, "tokens": self.tokens, "loop_tokens": self.loop_tokens,
                 "saved": self.saved}  # fmt: skip
+
+    def metrics(self) -> dict[str, float]:
+        """The per-step metrics of training's logs (`logs/metrics.jsonl`, the console, the run report):
+        METRICS's names, for the completions this tally counted."""
+        return {
+            "loops/stopped": float(self.stopped),
+            "loops/stopped_ratio": self.stopped / self.completions if self.completions else 0.0,
+            "loops/decode_tokens_saved_max": float(self.saved),
+            "loops/loop_token_share": self.loop_tokens / self.tokens if self.tokens else 0.0,
+        }
 
     def line(self) -> str:
         """The closing line of `generate` and `curate`."""

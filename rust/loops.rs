@@ -82,25 +82,28 @@ impl Runs {
         Runs { max_period, window: vec![0; 2 * max_period], run: vec![0; max_period], len: 0 }
     }
 
-    /// One more token; returns the longest run of any period (a cheap bound for the rule).
-    fn push(&mut self, x: u32) -> usize {
+    /// One more token; returns whether some run reached `threshold` (a cheap bound for the rule).
+    fn push(&mut self, x: u32, threshold: u32) -> bool {
         let m = self.max_period;
         let pos = self.len % m;
         let last = &self.window[pos..pos + m];
-        let mut longest = 0;
+        let mut hit = 0u32;
+        // Branch-free and without an unsigned max (not in x86-64's baseline SSE2), so that it
+        // vectorises: a run grows by one where the token repeats, else drops to 0.
         for (r, &prev) in self.run.iter_mut().zip(last) {
-            *r = if prev == x { r.saturating_add(1) } else { 0 };
-            longest = longest.max(*r);
+            let keep = 0u32.wrapping_sub(u32::from(prev == x));
+            *r = r.wrapping_add(1) & keep;
+            hit |= u32::from(*r >= threshold);
         }
         if self.len < m {
             // Periods longer than the sequence compared against the buffer's fill: no run yet.
             self.run[..m - self.len].fill(0);
-            longest = self.run.iter().copied().max().unwrap_or(0);
+            hit = u32::from(self.run.iter().any(|&r| r >= threshold));
         }
         self.window[pos] = x;
         self.window[pos + m] = x;
         self.len += 1;
-        longest as usize
+        hit != 0
     }
 
     /// The span of the periodic suffix of period `p` (0 without a repeat).
@@ -149,10 +152,11 @@ impl LoopDetector {
             self.ignored += 1;
             return self.found;
         }
-        let longest = self.runs.push(x);
-        let n = self.runs.len;
         // A loop's span is a run plus its period: nothing to look at until some run is that long.
-        if n < self.rule.min_span || longest == 0 || longest + self.rule.max_period < self.rule.min_span {
+        let threshold = self.rule.min_span.saturating_sub(self.rule.max_period).clamp(1, u32::MAX as usize) as u32;
+        let near = self.runs.push(x, threshold);
+        let n = self.runs.len;
+        if n < self.rule.min_span || !near {
             return None;
         }
         for p in 1..=self.rule.max_period.min(n) {
@@ -189,7 +193,7 @@ pub fn longest_runs(tokens: &[u32], max_period: usize) -> Vec<usize> {
     let mut runs = Runs::new(m);
     let mut best = vec![0usize; m];
     for &x in tokens {
-        runs.push(x);
+        runs.push(x, u32::MAX);
         for (p, b) in best.iter_mut().enumerate() {
             *b = (*b).max(runs.span(p + 1));
         }

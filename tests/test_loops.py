@@ -246,6 +246,11 @@ def test_the_tally_counts_stops_and_the_saved_upper_bound():
     t.merge({"completions": 1, "stopped": 1, "tokens": 7, "loop_tokens": 3, "saved": 9})
     assert t.stopped == 2 and t.saved == 449
     assert "2 of 4 completions stopped" in t.line() and "upper bound" in t.line()
+    from olmocr_rl.loops import METRICS
+
+    m = t.metrics()
+    assert set(m) == set(METRICS) and m == {"loops/stopped": 2.0, "loops/stopped_ratio": 0.5, "loops/decode_tokens_saved_max": 449.0,
+                                            "loops/loop_token_share": 53 / 607}  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

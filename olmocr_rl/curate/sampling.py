@@ -128,6 +128,7 @@ def score_pages(todo: list[Page], engine: Engine, root: Path, settings: Settings
     for group in _groups(todo, settings.samples, batch_size, engine.mixes_pages):
         if stopped is not None and stopped():
             raise KeyboardInterrupt
+        engine.live.follow(progress, done, len(todo), tokens)  # progress inside a long group too
         for page, texts, saved in _sample_or_split(engine, root, group, settings, seed, batch_size, errors):
             rec = _score(page, texts, reward, engine.count_tokens, settings, engine_name, saved)
             record(rec)
@@ -136,6 +137,7 @@ def score_pages(todo: list[Page], engine: Engine, root: Path, settings: Settings
         done += len(group)
         if progress is not None:
             progress(done, len(todo), tokens)
+    engine.live.follow(None, 0, 0, 0)
     return scored
 
 

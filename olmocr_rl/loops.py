@@ -162,32 +162,31 @@ def rule_with(rule: LoopRule, pairs: Iterable[str]) -> LoopRule:
 
 
 # The loop stop's switch in a vLLM request (`SamplingParams(extra_args=...)`), read by
-# olmocr_rl/loop_stop_vllm.py: the rule and the token to force.
-VLLM_EXTRA_KEY = "olmocr_rl_loop_stop"
+# olmocr_rl/loop_stop_vllm.py: the rule and the token to force, flat keys with whole-number values
+# (so that they also pass as an OpenAI-style request's `vllm_xargs`, which takes no nested values).
+VLLM_EXTRA_KEY = "olmocr_rl_loop_"
 VLLM_PROCESSOR = "olmocr_rl.loop_stop_vllm:LoopStopProcessor"  # vllm serve --logits-processors VLLM_PROCESSOR
 
 
-def vllm_extra_args(rule: LoopRule, end_token_id: int) -> dict[str, Any]:
-    """`SamplingParams(extra_args=...)` that switch the loop stop on for a request (JSON-safe: the
-    vLLM server takes it too)."""
-    return {VLLM_EXTRA_KEY: {**rule.as_dict(), "end": int(end_token_id)}}
+def vllm_extra_args(rule: LoopRule, end_token_id: int) -> dict[str, int]:
+    """`SamplingParams(extra_args=...)` that switch the loop stop on for a request (flat, JSON-safe:
+    the vLLM server takes it too)."""
+    return {**{VLLM_EXTRA_KEY + k: v for k, v in rule.as_dict().items()}, VLLM_EXTRA_KEY + "end": int(end_token_id)}
 
 
 def rule_from_extra_args(extra: Mapping[str, Any] | None) -> tuple[LoopRule, int] | None:
-    """(rule, end token) of a request's `extra_args`, None when it does not ask for the stop;
-    ValueError naming what is wrong with a malformed one."""
-    spec = (extra or {}).get(VLLM_EXTRA_KEY)
-    if spec is None:
+    """(rule, end token) of a request's `extra_args`, None when it does not ask for the stop (no
+    `olmocr_rl_loop_end`); ValueError naming what is wrong with a malformed one."""
+    spec = {k.removeprefix(VLLM_EXTRA_KEY): v for k, v in (extra or {}).items() if k.startswith(VLLM_EXTRA_KEY)}
+    if not spec:
         return None
-    if not isinstance(spec, Mapping):
-        raise ValueError(f"extra_args[{VLLM_EXTRA_KEY!r}] must be a mapping, not {type(spec).__name__}")
     end = spec.get("end")
     if not isinstance(end, int) or isinstance(end, bool) or end < 0:
-        raise ValueError(f"extra_args[{VLLM_EXTRA_KEY!r}]['end'] must be a token id, not {end!r}")
+        raise ValueError(f"extra_args[{VLLM_EXTRA_KEY + 'end'!r}] must be a token id, not {end!r}")
     names = {f.name for f in fields(LoopRule)}
     unknown = set(spec) - names - {"end"}
     if unknown:
-        raise ValueError(f"extra_args[{VLLM_EXTRA_KEY!r}]: unknown key(s) {', '.join(sorted(unknown))}")
+        raise ValueError(f"extra_args: unknown key(s) {', '.join(sorted(VLLM_EXTRA_KEY + k for k in unknown))}")
     return LoopRule(**{k: v for k, v in spec.items() if k in names}), end
 
 

@@ -370,7 +370,7 @@ def verdicts(bench: Path, candidate: str) -> dict[tuple[str, str], bool]:
 
 
 def test_stop_loops_writes_the_full_runs_files_where_the_loop_goes_on(tmp_path):
-    """Greedy decoding on every fixture page, the full run (80 tokens) against --stop-loops. The
+    """Greedy decoding on every fixture page, the full run (48 tokens) against --stop-loops. The
     loops_forever model (attention zeroed: it never leaves a loop): every page is stopped, and its
     file and verdicts are the full run's, byte for byte and test for test; the summary counts the
     stops and the decode tokens saved. (The stock tiny model leaves some of its loops before the
@@ -380,8 +380,8 @@ def test_stop_loops_writes_the_full_runs_files_where_the_loop_goes_on(tmp_path):
 
     forever = build_model(tmp_path / "forever", loops_forever=True)
     bench = bench_copy(tmp_path / "bench")
-    base = ["generate", "--max-new-tokens", "80", "--longest-side", "84", "-q"]
-    for extra, kind in (([], "full"), (["--stop-loops", "--loop-rule", "min_span=32", "--loop-rule", "max_period=16"], "stop")):
+    base = ["generate", "--max-new-tokens", "48", "--longest-side", "84", "-q"]
+    for extra, kind in (([], "full"), (["--stop-loops", "--loop-rule", "min_span=16", "--loop-rule", "min_repeats=2"], "stop")):
         res = invoke([*base, str(forever), str(bench), "-c", f"forever-{kind}", *extra])
         assert res.exit_code == 0, res.output
     full, stopped = texts(bench / "forever-full"), texts(bench / "forever-stop")
@@ -389,7 +389,7 @@ def test_stop_loops_writes_the_full_runs_files_where_the_loop_goes_on(tmp_path):
     assert verdicts(bench, "forever-full") == verdicts(bench, "forever-stop")
     loops = json.loads((bench / "forever-stop" / "_generate.json").read_text())["loops"]
     assert loops["completions"] == loops["stopped"] == 4
-    assert loops["saved"] == 4 * 80 - loops["tokens"] > 0 and 0 < loops["loop_tokens"] < loops["tokens"]
+    assert loops["saved"] == 4 * 48 - loops["tokens"] > 0 and 0 < loops["loop_tokens"] < loops["tokens"]
     assert "loops" not in json.loads((bench / "forever-full" / "_generate.json").read_text())
 
 

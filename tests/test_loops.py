@@ -74,10 +74,13 @@ def test_one_table_of_keys_and_what_a_config_states():
     assert rule_from({"loop_min_span": 999, "loop_max_period": 7}) == LoopRule(max_period=7, min_span=999)
     extra = vllm_extra_args(SMALL, 258)
     assert rule_from_extra_args(extra) == (SMALL, 258) and rule_from_extra_args({}) is None and rule_from_extra_args(None) is None
+    assert extra == {"olmocr_rl_loop_max_period": 64, "olmocr_rl_loop_min_span": 48, "olmocr_rl_loop_min_repeats": 3,
+                     "olmocr_rl_loop_end": 258}  # fmt: skip
+    assert rule_from_extra_args({"seed": 3, "olmocr_rl_loop_end": 7}) == (LoopRule(), 7)
     with pytest.raises(ValueError, match="token id"):
-        rule_from_extra_args({"olmocr_rl_loop_stop": {**SMALL.as_dict()}})
+        rule_from_extra_args({k: v for k, v in extra.items() if not k.endswith("end")})
     with pytest.raises(ValueError, match="unknown key"):
-        rule_from_extra_args({"olmocr_rl_loop_stop": {**SMALL.as_dict(), "end": 1, "span": 3}})
+        rule_from_extra_args({**extra, "olmocr_rl_loop_span": 3})
     assert SMALL.describe() == "a suffix repeating a period of 1-64 tokens exactly, over at least 48 tokens and 3 periods"
 
 
@@ -308,7 +311,7 @@ def test_the_vllm_processor_forces_the_end_token_on_looping_requests_only(monkey
     off = types.SimpleNamespace(extra_args=None)
     LoopStopProcessor.validate_params(on)
     with pytest.raises(ValueError, match="token id"):
-        LoopStopProcessor.validate_params(types.SimpleNamespace(extra_args={"olmocr_rl_loop_stop": rule.as_dict()}))
+        LoopStopProcessor.validate_params(types.SimpleNamespace(extra_args={"olmocr_rl_loop_min_span": 6}))
     proc = LoopStopProcessor(None, torch.device("cpu"), False)
     assert proc.is_argmax_invariant() is False
     a, b, c = [5], [5], [1]  # vLLM's live output lists

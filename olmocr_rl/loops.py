@@ -25,9 +25,10 @@ and `curate`, which must score as the full run does, leave the stop off by defau
 The defaults, measured (benchmarks/bench_loops.py prints them): the longest exact repetition in the
 bench fixtures' transcriptions and in the hard legitimate pages of bench_fixtures/loop_cases.py (a
 table of 40 identical rows, an empty 40-row HTML form, a page of 40 dotted lines, dot leaders,
-numbered rows, repeated headers) spans at most 3,240 characters, so at most 3,240 tokens in any
+numbered rows, repeated headers) spans at most 3,241 characters, so at most 3,241 tokens in any
 tokenizer; `min_span` is the power of two above it. `max_period` 256 covers a looping table row or
-paragraph of about a thousand characters at a cost of ~0.1 µs per token (O(max_period) per token).
+paragraph of about a thousand characters at a cost of about 0.15 µs per token in Rust
+(O(max_period) per token), a few µs per call from Python (docs/training.md, repetition loops).
 """
 
 from __future__ import annotations

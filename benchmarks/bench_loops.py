@@ -11,11 +11,13 @@ stop saves in a generation round, and where stopping is exact.
    step) and 16 tokens per call, in µs per call, for a loop-free sequence (the worst case: it never
    latches) at max_period 256 (the default) and 1024; next to it, one decode step of the tiny model
    on this CPU (a real model's step on a GPU is ~10-50 ms).
-3. Rounds. The tiny random VLM (bench_fixtures/tiny_vlm.py, which loops), transformers, one page
-   with 4 completions at temperature 1, `--tokens` new tokens: a round ends when its longest
-   completion ends; decode tokens (summed over the completions) and seconds per round with the stop
-   on (a rule scaled to the short completions: max_period 32, min_span 64) and off, per seed, and
-   their ratios on / off.
+3. Rounds. Tiny random VLMs (bench_fixtures/tiny_vlm.py, one per seed: greedy decoding loops),
+   transformers, one call generating the four fixture pages greedily, `--tokens` new tokens: a round
+   ends when its longest completion ends; decode tokens (summed over the completions), the round's
+   steps and seconds with the stop on (a rule scaled to the short completions: max_period 32,
+   min_span 64) and off, per seed, and their ratios on / off. (Sampled at temperature 1 the random
+   model does not repeat exactly: its rounds have nothing to stop; a real OCR model's loop rate at
+   temperature 1 is for a GPU to measure.)
 4. Exactness. Greedy decoding of every fixture page by the stock tiny model, the full run against the
    stopped one (its loop projected to the limit): the pages whose text is the full run's, and those
    whose bench verdicts are. The stock model leaves some loops before the limit, so the stop is not
@@ -125,38 +127,46 @@ def setup(work: Path):
 def rounds(work: Path, seeds: list[int], tokens: int) -> dict:
     import torch
     from PIL import Image
+    from tiny_vlm import build_tiny_vlm
 
-    from olmocr_rl.engines import sample_seed, transformers_engine
+    from olmocr_rl.engines import transformers_engine
     from olmocr_rl.loops import LoopRule
     from olmocr_rl.modeling import load_processor, load_trained
     from olmocr_rl.prompts import row_conversation
 
-    prepared, model_dir = setup(work)
-    processor = load_processor(str(model_dir))
-    model = load_trained(str(model_dir), dtype=torch.float32).eval()
-    row = json.loads((prepared / "train.jsonl").read_text().splitlines()[0])
-    image = Image.open(prepared / row["image"]).convert("RGB")
-    conversation = row_conversation(row)
-    step = decode_step_ms(model, processor, image, conversation)
-    print(f"   one decode step of the tiny model here: {step:.2f} ms")
+    prepared, _ = setup(work)
+    rows = [json.loads(line) for line in (prepared / "train.jsonl").read_text().splitlines()]
+    images = [Image.open(prepared / r["image"]).convert("RGB") for r in rows]
+    conversations = [row_conversation(r) for r in rows]
     arms = {"off": LoopRule(max_period=32, min_span=10 * tokens, min_repeats=2),  # never fires: the same criterion's cost
             "on": LoopRule(max_period=32, min_span=64, min_repeats=4)}  # fmt: skip
-    results = []
-    print(f"3. rounds: the tiny VLM, transformers, 4 completions of {row['pdf']} at temperature 1, {tokens} new tokens; stop rule "
-          f"{arms['on'].describe()}")  # fmt: skip
+    results, step = [], None
+    print(f"3. rounds: tiny VLMs of seeds {seeds}, transformers, greedy, one call of the {len(rows)} fixture pages, {tokens} new "
+          f"tokens; stop rule {arms['on'].describe()}")  # fmt: skip
     for seed in seeds:
+        model_dir = work / f"tiny-seed{seed}"
+        if not (model_dir / "config.json").is_file():
+            build_tiny_vlm(model_dir, seed=seed)
+        processor = load_processor(str(model_dir))
+        model = load_trained(str(model_dir), dtype=torch.float32).eval()
+        if step is None:
+            step = decode_step_ms(model, processor, images[0], conversations[0])
+            print(f"   one decode step of the tiny model here: {step:.2f} ms")
+        transformers_engine(model, processor, max_new_tokens=4).generate(images, conversations, 0.0, [0] * len(rows))  # warm-up
         for arm, rule in arms.items():
             engine = transformers_engine(model, processor, max_new_tokens=tokens, loop_rule=rule)
-            seeds4 = [sample_seed(seed, row["pdf"], int(row["page"]), j) for j in range(4)]
             t0 = time.perf_counter()
-            engine.generate([image] * 4, [conversation] * 4, 1.0, seeds4)
+            engine.generate(images, conversations, 0.0, [0] * len(rows))
             seconds = time.perf_counter() - t0
             tally = engine.loops
-            results.append({"seed": seed, "arm": arm, "tokens": tally.tokens, "seconds": seconds, "stopped": tally.stopped,
-                            "longest": max((loop.cut if loop else tokens) for loop, _ in tally.last)})  # fmt: skip
-            print(f"   seed {seed} {arm:3s}: {tally.tokens:5d} decode tokens, {seconds:6.2f} s, {tally.stopped} of 4 stopped", flush=True)
+            longest = max(loop.cut if loop else tokens for loop, _ in tally.last)
+            results.append(
+                {"seed": seed, "arm": arm, "tokens": tally.tokens, "seconds": seconds, "stopped": tally.stopped, "longest": longest}
+            )
+            print(f"   seed {seed} {arm:3s}: {tally.tokens:5d} decode tokens, round of {longest} steps, {seconds:6.2f} s, "
+                  f"{tally.stopped} of {len(rows)} stopped", flush=True)  # fmt: skip
     out = {"step_ms": step, "rounds": results}
-    for key in ("tokens", "seconds"):
+    for key in ("tokens", "longest", "seconds"):
         on = [r[key] for r in results if r["arm"] == "on"]
         off = [r[key] for r in results if r["arm"] == "off"]
         ratios = [a / b for a, b in zip(on, off)]

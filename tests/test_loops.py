@@ -339,3 +339,10 @@ def test_the_vllm_processor_forces_the_end_token_on_looping_requests_only(monkey
     assert sorted(proc.requests) == [0] and not torch.isinf(proc.apply(torch.zeros(3, 5))).any()
     proc.update_state(BatchUpdate(1, [0], [], []))
     assert proc.requests == {}
+
+
+def test_the_docs_table_of_keys_is_the_code_s():
+    docs = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+    for o in LOOP_OPTIONS[1:]:
+        assert f"| `{o.name}` | {o.default} |" in docs, o.name
+    assert "| `loop_stop` | `true` in `train`" in docs

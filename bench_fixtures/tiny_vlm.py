@@ -193,10 +193,15 @@ def _processor(family: str, tokenizer, image_kwargs: dict):
     return cls(image_processor=image_processor, tokenizer=tokenizer, video_processor=video_processor, chat_template=CHAT_TEMPLATE)
 
 
-def build_tiny_vlm(out_dir: str | Path, family: str = "qwen2_5_vl", *, seed: int = 0, head_dim: int = 16) -> Path:
+def build_tiny_vlm(
+    out_dir: str | Path, family: str = "qwen2_5_vl", *, seed: int = 0, head_dim: int = 16, loops_forever: bool = False
+) -> Path:
     """Write a tiny random `family` model + processor to `out_dir` (save_pretrained layout) and
     return the directory. Deterministic for a given (family, seed, head_dim, library versions).
-    `head_dim=32` is the variant vLLM's CPU attention runs (it needs heads of at least 32)."""
+    `head_dim=32` is the variant vLLM's CPU attention runs (it needs heads of at least 32).
+    `loops_forever`: the text layers' attention outputs are zeroed, so each token depends on the one
+    before it alone and greedy decoding falls into a loop it never leaves (the stock model's loops
+    drift: it leaves them after a few hundred tokens); for the loop stop's exactness tests."""
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
     if head_dim not in HEAD_DIMS:
@@ -218,11 +223,25 @@ def build_tiny_vlm(out_dir: str | Path, family: str = "qwen2_5_vl", *, seed: int
         model = AutoModelForImageTextToText.from_config(config, torch_dtype=torch.float32)
     finally:
         torch.random.set_rng_state(state)
+    if loops_forever:
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith("self_attn.o_proj.weight") and "visual" not in name:
+                    p.zero_()
     model.generation_config = GenerationConfig(eos_token_id=EOS_ID, pad_token_id=PAD_ID, bos_token_id=None, do_sample=True, temperature=1.0)
     model.save_pretrained(out)
     processor.save_pretrained(out)
     (out / "tiny_vlm.json").write_text(
-        json.dumps({"family": family, "seed": seed, "head_dim": head_dim, "params": sum(p.numel() for p in model.parameters())}) + "\n"
+        json.dumps(
+            {
+                "family": family,
+                "seed": seed,
+                "head_dim": head_dim,
+                "loops_forever": loops_forever,
+                "params": sum(p.numel() for p in model.parameters()),
+            }
+        )
+        + "\n"
     )
     return out
 
@@ -233,8 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--family", choices=FAMILIES, default="qwen2_5_vl")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--head-dim", type=int, choices=HEAD_DIMS, default=16, help="32: the variant vLLM's CPU attention runs")
+    parser.add_argument("--loops-forever", action="store_true", help="attention outputs zeroed: greedy decoding loops and never leaves")
     args = parser.parse_args(argv)
-    out = build_tiny_vlm(args.out_dir, args.family, seed=args.seed, head_dim=args.head_dim)
+    out = build_tiny_vlm(args.out_dir, args.family, seed=args.seed, head_dim=args.head_dim, loops_forever=args.loops_forever)
     print(out)
     return 0
 

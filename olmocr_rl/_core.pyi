@@ -28,6 +28,13 @@ __all__ = [
     "set_katex_path",
     "katex_problem",
     "Suite",
+    "Loop",
+    "LoopDetector",
+    "LOOP_MAX_PERIOD_BOUND",
+    "find_loop",
+    "find_loop_text",
+    "longest_runs",
+    "longest_runs_text",
 ]
 
 from typing import Any
@@ -89,7 +96,48 @@ def katex_problem() -> str | None:
     """Why math checks cannot run here (KaTeX missing or another version), naming the fix; None
     when they can."""
 
+LOOP_MAX_PERIOD_BOUND: int
+
+def find_loop(tokens: list[int], max_period: int, min_repeats: int, min_span: int) -> Loop | None:
+    """The loop of a token sequence: the first length at which its suffix repeats a period of 1 to
+    `max_period` tokens over at least `min_span` tokens and `min_repeats` periods (the smallest such
+    period); None if it never does. ValueError for a rule that is none (olmocr_rl/loops.py)."""
+
+def find_loop_text(text: str, max_period: int, min_repeats: int, min_span: int) -> Loop | None:
+    """`find_loop` on a text's code points (one token per character)."""
+
+def longest_runs(tokens: list[int], max_period: int) -> list[int]:
+    """The longest stretch of each period 1..max_period anywhere in `tokens` ([p - 1]; 0: none)."""
+
+def longest_runs_text(text: str, max_period: int) -> list[int]:
+    """`longest_runs` on a text's code points."""
+
 @final
+class Loop:
+    """A loop found: the periodic suffix starts at `start`, repeats `period` tokens, and the rule
+    first held at length `cut`."""
+
+    def __new__(cls, start: int, period: int, cut: int) -> Loop: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def period(self) -> int: ...
+    @property
+    def cut(self) -> int: ...
+    def __getnewargs__(self) -> tuple[int, int, int]: ...
+
+@final
+class LoopDetector:
+    """The incremental loop detector of one growing sequence: O(max_period) per token fed; the
+    loop once found is latched."""
+
+    def __new__(cls, max_period: int, min_repeats: int, min_span: int) -> LoopDetector: ...
+    def extend(self, tokens: list[int]) -> Loop | None:
+        """Feeds tokens; the loop once found."""
+    @property
+    def found(self) -> Loop | None: ...
+    def __len__(self) -> int: ...
+
 @final
 class RecordError:
     """A rejected test record: where it is and why."""

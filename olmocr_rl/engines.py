@@ -38,15 +38,24 @@ config generates the same way whoever asks:
   batches do not change with the split, and what remains is the GPU's own run-to-run nondeterminism.
   Bit-for-bit on a GPU at best with vLLM's batch-invariant mode (`VLLM_BATCH_INVARIANT=1`), not
   checked here.
+* **Loops stopped where asked** (`EngineSettings.loop_rule`; `generate --stop-loops`, `curate
+  --stop-loops`): transformers ends a looping row with a stopping criterion (olmocr_rl/loop_stop.py),
+  vLLM with a logits processor loaded at engine start (olmocr_rl/loop_stop_vllm.py) and switched on per
+  request. A stopped completion is returned as the loop continued to the length limit
+  (olmocr_rl/loops.py `project`), so it is scored as the full run would be if the loop went on; the
+  engine's `loops` tally counts the stops and the decode tokens they saved. Off by default: a loop the
+  model would have left is scored as if it had not. The transformers engine also reports the tokens
+  of the call in progress (`Engine.live`), so a long page is never silent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from olmocr_rl.errors import ConfigError
+from olmocr_rl.loops import LoopRule, LoopTally
 from olmocr_rl.prompts import row_conversation
 
 # (images, one conversation per image (olmocr_rl.prompts.conversation), temperature, one seed per image
@@ -147,6 +156,11 @@ class EngineSettings:
     trust_remote_code: bool = False
     eager: bool | None = None  # vLLM without CUDA graphs or compilation; None: eager without CUDA
     tensor_parallel: int = 1  # GPUs one vLLM engine spans (vLLM's tensor_parallel_size)
+    loop_rule: LoopRule | None = None  # stop completions that fall into a repetition loop (olmocr_rl/loops.py); None: never
+
+    def __post_init__(self) -> None:
+        if isinstance(self.loop_rule, dict):  # the settings sent to a worker as plain data (dataclasses.asdict)
+            object.__setattr__(self, "loop_rule", LoopRule(**self.loop_rule))
 
     def pixel_bounds(self) -> dict[str, int]:
         return pixel_bounds(self.max_pixels, self.model)
@@ -189,12 +203,43 @@ def colocated_llm_kwargs(settings: EngineSettings, kwargs: dict[str, Any]) -> di
 
 
 @dataclass
+class LiveTokens:
+    """The tokens generated so far by the call in progress, for engines that can tell (transformers):
+    `report(n)` is called as they come when a caller sets it."""
+
+    report: Callable[[int], None] | None = None
+
+    def __call__(self, tokens: int) -> None:
+        if self.report is not None:
+            self.report(tokens)
+
+    def follow(self, progress: Callable[[int, int, int], None] | None, done: int, todo: int, before: int) -> None:
+        """While the next call runs: `progress(done, todo, before + its tokens so far)`, at most twice a
+        second (None: stop reporting)."""
+        if progress is None:
+            self.report = None
+            return
+        import time
+
+        last = [time.monotonic()]
+
+        def report(tokens: int) -> None:
+            if time.monotonic() - last[0] >= 0.5:
+                last[0] = time.monotonic()
+                progress(done, todo, before + tokens)
+
+        self.report = report
+
+
+@dataclass
 class Engine:
     generate: GenerateFn
     count_tokens: Callable[[list[str]], list[int]]  # tokens of each completion (capped at max_new_tokens)
     # True: one call may hold the rows of several pages, each sampled with its own seed (vLLM); False:
     # one random stream per call, seeded with its first row's seed, so a call holds one page's rows.
     mixes_pages: bool = True
+    loops: LoopTally | None = None  # with the loop stop on: what it stopped and saved (olmocr_rl/loops.py)
+    live: LiveTokens = field(default_factory=LiveTokens)
 
 
 @dataclass(frozen=True)
@@ -249,18 +294,31 @@ def _transformers(settings: EngineSettings, rows: Sequence[dict], warn: Callable
     model = load_trained(settings.model, dtype=inference_dtype(cuda), trust_remote_code=settings.trust_remote_code)
     model = model.to("cuda") if cuda else model
     model.eval()
-    return transformers_engine(model, processor, max_new_tokens=settings.max_new_tokens)
+    return transformers_engine(model, processor, max_new_tokens=settings.max_new_tokens, loop_rule=settings.loop_rule)
 
 
-def transformers_engine(model: Any, processor: Any, *, max_new_tokens: int) -> Engine:
+def transformers_engine(model: Any, processor: Any, *, max_new_tokens: int, loop_rule: LoopRule | None = None) -> Engine:
     """A loaded model (the engine's, or the trained one in memory) as an engine: one page per call."""
-    return Engine(transformers_generate(model, processor, max_new_tokens=max_new_tokens), token_counter(processor, max_new_tokens),
-                  mixes_pages=False)  # fmt: skip
+    tally, live = (LoopTally() if loop_rule is not None else None), LiveTokens()
+    generate = transformers_generate(model, processor, max_new_tokens=max_new_tokens, loop_rule=loop_rule, tally=tally, live=live)
+    return Engine(generate, token_counter(processor, max_new_tokens), mixes_pages=False, loops=tally, live=live)
 
 
-def transformers_generate(model: Any, processor: Any, *, max_new_tokens: int) -> GenerateFn:
+def end_token_ids(model: Any, tokenizer: Any) -> list[int]:
+    """The tokens that end a completion: the generation config's end tokens, else the tokenizer's."""
+    source = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if source is None:
+        source = getattr(tokenizer, "eos_token_id", None)
+    return [source] if isinstance(source, int) else [int(x) for x in source or ()]
+
+
+def transformers_generate(model: Any, processor: Any, *, max_new_tokens: int, loop_rule: LoopRule | None = None,
+                          tally: LoopTally | None = None, live: Callable[[int], None] | None = None) -> GenerateFn:  # fmt: skip
     """Batched `model.generate` (left padding), image placeholder tokens suppressed, the batch
-    sampled from one random stream seeded with its first row's seed."""
+    sampled from one random stream seeded with its first row's seed. With `loop_rule`, a row that
+    falls into a loop is stopped (olmocr_rl/loop_stop.py) and returned as the loop projected to
+    `max_new_tokens` (olmocr_rl/loops.py `project`), counted in `tally`; `live(n)`: the tokens
+    generated so far in the call."""
 
     def generate(images: list, messages: list[list[dict]], temperature: float, seeds: list[int]) -> list[str]:
         import torch
@@ -281,12 +339,33 @@ def transformers_generate(model: Any, processor: Any, *, max_new_tokens: int) ->
         if tok.pad_token_id is not None:
             gen["pad_token_id"] = tok.pad_token_id
         gen.update(transformers_suppression(model.config))  # placeholders are never sampled
+        from transformers import StoppingCriteriaList
+
+        from olmocr_rl.loop_stop import LoopStoppingCriteria
+
+        width = inputs["input_ids"].shape[1]
+        watch = LoopStoppingCriteria(loop_rule, width, end_token_ids(model, tok), on_tokens=live)
         torch.manual_seed(seeds[0])  # CPU and every GPU
         with torch.no_grad():
-            out = model.generate(**inputs, **gen)
-        return processor.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+            out = model.generate(**inputs, **gen, stopping_criteria=StoppingCriteriaList([watch]))
+        if loop_rule is None:
+            return processor.batch_decode(out[:, width:], skip_special_tokens=True)
+        return stopped_texts(out[:, width:].tolist(), watch.loops, watch.lengths, max_new_tokens, tok, tally)
 
     return generate
+
+
+def stopped_texts(rows: list[list[int]], loops: Sequence[Any], lengths: Sequence[int], limit: int, tokenizer: Any,
+                  tally: LoopTally | None, texts: Sequence[str] | None = None) -> list[str]:  # fmt: skip
+    """Each completion's text (`texts[i]`, else its ids decoded), a stopped one's as its loop projected
+    to `limit` tokens; the stops counted in `tally` (`lengths`: the tokens each was generated with)."""
+    from olmocr_rl.loops import project
+
+    if tally is not None:
+        tally.add(lengths, loops, limit)
+    return [tokenizer.decode(project(ids, loop, limit), skip_special_tokens=True) if loop is not None
+            else texts[i] if texts is not None else tokenizer.decode(ids, skip_special_tokens=True)
+            for i, (ids, loop) in enumerate(zip(rows, loops))]  # fmt: skip
 
 
 def _vllm(settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], None]) -> Engine:
@@ -311,21 +390,38 @@ def _vllm(settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], 
     # request's generator by an offset, which a CPU generator has not ("CPU Generator does not use
     # offset"). Without CUDA every prefill is scheduled whole.
     whole = {} if cuda else {"enable_chunked_prefill": False, "max_num_batched_tokens": max(context, 4096)}
+    rule = settings.loop_rule
+    stop: dict[str, Any] = {}
+    if rule is not None:
+        from olmocr_rl.loop_stop_vllm import LoopStopProcessor
+        from olmocr_rl.loops import vllm_extra_args
+
+        (end, *_) = end_token_ids(None, getattr(processor, "tokenizer", processor)) or [None]
+        if end is None:
+            raise ConfigError(f"{settings.model}: the loop stop needs the tokenizer's end-of-sequence token, and it names none")
+        stop = {"extra_args": vllm_extra_args(rule, end)}
     llm = LLM(model=settings.model, max_model_len=context, limit_mm_per_prompt={"image": 1}, **whole,
-              **vllm_engine_kwargs(settings, cuda=cuda))  # fmt: skip
+              **vllm_engine_kwargs(settings, cuda=cuda), **({"logits_processors": [LoopStopProcessor]} if rule else {}))  # fmt: skip
     suppression = vllm_suppression(config)
+    tally = LoopTally() if rule is not None else None
+    tok = getattr(processor, "tokenizer", processor)
 
     def generate(images: list, messages: list[list[dict]], temperature: float, seeds: list[int]) -> list[str]:
         # Each request its own seed: vLLM then samples it with a generator of its own (and, on a GPU,
         # with PyTorch's sampler instead of FlashInfer's, which takes no per-request generator).
-        params = [SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=int(s), **suppression) for s in seeds]
+        params = [SamplingParams(temperature=temperature, max_tokens=max_tokens, seed=int(s), **suppression, **stop) for s in seeds]
         requests = [
             {"prompt": processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False), "multi_modal_data": {"image": im}}
             for im, m in zip(images, messages)
         ]
-        return [o.outputs[0].text for o in llm.generate(requests, params, use_tqdm=False)]
+        outputs = [o.outputs[0] for o in llm.generate(requests, params, use_tqdm=False)]
+        if rule is None:
+            return [o.text for o in outputs]
+        # The stopped ones ended with a forced end token after the cut: found again from the ids (the same loop).
+        ids = [list(o.token_ids) for o in outputs]
+        return stopped_texts(ids, [rule.find(i) for i in ids], [len(i) for i in ids], max_tokens, tok, tally, [o.text for o in outputs])
 
-    return Engine(generate, token_counter(processor, max_tokens))
+    return Engine(generate, token_counter(processor, max_tokens), loops=tally)
 
 
 ENGINES: dict[str, EngineKind] = {

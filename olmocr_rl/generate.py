@@ -14,6 +14,11 @@ skipped); a page whose generation fails is recorded in `_generate.json` and the 
 Repeat M of a page is sampled with the page's own seed (olmocr_rl/engines.py `sample_seed`), so the
 files do not depend on which pages share a call, nor on how many workers share the job
 (`transcribe_with_workers`: each worker writes its pages' files; olmocr_rl/launch/pages.py).
+
+With the loop stop on (`--stop-loops`, olmocr_rl/engines.py), a completion that fell into a repetition
+loop is written as the loop continued to the length limit (olmocr_rl/loops.py `project`), and
+`_generate.json`'s `loops` says how many were stopped and the decode tokens saved; `tokens` then counts
+the tokens generated (to each stop), not those written.
 """
 
 from __future__ import annotations
@@ -70,8 +75,10 @@ def transcribe(
     """Writes `repeats` files per row (greedy when temperature is 0: one generation, copied).
     Rows are prepared rows (pdf, page, image relative to `image_root`, prompt); repeat M of a page
     is sampled with `sample_seed(seed, pdf, page, M - 1)` (olmocr_rl/engines.py), so a page's files
-    do not depend on the other pages of the run. Returns counts (tokens: those generated) and the
-    per-page errors; `progress(pages done, pages to do, tokens)` after each call."""
+    do not depend on the other pages of the run. Returns counts (tokens: those generated), the
+    per-page errors and, with the loop stop on, `loops` (olmocr_rl/loops.py LoopTally); `progress(pages
+    done, pages to do, tokens)` after each call, and while a call runs as its tokens come (engines
+    that tell, at most twice a second)."""
     root, out = Path(image_root), Path(out_dir)
     todo = [r for r in rows if not all((out / page_file(r["pdf"], int(r["page"]), m)).is_file() for m in range(1, repeats + 1))]
     counts = {"pages": len(rows), "skipped": len(rows) - len(todo), "written": 0, "parsed": 0, "unparsed": 0, "tokens": 0}
@@ -79,11 +86,17 @@ def transcribe(
     runs = 1 if temperature <= 0 else repeats
     per_call = batch_size if engine.mixes_pages else 1  # pages per call (olmocr_rl/engines.py Engine.mixes_pages)
     done = 0
+    tally = engine.loops
+    before = tally.as_dict() if tally is not None else {}
     for start in range(0, len(todo), per_call):
         chunk = list(todo[start : start + per_call])
+        engine.live.follow(progress, done, len(todo), counts["tokens"])
+        generated = tally.tokens if tally is not None else 0
         results = _generate_or_split(engine, root, chunk, runs, temperature, seed, errors)
+        # With the loop stop, the engine counted the tokens it generated; the texts of stopped loops are longer.
+        counts["tokens"] += tally.tokens - generated if tally is not None else 0
         for r, texts in results:
-            counts["tokens"] += sum(engine.count_tokens(texts))
+            counts["tokens"] += sum(engine.count_tokens(texts)) if tally is None else 0
             for m in range(1, repeats + 1):
                 text, parsed = page_text(texts[min(m, runs) - 1], raw)
                 counts["parsed" if parsed else "unparsed"] += 1
@@ -92,7 +105,9 @@ def transcribe(
         done += len(chunk)
         if progress is not None:
             progress(done, len(todo), counts["tokens"])
-    return {**counts, "errors": errors}
+    engine.live.follow(None, 0, 0, 0)
+    loops = {"loops": {k: v - before[k] for k, v in tally.as_dict().items()}} if tally is not None else {}
+    return {**counts, "errors": errors, **loops}
 
 
 def _generate_or_split(engine: Engine, root: Path, chunk: list[dict], runs: int, temperature: float, seed: int,
@@ -164,10 +179,12 @@ def transcribe_with_workers(engine: str, settings: Any, image_root: str | os.Pat
     from dataclasses import asdict
 
     from olmocr_rl.launch.pages import WorkersFailed, deal, launch_job, wait_for
+    from olmocr_rl.loops import LoopTally
     from olmocr_rl.procs import Interrupted
 
     folder, todo = job_folder(out_dir), pages_to_do(rows, out_dir, options["repeats"])
     summary: dict[str, Any] = {"pages": len(rows), "skipped": len(rows) - len(todo), **dict.fromkeys(COUNTS, 0), "errors": []}
+    tally = LoopTally() if getattr(settings, "loop_rule", None) is not None else None
     if not todo:
         return summary
     shares = deal(todo, workers.num_processes)
@@ -193,7 +210,11 @@ def transcribe_with_workers(engine: str, settings: Any, image_root: str | os.Pat
             for k in COUNTS:
                 summary[k] += int((p or {}).get(k, 0))
             summary["errors"] += (p or {}).get("errors", [])
+            if tally is not None:
+                tally.merge((p or {}).get("loops") or {})
         folder.clear()
+        if tally is not None:
+            summary["loops"] = tally.as_dict()
     if code != 0 or lost:
         who = f"worker(s) {', '.join(map(str, lost))} stopped reporting" if lost else f"the workers stopped with status {code}"
         raise WorkersFailed(f"{who}; the pages finished are written in {out_dir}: run again to transcribe the rest")
@@ -203,6 +224,7 @@ def transcribe_with_workers(engine: str, settings: Any, image_root: str | os.Pat
 def work(plan: dict[str, Any], rank: int, folder: Any) -> int:
     """Worker `rank`: its pages transcribed into the candidate folder (olmocr_rl/launch/worker.py runs it)."""
     import sys
+    from dataclasses import replace
 
     from olmocr_rl.engines import EngineSettings, build_engine, engine_kind
     from olmocr_rl.launch.pages import Progress
@@ -217,12 +239,12 @@ def work(plan: dict[str, Any], rank: int, folder: Any) -> int:
         summary = {k: 0 for k in COUNTS} | {"errors": []}
         if rows:
             built = build_engine(job["engine"], EngineSettings(**job["engine_settings"]), rows, warn=lambda m: print(m, file=sys.stderr))
-            engine = Engine(term.interruptible(built.generate), built.count_tokens, built.mixes_pages)
+            engine = replace(built, generate=term.interruptible(built.generate))
             summary = transcribe(engine, job["image_root"], rows, job["out"], repeats=job["repeats"], temperature=job["temperature"],
                                  batch_size=job["batch_size"], raw=job["raw"], seed=job["seed"],
                                  progress=lambda done, todo, tokens: progress.write(pages=done, tokens=tokens))  # fmt: skip
     finally:
         term.restore()
         progress.stop.set()
-    progress.close(pages=len(rows), **{k: summary[k] for k in COUNTS}, errors=summary["errors"])
+    progress.close(pages=len(rows), **{k: summary[k] for k in COUNTS}, errors=summary["errors"], loops=summary.get("loops"))
     return 0

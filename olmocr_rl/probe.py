@@ -21,7 +21,9 @@ Candidates, built per page from the page's own tests:
   marker matches any text holding it under the published checks (docs/checks.md §3.7.1).
 
 Every candidate is scored on every page's tests as a training reward scores a completion: each
-test once, passed or not, the page's reward its pass rate.
+test once, passed or not, the page's reward its pass rate. Each candidate is also read by the loop
+stop's detector (olmocr_rl/loops.py, its rule, one character a token): the pages on which it is a
+repetition loop the stop would end (`ProbeResult.loops`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from olmocr_rl.loops import LoopRule
 from olmocr_rl.suite import TRAINING_GUARD, BenchSuite
 
 PROBE_GUARDS: tuple[str, ...] = ("none", TRAINING_GUARD)  # the published checks, and what training rewards use
@@ -153,6 +156,8 @@ class ProbeResult:
     flag_share: float
     earned: list[Earned]  # candidate-major, then guard, in CANDIDATES x GUARDS order
     flags: list[Flag]
+    loops: dict[str, int] = field(default_factory=dict)  # candidate -> pages on which the loop detector finds a loop
+    loop_rule: LoopRule = field(default_factory=LoopRule)
 
     @property
     def types(self) -> list[str]:
@@ -215,9 +220,11 @@ def probe(
     candidates: Sequence[str] = CANDIDATES,
     threads: int | None = None,
     source: str = "",
+    loop_rule: LoopRule | None = None,
 ) -> ProbeResult:
     """Scores every candidate on every page, under each of PROBE_GUARDS, and flags every test type
-    on which a degenerate candidate passes more than `flag_share` of the tests."""
+    on which a degenerate candidate passes more than `flag_share` of the tests; counts the pages on
+    which each candidate is a loop under `loop_rule` (default: the stop's, olmocr_rl/loops.py)."""
     if not 0.0 <= flag_share <= 1.0:
         raise ValueError(f"flag_share must be between 0 and 1, not {flag_share}")
     pages = probe_pages(suite)
@@ -247,7 +254,10 @@ def probe(
         for t, c in sorted(e.by_type.items())
         if c.rate > flag_share
     ]
-    return ProbeResult(source, suite, pages, flag_share, earned, flags)
+    rule = loop_rule or LoopRule()
+    loops = {name: sum(rule.find_text(t) is not None for t in texts[ci * len(pages) : (ci + 1) * len(pages)])
+             for ci, name in enumerate(candidates)}  # fmt: skip
+    return ProbeResult(source, suite, pages, flag_share, earned, flags, loops, rule)
 
 
 def details_rows(result: ProbeResult) -> list[dict]:
@@ -344,6 +354,7 @@ def result_dict(result: ProbeResult) -> dict:
         "flags": [
             {"candidate": f.candidate, "guard": f.guard, "type": f.type, "expected": f.expected, **f.counts.as_dict()} for f in result.flags
         ],
+        "loops": {"rule": result.loop_rule.as_dict(), "token": "character", "pages": dict(result.loops)},
     }
 
 
@@ -411,3 +422,11 @@ def print_result(result: ProbeResult, console: Any = None) -> None:
         style="dim",
         highlight=False,
     )
+    console.print(loops_line(result), style="dim", highlight=False, markup=False)
+
+
+def loops_line(result: ProbeResult) -> str:
+    """Which candidates the loop stop's detector calls loops, on how many pages."""
+    counts = ", ".join(f"{name} {n} of {len(result.pages)} pages" for name, n in result.loops.items())
+    return (f"repetition loops (the loop stop's rule, one character a token: {result.loop_rule.describe()}): {counts}; "
+            "a completion the stop ends earns what its loop earns run on to the length limit (docs/training.md)")  # fmt: skip

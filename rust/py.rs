@@ -546,6 +546,109 @@ fn rect_table_shares(
     })
 }
 
+/// A rule from Python's three numbers; ValueError saying what is wrong.
+fn loop_rule(max_period: usize, min_repeats: usize, min_span: usize) -> PyResult<crate::loops::LoopRule> {
+    crate::loops::LoopRule::new(max_period, min_repeats, min_span).map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
+/// A loop found (`loops::Loop`): the periodic suffix's start, its period, and the length at which
+/// the rule first held.
+#[pyclass(frozen, eq, name = "Loop", module = "olmocr_rl._core")]
+#[derive(PartialEq)]
+struct PyLoop {
+    #[pyo3(get)]
+    start: usize,
+    #[pyo3(get)]
+    period: usize,
+    #[pyo3(get)]
+    cut: usize,
+}
+
+#[pymethods]
+impl PyLoop {
+    #[new]
+    fn new(start: usize, period: usize, cut: usize) -> Self {
+        PyLoop { start, period, cut }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Loop(start={}, period={}, cut={})", self.start, self.period, self.cut)
+    }
+
+    fn __getnewargs__(&self) -> (usize, usize, usize) {
+        (self.start, self.period, self.cut)
+    }
+}
+
+fn py_loop(found: Option<crate::loops::Loop>) -> Option<PyLoop> {
+    found.map(|l| PyLoop { start: l.start, period: l.period, cut: l.cut })
+}
+
+/// The incremental detector (`loops::LoopDetector`), one per completion being generated.
+#[pyclass(name = "LoopDetector", module = "olmocr_rl._core")]
+struct PyLoopDetector {
+    inner: crate::loops::LoopDetector,
+}
+
+#[pymethods]
+impl PyLoopDetector {
+    #[new]
+    fn new(max_period: usize, min_repeats: usize, min_span: usize) -> PyResult<Self> {
+        Ok(PyLoopDetector { inner: crate::loops::LoopDetector::new(loop_rule(max_period, min_repeats, min_span)?) })
+    }
+
+    /// Feeds tokens; the loop once found.
+    fn extend(&mut self, tokens: Vec<u32>) -> PyResult<Option<PyLoop>> {
+        let inner = &mut self.inner;
+        no_panic(|| py_loop(inner.extend(&tokens)))
+    }
+
+    #[getter]
+    fn found(&self) -> Option<PyLoop> {
+        py_loop(self.inner.found())
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+}
+
+#[pyfunction]
+fn find_loop(
+    py: Python<'_>,
+    tokens: Vec<u32>,
+    max_period: usize,
+    min_repeats: usize,
+    min_span: usize,
+) -> PyResult<Option<PyLoop>> {
+    let rule = loop_rule(max_period, min_repeats, min_span)?;
+    py.detach(|| no_panic(|| py_loop(crate::loops::find_loop(&tokens, rule))))
+}
+
+#[pyfunction]
+fn find_loop_text(
+    py: Python<'_>,
+    text: &Bound<'_, PyString>,
+    max_period: usize,
+    min_repeats: usize,
+    min_span: usize,
+) -> PyResult<Option<PyLoop>> {
+    let rule = loop_rule(max_period, min_repeats, min_span)?;
+    let points: Vec<u32> = text::chars(&text_of(text)?.0).into_iter().map(|c| c as u32).collect();
+    py.detach(|| no_panic(|| py_loop(crate::loops::find_loop(&points, rule))))
+}
+
+#[pyfunction]
+fn longest_runs_text(py: Python<'_>, text: &Bound<'_, PyString>, max_period: usize) -> PyResult<Vec<usize>> {
+    let points: Vec<u32> = text::chars(&text_of(text)?.0).into_iter().map(|c| c as u32).collect();
+    py.detach(|| no_panic(|| crate::loops::longest_runs(&points, max_period)))
+}
+
+#[pyfunction]
+fn longest_runs(py: Python<'_>, tokens: Vec<u32>, max_period: usize) -> PyResult<Vec<usize>> {
+    py.detach(|| no_panic(|| crate::loops::longest_runs(&tokens, max_period)))
+}
+
 #[pymodule]
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -567,6 +670,13 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pdf_page_counts, m)?)?;
     m.add_function(wrap_pyfunction!(set_katex_path, m)?)?;
     m.add_function(wrap_pyfunction!(katex_problem, m)?)?;
+    m.add_function(wrap_pyfunction!(find_loop, m)?)?;
+    m.add_function(wrap_pyfunction!(find_loop_text, m)?)?;
+    m.add_function(wrap_pyfunction!(longest_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(longest_runs_text, m)?)?;
+    m.add("LOOP_MAX_PERIOD_BOUND", crate::loops::MAX_PERIOD_BOUND)?;
+    m.add_class::<PyLoop>()?;
+    m.add_class::<PyLoopDetector>()?;
     m.add_class::<Suite>()?;
     m.add_class::<PyVerdict>()?;
     m.add_class::<TestVerdict>()?;

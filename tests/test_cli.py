@@ -75,6 +75,7 @@ COMMANDS = {
         ("--prompt",): None,  # #25: olmocr-v4, olmOCR 2's instruction
         **{("--num-processes",): 1, ("--tensor-parallel",): 1, ("--dry-run",): False},  # #36: workers, vLLM tensor parallel
         **{("--num-machines",): 1, ("--machine-rank",): 0, ("--main-process-ip",): None, ("--main-process-port",): None},  # #36
+        ("--stop-loops",): False, ("--loop-rule",): None,  # #44: the loop stop (off: evaluation and selection), its rule
     },
     "curate": {  # #26: new
         "prepared_dir": None, "overrides": None, ("--model",): "", ("--samples", "-n"): 8, ("--engine",): "transformers",
@@ -83,6 +84,7 @@ COMMANDS = {
         ("--quiet", "-q"): False,
         **{("--num-processes",): 1, ("--tensor-parallel",): 1, ("--dry-run",): False},  # #36: workers, vLLM tensor parallel
         **{("--num-machines",): 1, ("--machine-rank",): 0, ("--main-process-ip",): None, ("--main-process-port",): None},  # #36
+        ("--stop-loops",): False, ("--loop-rule",): None,  # #44: the loop stop (off: evaluation and selection), its rule
     },
     "report": {"run_dir": None, ("--output", "-o"): None, ("--max-completions",): 40},  # #16: new
     "soup": {"checkpoints": None, ("--output", "-o"): None, ("--overwrite",): False},

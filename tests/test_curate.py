@@ -462,6 +462,36 @@ def test_curate_with_the_tiny_model_then_train_reads_only_the_kept_pages(case, t
     assert "frac_reward_zero_std=" in res.output  # the progress line
 
 
+def test_curate_stop_loops_scores_stopped_samples_as_the_full_run(case, tmp_path):
+    """--stop-loops with the loops_forever tiny model (it never leaves a loop) sampled near greedily:
+    every sample is stopped at the rule's cut, and each page's record (rewards, the texts' token
+    counts) is what the run without the stop writes; the records count the stops and the decode
+    tokens saved, the settings hold the rule (so a file made without it is not mixed with one made
+    with it), and the run says how many samples looped."""
+    from training import build_model
+
+    forever = build_model(tmp_path / "forever", loops_forever=True)
+    base = ["curate", case, "--model", forever, "--samples", "2", "--config", str(RECIPE), "-q", "--set", "temperature=1e-5",
+            "--set", "max_completion_length=40"]  # fmt: skip
+    full, stop = tmp_path / "full.jsonl", tmp_path / "stop.jsonl"
+    # Near-greedy samples are all alike, so no page is kept (exit 1): the records are written first.
+    res = invoke([*base, "--output", full])
+    assert res.exit_code == 1 and "no train page kept" in res.output, res.output
+    res = invoke([*base, "--output", stop, "--stop-loops", "--loop-rule", "min_span=8", "--loop-rule", "min_repeats=2"])
+    assert res.exit_code == 1 and "no train page kept" in res.output, res.output
+    a, b = ({r["pdf"]: r for _, r in read_records(f)[0]} for f in (full, stop))
+    assert {k: (r["rewards"], r["tokens"]) for k, r in a.items()} == {k: (r["rewards"], r["tokens"]) for k, r in b.items()}
+    assert all(r["loops"] == 2 and 0 < r["loop_tokens_saved"] < 2 * 40 for r in b.values()) and "loops" not in next(iter(a.values())), [
+        (r.get("loops"), r.get("loop_tokens_saved")) for r in b.values()
+    ]
+    assert next(iter(b.values()))["settings"]["loop_rule"] == {"max_period": 256, "min_span": 8, "min_repeats": 2}
+    assert "loop_rule" not in next(iter(a.values()))["settings"]
+    assert "loops: 6 of 6 samples stopped in a repetition loop" in res.output
+    res = invoke([*base, "--output", stop])  # the same file without the stop: other settings
+    assert res.exit_code == 1 and "made with other settings: loop_rule" in res.output
+    assert invoke([*base, "--loop-rule", "min_span=8"]).exit_code == 1  # the rule without the stop
+
+
 # The child: the command with the real engine, held on its second generate call (the second page)
 # until it is killed.
 CHILD = """

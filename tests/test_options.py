@@ -86,6 +86,8 @@ EFFECTS: dict[tuple[str, str], str | tuple[str, str]] = {
     ("generate", "--seed"): "test_generate.py::test_temperature_samples_each_repeat_and_seed_fixes_them",
     ("generate", "--eager"): ("test_generate.py::test_what_reaches_the_vllm_engine", "--no-eager"),
     ("generate", "--quiet"): "test_generate.py::test_quiet_hides_the_progress_bar",
+    ("generate", "--stop-loops"): "test_generate.py::test_stop_loops_writes_the_full_runs_files_where_the_loop_goes_on",
+    ("generate", "--loop-rule"): "test_generate.py::test_stop_loops_reaches_the_vllm_engine",
     ("report", "--output"): "test_options.py::test_report_max_completions_and_output",
     ("report", "--max-completions"): "test_options.py::test_report_max_completions_and_output",
     ("soup", "--output"): "test_soup.py::test_cli",
@@ -130,6 +132,8 @@ EFFECTS: dict[tuple[str, str], str | tuple[str, str]] = {
     ("curate", "--max-mean"): "test_curate.py::test_curate_options_for_their_effect",
     ("curate", "--eval"): "test_curate.py::test_curate_options_for_their_effect",
     ("curate", "--quiet"): ("test_curate.py::test_curate_options_for_their_effect", "-q"),
+    ("curate", "--stop-loops"): "test_curate.py::test_curate_stop_loops_scores_stopped_samples_as_the_full_run",
+    ("curate", "--loop-rule"): "test_curate.py::test_curate_stop_loops_scores_stopped_samples_as_the_full_run",
     # curate's and generate's workers (issue 36): the launch options as train's, tensor parallel, the dry run
     ("generate", "--num-processes"): "test_page_workers.py::test_generate_one_and_two_workers_write_identical_files_and_one_progress_line",
     ("generate", "--tensor-parallel"): "test_generate.py::test_what_reaches_the_vllm_engine",

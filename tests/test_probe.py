@@ -314,3 +314,23 @@ def test_the_judgement_follows_its_rule_at_its_bounds():
     assert judgement(0.4, own) == "gameable" and judgement(0.3999, own) == "weak"
     assert judgement(0.2, own) == "weak" and judgement(0.1999, own) == "sound"
     assert judgement(None, own) == "sound" and judgement(0.3, 0.0) is None
+
+
+def test_the_loop_detector_reads_every_candidate(tiny):
+    """The candidates as the loop stop's detector reads them (one character a token): under the
+    default rule the 50-line loop of "alpha beta" (549 characters) is no loop yet, under a rule of
+    100 characters it is, on page A only (B has no text to repeat); no other candidate is one."""
+    from olmocr_rl.loops import LoopRule
+    from olmocr_rl.probe import loops_line
+
+    suite = BenchSuite.load(tiny)
+    default = probe(suite)
+    assert default.loops == dict.fromkeys(default.loops, 0) and set(default.loops) == {"empty", "newline", "own-texts", "loop",
+                                                                                        "common-words", "stray-marker"}  # fmt: skip
+    short = probe(suite, loop_rule=LoopRule(max_period=16, min_span=100))
+    assert short.loops == {**dict.fromkeys(short.loops, 0), "loop": 1}
+    assert result_dict(short)["loops"] == {"rule": {"max_period": 16, "min_span": 100, "min_repeats": 4}, "token": "character",
+                                           "pages": short.loops}  # fmt: skip
+    assert "loop 1 of 2 pages" in loops_line(short)
+    text = invoke(["probe", tiny], env={"COLUMNS": "400"})
+    assert text.stdout.splitlines()[-1] == loops_line(default)

@@ -225,6 +225,33 @@ def test_bench_report_views(tmp_path):
     assert len(list((tmp_path / "out" / "report_files" / "img").glob("*.webp"))) == 3
 
 
+def test_bench_report_marks_pages_that_loop(tmp_path):
+    """A page file that ends in a repetition loop (the loop stop's detector, olmocr_rl/loops.py) is
+    counted in the summary's loops column and marked in the page list; a long legitimate table of
+    identical rows is not."""
+    from olmocr_rl.loops import LoopRule
+
+    looping = "# Results\n\nQuarterly revenue grew." + "\n| Revenue | 12 |" * 400  # 6,400 characters of one row
+    table = "| | Q1 |\n|---|---|\n" + "| 0 | 0 |\n" * 40 + "Revenue 12"
+    assert LoopRule().find_text(looping) and not LoopRule().find_text(table)
+    texts = {"alpha": {"doc_a": [looping], "doc_b": ["plain"]}, "beta": {"doc_a": ["Results"], "doc_b": [table]}}
+    tests = {k: ALL_TYPES[k] for k in ("doc_a.pdf", "doc_b.pdf")}
+    bench = all_types_bench(tmp_path / "bench", texts, tests)
+    html = tmp_path / "report.html"
+    run_cli("bench", bench, "--report", html)
+    with open_report(html, tmp_path / "loops.png") as page:
+        counts = page.evaluate("[...document.querySelectorAll('#scores tr[data-cand]')].map(r => [r.dataset.cand, "
+                               "+r.querySelector('td[data-loops]').dataset.loops])")  # fmt: skip
+        assert counts == [["alpha", 1], ["beta", 0]]
+        assert page.evaluate("REPORT_DATA.loops") == [[0], []]
+        page.evaluate("document.getElementById('f-show').value='all'; document.getElementById('f-show').dispatchEvent(new Event('change'))")
+        marks = page.evaluate("[...document.querySelectorAll('#toc li[data-i]')].map(l => [l.textContent.split(' p.1')[0], "
+                              "l.textContent.includes('⟳')])")  # fmt: skip
+        assert sorted(marks) == [["doc_a.pdf", True], ["doc_b.pdf", False]]
+        assert "repetition loop" in page.evaluate("document.getElementById('summary').textContent")
+        assert_local_only(page, html)
+
+
 HOSTILE = '<img src=x onerror="window.pwned=1"></script><script>window.pwned=2</script>"\'&amp;'
 
 

@@ -160,6 +160,59 @@ def test_the_offline_engine_never_samples_placeholders(tiny32, prepared, monkeyp
     assert len(tokens) > 100 and not PLACEHOLDERS & set(tokens)
 
 
+@pytest.fixture(scope="module")
+def forever32(tmp_path_factory) -> Path:
+    """The head-size-32 tiny model whose greedy decoding loops and never leaves (bench_fixtures/tiny_vlm.py)."""
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        from tiny_vlm import build_tiny_vlm
+    finally:
+        sys.path.remove(str(FIXTURES))
+    return build_tiny_vlm(tmp_path_factory.mktemp("forever32") / "model", head_dim=32, loops_forever=True)
+
+
+def test_the_loop_processor_stops_a_loop_in_the_real_engine(forever32, prepared, monkeypatch):
+    """olmocr_rl/loop_stop_vllm.py loaded at engine start: the request that asks for the stop ends with
+    the end token right after the loop's cut (found again from the ids), the same request without it
+    runs on in its loop to max_tokens; the tokens before the cut are the same in both."""
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine in this process
+    from vllm import LLM, SamplingParams
+
+    from olmocr_rl.loop_stop_vllm import LoopStopProcessor
+    from olmocr_rl.loops import LoopRule, vllm_extra_args
+    from olmocr_rl.modeling import load_processor
+
+    processor = load_processor(str(forever32))
+    image = page_images(prepared)[0]
+    llm = LLM(model=str(forever32), max_model_len=1024, limit_mm_per_prompt={"image": 1}, enforce_eager=True, seed=0,
+              logits_processors=[LoopStopProcessor])  # fmt: skip
+    request = {"prompt_token_ids": prompt_ids(processor, image), "multi_modal_data": {"image": image}}
+    rule, end = LoopRule(max_period=16, min_span=32), processor.tokenizer.eos_token_id
+    stopped, full = (llm.generate([request], SamplingParams(temperature=0.0, max_tokens=96, **extra), use_tqdm=False)[0].outputs[0]
+                     for extra in ({"extra_args": vllm_extra_args(rule, end)}, {}))  # fmt: skip
+    loop = rule.find(list(full.token_ids))
+    assert loop is not None and len(full.token_ids) == 96 and full.finish_reason == "length"
+    ids = list(stopped.token_ids)
+    assert rule.find(ids) == loop and ids[: loop.cut] == list(full.token_ids[: loop.cut])
+    assert ids[-1] == end and loop.cut + 1 <= len(ids) <= loop.cut + 3 and stopped.finish_reason == "stop"
+
+
+def test_generate_stop_loops_with_the_vllm_engine(forever32, tmp_path):
+    """`generate --engine vllm --stop-loops` on the loops_forever model, greedy: every page stopped,
+    its file the full run's byte for byte, the decode tokens saved counted."""
+    bench = tmp_path / "bench"
+    shutil.copytree(FIXTURES, bench, ignore=shutil.ignore_patterns("demo_model", "other_model", "*.py", "*.yaml"))
+    base = [sys.executable, "-m", "olmocr_rl.cli", "generate", str(forever32), str(bench), "--engine", "vllm", "--max-new-tokens", "96",
+            "--longest-side", "112", "--quiet", "--batch-size", "4"]  # fmt: skip
+    for extra in (["-c", "full"], ["-c", "stop", "--stop-loops", "--loop-rule", "min_span=32", "--loop-rule", "max_period=16"]):
+        proc = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=900, env=os.environ.copy())
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    read = lambda c: {p.relative_to(bench / c).as_posix(): p.read_bytes() for p in (bench / c).rglob("*.md") if ".render" not in p.parts}
+    assert read("full") == read("stop") and len(read("full")) == 4
+    loops = json.loads((bench / "stop" / "_generate.json").read_text())["loops"]
+    assert loops["stopped"] == 4 and 0 < loops["tokens"] < 4 * 96 and loops["saved"] > 0
+
+
 def keep_linear_weights(monkeypatch) -> None:
     """The test-only patch described in the module docstring."""
     import torch

@@ -12,7 +12,7 @@ import enum
 import os
 import sys
 import traceback
-from typing import Annotated, NoReturn, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -77,12 +77,41 @@ TensorParallelOption = Annotated[
 PagesDryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Print the split (GPUs, workers, pages per worker) and the command, and exit.")
 ]
+# curate's and generate's loop stop (olmocr_rl/loops.py): off there by default, since a loop the model would
+# have left is scored as if it had gone on to the limit.
+StopLoopsOption = Annotated[
+    bool,
+    typer.Option("--stop-loops", help="End completions caught in a repetition loop; write/score them as the loop run on to the limit."),
+]
+LoopRuleOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--loop-rule", metavar="KEY=VALUE", help="The loop rule: max_period, min_span, min_repeats (repeatable; see docs)."),
+]
+
+
+def loop_rule_option(stop: bool, pairs: list[str] | None, base: Any = None) -> Any:
+    """The loop rule of --stop-loops and --loop-rule (None without --stop-loops); `base`: the rule
+    the pairs change (default LoopRule()). A bad pair ends the command naming it."""
+    from olmocr_rl.loops import LoopRule, rule_with
+
+    if pairs and not stop:
+        fail("--loop-rule without --stop-loops: give --stop-loops to stop loops")
+    if not stop:
+        return None
+    try:
+        return rule_with(base or LoopRule(), pairs or [])
+    except ValueError as e:
+        fail(f"--loop-rule: {e}")
+
+
+PLAIN_PROGRESS_S = 10.0  # outside a terminal: a progress line at most this often
 
 
 def page_progress(label: str, quiet: bool):
     """A page job's one progress line (rich's, gone when it ends): pages done of all, the tokens
     generated and the tokens per second since the start, for the whole job whatever its number of
-    workers. Returns (update(done, total, tokens) or None when quiet, close())."""
+    workers; outside a terminal, a plain line on stderr at most every PLAIN_PROGRESS_S seconds.
+    Returns (update(done, total, tokens) or None when quiet, close())."""
     if quiet:
         return None, lambda: None
     import time
@@ -95,9 +124,16 @@ def page_progress(label: str, quiet: bool):
     bar.start()
     start = time.monotonic()
 
+    shown = [start]
+
     def update(done: int, total: int, tokens: int) -> None:
-        rate = tokens / max(time.monotonic() - start, 1e-6)
+        now = time.monotonic()
+        rate = tokens / max(now - start, 1e-6)
         bar.update(task, completed=done, total=total, description=f"{label}: {tokens:,} tokens, {rate:,.0f} tokens/s")
+        if not bar.console.is_terminal and now - shown[0] >= PLAIN_PROGRESS_S:
+            # No live bar outside a terminal (a log, a pipe): a plain line now and then, so a long job is never silent.
+            shown[0] = now
+            print(f"{label}: {done}/{total} pages, {tokens:,} tokens, {rate:,.0f} tokens/s", file=sys.stderr, flush=True)
 
     return update, bar.stop
 

@@ -8,17 +8,20 @@ import typer
 
 from olmocr_rl.cli import (
     EagerOption,
+    LoopRuleOption,
     MachineRankOption,
     MainProcessIpOption,
     MainProcessPortOption,
     NumMachinesOption,
     PagesDryRunOption,
     QuietOption,
+    StopLoopsOption,
     TensorParallelOption,
     WorkersOption,
     app,
     echo,
     fail,
+    loop_rule_option,
     page_progress,
 )
 
@@ -57,6 +60,8 @@ def curate_command(
     max_mean: Annotated[
         Optional[float], typer.Option("--max-mean", help="Keep only pages whose mean reward is below this (default: no bound).")
     ] = None,
+    stop_loops: StopLoopsOption = False,
+    loop_rule: LoopRuleOption = None,
     eager: EagerOption = None,
     quiet: QuietOption = False,
     num_processes: WorkersOption = 1,
@@ -100,7 +105,11 @@ def curate_command(
         # settings (output_dir is the trainer's, unused here).
         cfg = load_config(config, [*(set_ or []), *(overrides or [])], prepared_dir=str(prepared_dir), model=model,
                           output_dir=str(prepared_dir))  # fmt: skip
-        settings = replace(engine_settings(cfg, eager=eager), tensor_parallel=tensor_parallel)
+        from olmocr_rl.loops import rule_from
+
+        # The rule: the training config's loop keys (their defaults where it has none), changed by --loop-rule.
+        rule = loop_rule_option(stop_loops, loop_rule, rule_from(cfg, stop=True))
+        settings = replace(engine_settings(cfg, eager=eager), tensor_parallel=tensor_parallel, loop_rule=rule)
         job = CurateJob(prepared_dir, path, engine, settings, samples, cfg.temperature, dict(cfg.rewards),
                         cfg.bench_guard, cfg.reward_threads, resolve_prompt(cfg.prompt) if cfg.prompt else None, cfg.top_p,
                         include_eval, batch_size, KeepRule(min_std, min_mean, max_mean), name, cfg.num_generations, config, workers,

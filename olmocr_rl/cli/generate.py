@@ -9,17 +9,20 @@ import typer
 
 from olmocr_rl.cli import (
     EagerOption,
+    LoopRuleOption,
     MachineRankOption,
     MainProcessIpOption,
     MainProcessPortOption,
     NumMachinesOption,
     PagesDryRunOption,
     QuietOption,
+    StopLoopsOption,
     TensorParallelOption,
     WorkersOption,
     app,
     echo,
     fail,
+    loop_rule_option,
     page_progress,
 )
 
@@ -47,6 +50,8 @@ def generate_command(
     longest_side: Annotated[int, typer.Option("--longest-side", min=1, help="Longest side of rendered pages, px (as prepare).")] = 1288,
     raw: Annotated[bool, typer.Option("--raw", help="Write whole completions (front matter kept).")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sampling: each page's samples by it and the page (either engine).")] = 0,
+    stop_loops: StopLoopsOption = False,
+    loop_rule: LoopRuleOption = None,
     eager: EagerOption = None,
     quiet: QuietOption = False,
     num_processes: WorkersOption = 1,
@@ -76,6 +81,7 @@ def generate_command(
     if prompt and prompt_file:
         fail("give --prompt or --prompt-file, not both")
     chosen = resolve_prompt(prompt, prompt_file)
+    rule = loop_rule_option(stop_loops, loop_rule)
     resolve_model(model, "MODEL")  # a folder here, in the cache or on the hub: else one line, in seconds
     if not bench_dir.is_dir():
         fail(f"{bench_dir}: not a folder (give an olmOCR-bench folder)")
@@ -85,7 +91,8 @@ def generate_command(
     if dry_run:
         echo("\n".join(_dry_run(bench_dir, out, repeats, engine, workers)))
         return 0
-    settings = EngineSettings(model, max_new_tokens=max_new_tokens, seed=seed, eager=eager, tensor_parallel=tensor_parallel)
+    settings = EngineSettings(model, max_new_tokens=max_new_tokens, seed=seed, eager=eager, tensor_parallel=tensor_parallel,
+                              loop_rule=rule)  # fmt: skip
     options = {"repeats": repeats, "temperature": temperature, "batch_size": batch_size, "raw": raw, "seed": seed}
     if machine_rank > 0:
         return _other_machine(out, workers, quiet)
@@ -95,6 +102,10 @@ def generate_command(
     path = write_summary(out, summary, given)
     echo(f"{out}: {summary['written']} files written, {summary['skipped']} pages already done, "
          f"{summary['unparsed']} completions without olmOCR front matter (written whole); summary in {path}")  # fmt: skip
+    if "loops" in summary:
+        from olmocr_rl.loops import LoopTally
+
+        echo(LoopTally(**summary["loops"]).line() + " (stopped ones written as the loop run on to the limit)")
     if summary["errors"]:
         for e in summary["errors"][:5]:
             echo(f"  {e['pdf']} page {e['page']}: {e['error']}", err=True)

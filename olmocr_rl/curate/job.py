@@ -6,7 +6,7 @@ command line (olmocr_rl/cli/curate.py) reads the training config into a `CurateJ
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,9 @@ def score(job: CurateJob, echo: Callable[..., None], progress: Callable[[int, in
         echo(f"note: {', '.join(left_out)}: not part of the difficulty (measured on {', '.join(rewards)})", err=True)
     if job.top_p != 1.0:
         echo(f"warning: top_p={job.top_p} is not applied: curate samples the whole distribution at temperature {job.temperature}", err=True)
-    settings = Settings(job.settings.model, job.samples, job.temperature, job.settings.max_new_tokens, rewards, job.guard)
+    rule = job.settings.loop_rule
+    settings = Settings(job.settings.model, job.samples, job.temperature, job.settings.max_new_tokens, rewards, job.guard,
+                        rule.as_dict() if rule is not None else None)  # fmt: skip
     if job.workers.launched:
         from olmocr_rl.curate.parallel import score_with_workers
 
@@ -99,7 +101,7 @@ def score(job: CurateJob, echo: Callable[..., None], progress: Callable[[int, in
 
     def engine_for(rows: list[dict]) -> Engine:
         engine = build_engine(job.engine, job.settings, rows, warn=lambda m: echo(m, err=True))
-        return Engine(term.interruptible(engine.generate), engine.count_tokens, engine.mixes_pages)
+        return replace(engine, generate=term.interruptible(engine.generate))
 
     term.install()
     try:
@@ -125,6 +127,10 @@ def _report_scoring(job: CurateJob, settings: Settings, result: Result, echo: Ca
             echo(f"  {e['pdf']} page {e['page']}: {e['error']}", err=True)
         raise CurateError(f"{len(result.errors)} page(s) failed to generate; the others are in {path}: run again to retry them")
     samples = [len(r["rewards"]) for r in result.records.values()]
+    if settings.loop_rule is not None:
+        looped, saved = (sum(int(r.get(k, 0)) for r in result.records.values()) for k in ("loops", "loop_tokens_saved"))
+        echo(f"loops: {looped} of {sum(samples)} samples stopped in a repetition loop and scored as the loop run on to the limit; "
+             f"{saved:,} decode tokens saved at most (the limit minus each stopped length: an upper bound)")  # fmt: skip
     empty = sum(r.get("empty", 0) for r in result.records.values())
     if samples and empty * 2 > sum(samples):
         echo(f"warning: {empty} of {sum(samples)} samples are empty or whitespace: the model is not transcribing (check the "

@@ -181,8 +181,10 @@ def payload(job: CurateJob, settings: Settings) -> dict[str, Any]:
 
 def work(plan: dict[str, Any], rank: int, folder: JobFolder) -> int:
     """Worker `rank`: its pages sampled and scored into its part (olmocr_rl/launch/worker.py runs it)."""
+    from dataclasses import replace
+
     from olmocr_rl.curate.sampling import training_reward
-    from olmocr_rl.engines import Engine, EngineSettings, build_engine, engine_kind
+    from olmocr_rl.engines import EngineSettings, build_engine, engine_kind
     from olmocr_rl.procs import SigtermAsInterrupt
 
     job = plan["job"]
@@ -198,7 +200,7 @@ def work(plan: dict[str, Any], rank: int, folder: JobFolder) -> int:
         if pages:
             reward = training_reward(job["prepared"], settings.rewards, job["guard"], job["threads"])
             built = build_engine(job["engine"], engine_settings, [p.row for p in pages], warn=lambda m: print(m, file=sys.stderr))
-            engine = Engine(term.interruptible(built.generate), built.count_tokens, built.mixes_pages)
+            engine = replace(built, generate=term.interruptible(built.generate))
             score_pages(pages, engine, Path(job["prepared"]), settings, engine_settings.seed, reward, part.append,
                         batch_size=job["batch_size"], engine_name=job["engine"], errors=errors, stopped=term.came.is_set,
                         progress=lambda done, todo, tokens: progress.write(pages=done, tokens=tokens, errors=errors))  # fmt: skip

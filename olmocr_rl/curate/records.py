@@ -38,14 +38,18 @@ class Settings:
     max_new_tokens: int
     rewards: dict[str, float]  # the bench rewards of the training config, with their weights
     guard: str
+    loop_rule: dict[str, int] | None = None  # --stop-loops: the loop rule (olmocr_rl/loops.py); None: loops run to the limit
 
     def to_dict(self) -> dict[str, Any]:
+        # `loop_rule` only when set: files written before the loop stop existed stay comparable.
         return {"model": self.model, "samples": self.samples, "temperature": self.temperature,
-                "max_new_tokens": self.max_new_tokens, "rewards": dict(self.rewards), "guard": self.guard}  # fmt: skip
+                "max_new_tokens": self.max_new_tokens, "rewards": dict(self.rewards), "guard": self.guard,
+                **({"loop_rule": dict(self.loop_rule)} if self.loop_rule is not None else {})}  # fmt: skip
 
     def describe(self) -> str:
         rewards = " + ".join(name if w == 1 else f"{w:g} x {name}" for name, w in self.rewards.items())
-        return f"{rewards}, guard {self.guard}, temperature {self.temperature:g}, <= {self.max_new_tokens} tokens"
+        loops = ", loops stopped" if self.loop_rule is not None else ""
+        return f"{rewards}, guard {self.guard}, temperature {self.temperature:g}, <= {self.max_new_tokens} tokens{loops}"
 
 
 def row_key(row: dict) -> str:

@@ -60,9 +60,11 @@ def _groups(todo: list[Page], samples: int, batch_size: int, mixes_pages: bool) 
         yield todo[i : i + per_call]
 
 
-def _sample(engine: Engine, root: Path, group: list[Page], samples: int, batch_size: int, temperature: float, seed: int) -> list[list[str]]:
+def _sample(engine: Engine, root: Path, group: list[Page], samples: int, batch_size: int, temperature: float, seed: int,
+            saved: list[list[int | None]] | None = None) -> list[list[str]]:  # fmt: skip
     """`samples` completions of each page of `group`, in calls of at most `batch_size`; sample j of a
-    page seeded with `sample_seed(seed, pdf, page, j)`."""
+    page seeded with `sample_seed(seed, pdf, page, j)`. With the loop stop on, `saved[i]` gets each of
+    page i's samples' decode tokens saved (None: not stopped)."""
     from PIL import Image
 
     images = []
@@ -82,6 +84,9 @@ def _sample(engine: Engine, root: Path, group: list[Page], samples: int, batch_s
             if not isinstance(text, str):
                 raise RuntimeError(f"the engine returned a {type(text).__name__}, not text")
             texts[i].append(text)
+        if saved is not None and engine.loops is not None:
+            for (i, _), (loop, tokens) in zip(chunk, engine.loops.last, strict=True):
+                saved[i].append(tokens if loop is not None else None)
     return texts
 
 
@@ -123,14 +128,16 @@ def score_pages(todo: list[Page], engine: Engine, root: Path, settings: Settings
     for group in _groups(todo, settings.samples, batch_size, engine.mixes_pages):
         if stopped is not None and stopped():
             raise KeyboardInterrupt
-        for page, texts in _sample_or_split(engine, root, group, settings, seed, batch_size, errors):
-            rec = _score(page, texts, reward, engine.count_tokens, settings, engine_name)
+        engine.live.follow(progress, done, len(todo), tokens)  # progress inside a long group too
+        for page, texts, saved in _sample_or_split(engine, root, group, settings, seed, batch_size, errors):
+            rec = _score(page, texts, reward, engine.count_tokens, settings, engine_name, saved)
             record(rec)
             scored += 1
             tokens += sum(rec["tokens"])
         done += len(group)
         if progress is not None:
             progress(done, len(todo), tokens)
+    engine.live.follow(None, 0, 0, 0)
     return scored
 
 
@@ -188,15 +195,20 @@ def comparable(lines: list[tuple[int, dict]], settings: Settings, path: Path) ->
     records: dict[tuple[str, str, int], dict] = {}
     for n, rec in lines:
         if rec["settings"] != wanted:
-            differ = ", ".join(f"{k} {rec['settings'].get(k)!r} (now {v!r})" for k, v in wanted.items() if rec["settings"].get(k) != v)
+            keys = dict.fromkeys([*wanted, *rec["settings"]])  # a key only one side has (the loop rule) differs too
+            differ = ", ".join(
+                f"{k} {rec['settings'].get(k)!r} (now {wanted.get(k)!r})" for k in keys if rec["settings"].get(k) != wanted.get(k)
+            )
             raise CurateError(f"{path}:{n}: made with other settings: {differ}; run with those, or give --output a new file")
         records[(str(rec["split"]), str(rec["pdf"]), int(rec["page"]))] = rec  # the newest line wins
     return records
 
 
 def _score(page: Page, texts: list[str], reward: RewardFn, count_tokens: Callable[[list[str]], list[int]], settings: Settings,
-           engine: str) -> dict:  # fmt: skip
-    """The page's record: its samples' rewards and their statistics."""
+           engine: str, saved: list[int | None] | None = None) -> dict:  # fmt: skip
+    """The page's record: its samples' rewards and their statistics; with the loop stop on, the samples
+    stopped in a loop (`loops`) and the decode tokens that saved (`loop_tokens_saved`, an upper bound).
+    `tokens` are the written texts' (a stopped loop's as run on to the limit, as the full run's)."""
     t0 = time.monotonic()
     rewards = [float(r) for r in reward(texts, [list(map(str, page.row["test_ids"]))] * len(texts))]
     return {
@@ -212,16 +224,20 @@ def _score(page: Page, texts: list[str], reward: RewardFn, count_tokens: Callabl
         "score_seconds": round(time.monotonic() - t0, 4),
         "key": row_key(page.row),
         "settings": settings.to_dict(),
+        **({"loops": sum(t is not None for t in saved), "loop_tokens_saved": sum(t or 0 for t in saved)} if saved else {}),
     }
 
 
 def _sample_or_split(
     engine: Engine, root: Path, group: list[Page], settings: Settings, seed: int, batch_size: int, errors: list[dict]
-) -> list[tuple[Page, list[str]]]:
-    """The group's samples; when the engine fails on the group, each page alone, and a page that
-    still fails is listed in `errors` (the run goes on; the next run tries it again)."""
+) -> list[tuple[Page, list[str], list[int | None] | None]]:
+    """The group's samples (and with the loop stop on, each sample's tokens saved, `_sample`); when
+    the engine fails on the group, each page alone, and a page that still fails is listed in `errors`
+    (the run goes on; the next run tries it again)."""
     try:
-        return list(zip(group, _sample(engine, root, group, settings.samples, batch_size, settings.temperature, seed)))
+        saved: list[list[int | None]] | None = [[] for _ in group] if engine.loops is not None else None
+        texts = _sample(engine, root, group, settings.samples, batch_size, settings.temperature, seed, saved)
+        return [(page, t, saved[i] if saved is not None else None) for i, (page, t) in enumerate(zip(group, texts))]
     except Exception as e:  # noqa: BLE001 - find the page at fault; a failing page is recorded, the run goes on
         if len(group) > 1:
             return [pair for page in group for pair in _sample_or_split(engine, root, [page], settings, seed, batch_size, errors)]

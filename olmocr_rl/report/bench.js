@@ -76,7 +76,8 @@ document.addEventListener("DOMContentLoaded", function () {
       const badges = D.cands.map((c, k) => {
         let n = 0;
         for (const t of pg[3]) if (!ok[k][t]) n++;
-        return esc(c.name) + " " + (n ? '<span class="bad">' + n + "✗</span>" : "0✗");
+        const loop = D.loops && D.loops[k].includes(i) ? ' <span class="bad" title="a file ends in a repetition loop">⟳</span>' : "";
+        return esc(c.name) + " " + (n ? '<span class="bad">' + n + "✗</span>" : "0✗") + loop;
       }).join(" · ");
       return '<li data-i="' + i + '"' + (i === state.cur ? ' class="cur"' : "") + ">" + esc(pg[0]) + " p." + esc(pg[1]) +
         '<span class="badges">' + pg[3].length + " tests · " + badges + (flips ? " · ⇄ " + flips : "") + "</span></li>";

@@ -160,13 +160,13 @@ def _header_html(summary: Any, comparisons: list[Any]) -> str:
     return "".join(out)
 
 
-def _scores_html(summary: Any) -> str:
+def _scores_html(summary: Any, loops: list[list[int]]) -> str:
     cands = summary.candidates
     pct = f"{summary.confidence_level * 100:g}%"
     out = ['<section id="summary"><h2>Summary</h2><div class="scroll"><table id="scores"><tr><th>candidate</th>'
            f'<th class="num">score</th><th class="num">{pct} interval</th><th class="num">±</th><th class="num">tests</th>'
-           '<th class="num">pages</th><th>errors</th></tr>']  # fmt: skip
-    for c in cands:
+           '<th class="num">pages</th><th class="num">loops</th><th>errors</th></tr>']  # fmt: skip
+    for c, looping in zip(cands, loops):
         pages = len({(o.pdf, str(o.page)) for o in c.outcomes})
         if c.failed:
             score = f'<span class="bad">FAILED (errors)</span><br><span class="muted">{_fmt_pct(c.score_ignoring_errors)} ignoring errors</span>'
@@ -176,11 +176,13 @@ def _scores_html(summary: Any) -> str:
         first = f'<span class="muted small">{len(c.errors)}: {esc(c.errors[0])}</span>' if c.errors else "0"
         out.append(f'<tr data-cand="{esc(c.name)}" data-score="{c.score!r}" data-ci="{c.ci[0]!r},{c.ci[1]!r}"><td>{esc(c.name)}</td>'
                    f'<td class="num">{score}</td><td class="num">{_fmt_pct(c.ci[0])} – {_fmt_pct(c.ci[1])}</td><td class="num">{half}</td>'
-                   f'<td class="num">{len(c.outcomes)}</td><td class="num">{pages}</td><td class="errors">{first}</td></tr>')  # fmt: skip
+                   f'<td class="num">{len(c.outcomes)}</td><td class="num">{pages}</td>'
+                   f'<td class="num{" bad" if looping else ""}" data-loops="{len(looping)}">{len(looping)}</td><td class="errors">{first}</td></tr>')  # fmt: skip
     out.append("</table></div>")
     out.append(f'<p class="muted small">score: the mean of the per-JSONL pass rates (a test passes when most of its repeats pass); '
                f"{pct} interval: {summary.bootstrap_samples} bootstrap resamples within each JSONL file (seed {summary.seed}). "
-               "FAILED (errors): the candidate has errors and the reference scores it 0.</p>")  # fmt: skip
+               "FAILED (errors): the candidate has errors and the reference scores it 0. loops: pages with a file that ends in a "
+               f"repetition loop, marked ⟳ in the page list (the loop stop's rule, one character a token: {esc(_loop_rule())}).</p>")  # fmt: skip
     head = "".join(f'<th class="num">{esc(c.name)}</th>' for c in cands)
     out.append('<h3>By JSONL file <span class="muted small">(pass rate: a test passes when more than half of its repeats pass)</span></h3>'
                f'<div class="scroll"><table id="by-jsonl"><tr><th>JSONL file</th><th class="num">tests</th>{head}</tr>')  # fmt: skip
@@ -207,6 +209,12 @@ def _scores_html(summary: Any) -> str:
                        + "".join(f"<li>{esc(e)}</li>" for e in c.errors[:20]) + more + "</ul></details>")  # fmt: skip
     out.append("</section>")
     return "".join(out)
+
+
+def _loop_rule() -> str:
+    from olmocr_rl.loops import LoopRule
+
+    return LoopRule().describe()
 
 
 def _comparison_html(summary: Any, comparisons: list[Any]) -> str:
@@ -321,10 +329,15 @@ def _write_images(stage: Path, bench: Any, pages: list[list[Any]], workers: int 
             pages[i][2] = f"img/{i}.webp"
 
 
-def _write_texts(stage: Path, bench: Any, cands: list[Any], md: list[list[list[str]]], pages: int) -> None:
+def _write_texts(stage: Path, bench: Any, cands: list[Any], md: list[list[list[str]]], pages: int) -> list[list[int]]:
     """The candidates' texts, TEXT_CHUNK pages a file (text/<k>.js), a repeat equal to an earlier
     one written as its index; gzip + base64 (the page inflates it with DecompressionStream): a
-    third of the size."""
+    third of the size. Returns, per candidate, the pages with a file the loop stop's detector calls
+    a repetition loop (olmocr_rl/loops.py, its default rule, one character a token)."""
+    from olmocr_rl.loops import LoopRule
+
+    rule = LoopRule()
+    loops: list[list[int]] = [[] for _ in cands]
     for start in range(0, pages, TEXT_CHUNK):
         chunk = []
         for i in range(start, min(start + TEXT_CHUNK, pages)):
@@ -337,6 +350,8 @@ def _write_texts(stage: Path, bench: Any, cands: list[Any], md: list[list[list[s
                         text = (Path(bench.root) / c.name / f).read_text(encoding="utf-8", errors="replace")
                     except OSError as e:
                         text = f"(cannot read {f}: {e.strerror or e})"
+                    if text not in seen and rule.find_text(text) is not None and (not loops[k] or loops[k][-1] != i):
+                        loops[k].append(i)
                     texts.append(seen[text] if text in seen else text)
                     seen.setdefault(text, r)
                 per_cand.append(texts)
@@ -345,6 +360,7 @@ def _write_texts(stage: Path, bench: Any, cands: list[Any], md: list[list[list[s
         (stage / "text" / f"{start // TEXT_CHUNK}.js").write_text(
             f'window.reportText({start // TEXT_CHUNK},"{packed}");\n', encoding="utf-8"
         )
+    return loops
 
 
 def _facts(summary: Any, max_reports: int | None, shown_pages: int, shown_tests: int) -> tuple[list[tuple[str, str]], list[str]]:
@@ -418,13 +434,13 @@ def bench_report(
         (stage / "img").mkdir()
         (stage / "text").mkdir()
         _write_images(stage, bench, pages, workers, image_side, image_quality)
-        _write_texts(stage, bench, cands, md, len(pages))
+        loops = _write_texts(stage, bench, cands, md, len(pages))
         data = {"files": files_dir.name, "chunk": TEXT_CHUNK, "cands": [{"name": c.name, "failed": c.failed} for c in cands],
                 "types": types, "jsonls": jsonls, "pages": pages, "tests": data_tests, "verdicts": verdicts, "why": why, "md": md,
-                "pairs": [{"a": names.index(p.a), "b": names.index(p.b)} for p in comparisons]}  # fmt: skip
+                "pairs": [{"a": names.index(p.a), "b": names.index(p.b)} for p in comparisons], "loops": loops}  # fmt: skip
         (stage / "data.js").write_text(f"window.REPORT_DATA={script_json(data)};\n", encoding="utf-8")
         facts, notes = _facts(summary, max_reports, len(pages), len(tests))
-        body = (_header_html(summary, comparisons) + _scores_html(summary) + (_comparison_html(summary, comparisons) if comparisons else "")
+        body = (_header_html(summary, comparisons) + _scores_html(summary, loops) + (_comparison_html(summary, comparisons) if comparisons else "")
                 + _run_html(facts, notes) + _pages_html(types, jsonls, cands))  # fmt: skip
         page = document("olmOCR-bench report", body, style=asset("base.css") + asset("bench.css"), script=asset("bench.js"),
                         head=f'<script defer src="{esc(files_dir.name)}/data.js"></script>', files=files_dir.name)  # fmt: skip

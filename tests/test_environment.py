@@ -91,16 +91,16 @@ def test_prepare_lists_it_as_a_problem(no_katex, tmp_path):
     assert strict.exit_code == 1, strict.output
 
 
-def test_train_preflight_fails_before_launching(no_katex, tmp_path):
+def test_train_preflight_fails_before_launching(no_katex, tmp_path, tiny_model):
     need("trl")
     root = bench_folder(tmp_path / "bench", [MATH, TEXT])
     assert invoke(["prepare", root, tmp_path / "prep", "--longest-side", "112", "--eval-fraction", "0"]).exit_code == 0
     out = tmp_path / "run"
-    r = invoke(["train", tmp_path / "prep", "--model", tmp_path / "no-model", "-o", out, "--config",
+    r = invoke(["train", tmp_path / "prep", "--model", tiny_model, "-o", out, "--config",
                 FIXTURES / "tiny_grpo.yaml", "eval_split=none", "--dry-run"])  # fmt: skip
     assert r.exit_code == 1
     assert "math test(s) cannot be checked" in r.stderr and "olmocr-rl install-katex" in r.stderr
-    real = invoke(["train", tmp_path / "prep", "--model", tmp_path / "no-model", "-o", out, "--config",
+    real = invoke(["train", tmp_path / "prep", "--model", tiny_model, "-o", out, "--config",
                    FIXTURES / "tiny_grpo.yaml", "eval_split=none"])  # fmt: skip
     assert real.exit_code == 1 and "nothing was launched" in real.stderr
     assert not (out / "train_config.json").exists()

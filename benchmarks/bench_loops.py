@@ -2,6 +2,7 @@
 stop saves in a generation round, and where stopping is exact.
 
     python benchmarks/bench_loops.py [--seeds 0 1 2] [--tokens 512] [--json FILE] [--skip-rounds]
+        [--training] [--vllm]    # parts 5 and 6 (--vllm: run with target/vllm-env/bin/python)
 
 1. Margins. The longest exact repetition (a period of 1-4096 characters repeated at least
    min_repeats times) in the hard legitimate pages of bench_fixtures/loop_cases.py and in the bench
@@ -22,6 +23,21 @@ stop saves in a generation round, and where stopping is exact.
    stopped one (its loop projected to the limit): the pages whose text is the full run's, and those
    whose bench verdicts are. The stock model leaves some loops before the limit, so the stop is not
    exact there: why `generate` and `curate` leave it off by default.
+5. Training rounds, transformers (`--training`). trl's generation inside the trainer
+   (OlmocrGRPOTrainer, one GRPO step of the worker's trainer: the four fixture pages x 4
+   generations, `--tokens` at most), stop on (max_period 32, min_span 64) and off, per tiny model
+   seed: the round's decode tokens (after the cut: what was generated) and steps (its longest
+   completion), `time/generation_s`; greedy (`trl.top_k=1`: the random model loops) and sampled at
+   temperature 1 (it does not repeat exactly). Where nothing is stopped, the trained batch (ids,
+   masks, advantages) and the loss and rewards must be the run without the stop's, bit for bit:
+   the stop changes nothing but length.
+6. Generation rounds, the real vLLM CPU engine (`--vllm`, run with target/vllm-env's Python): the
+   call trl's colocated engine makes (the four fixture pages x 4 samples, `--tokens` at most, a
+   request of one sample per completion, each with its seed), on an engine built with the logits processor and each
+   request switched on, against an engine built without it; greedy and sampled at temperature 1;
+   decode tokens (the forced end token included), steps, seconds (the fastest of three calls after a
+   warm-up); and whether every completion the
+   stop did not end is the other engine's, token for token.
 """
 
 from __future__ import annotations
@@ -213,6 +229,131 @@ def exactness(work: Path, tokens: int = 160) -> dict:
     return {"pages": out}
 
 
+def training_rounds(work: Path, seeds: list[int], tokens: int) -> dict:
+    import shutil
+
+    from tiny_vlm import build_tiny_vlm
+
+    from olmocr_rl.train import worker
+    from olmocr_rl.train.config import load_config
+    from olmocr_rl.train.preflight import run_inputs
+
+    prepared, _ = setup(work)
+    rule = ["loop_max_period=32", "loop_min_span=64", "loop_min_repeats=4"]
+    print(f"5. training rounds: trl's transformers generation in the trainer, tiny VLMs of seeds {seeds}, 4 pages x 4, up to {tokens} "
+          f"tokens; stop {' '.join(rule)} against loop_stop=false")  # fmt: skip
+    results = []
+    for seed in seeds:
+        model_dir = work / f"tiny-seed{seed}"
+        if not (model_dir / "config.json").is_file():
+            build_tiny_vlm(model_dir, seed=seed)
+        for mode, sampling in (("greedy", ["trl.top_k=1"]), ("sampled", ["temperature=1.0"])):
+            runs = {}
+            for arm, keys in (("off", ["loop_stop=false"]), ("on", rule)):
+                out = work / f"train-{seed}-{mode}-{arm}"
+                shutil.rmtree(out, ignore_errors=True)
+                cfg = load_config(FIXTURES / "tiny_grpo.yaml", [*keys, *sampling, f"max_completion_length={tokens}", "max_steps=1",
+                                  "per_device_train_batch_size=16", "save_steps=0", "eval_split=none", "final_outputs=none",
+                                  "report_to=[none]", "progress=false", "log_completions=false", "write_failing_completions=false"],
+                                  prepared_dir=str(prepared), model=str(model_dir), output_dir=str(out))  # fmt: skip
+                trainer = worker._build(cfg, run_inputs(cfg), False).trainer
+                batches, loss = [], trainer.compute_loss
+
+                def recording(model, inputs, *args, _loss=loss, _batches=batches, **kwargs):
+                    _batches.append({k: inputs[k].tolist() for k in ("completion_ids", "completion_mask", "advantages")})
+                    return _loss(model, inputs, *args, **kwargs)
+
+                trainer.compute_loss = recording
+                trainer.train()
+                (logged,) = [r for r in map(json.loads, (out / "logs" / "metrics.jsonl").read_text().splitlines()) if "reward" in r]
+                n = len(batches[0]["completion_ids"])
+                runs[arm] = {"batch": batches, "logged": logged, "tokens": round(logged["completions/mean_length"] * n),
+                             "steps": logged["completions/max_length"], "seconds": logged["time/generation_s"],
+                             "stopped": int(logged.get("loops/stopped", 0))}  # fmt: skip
+            on, off = runs["on"], runs["off"]
+            same = (
+                on["stopped"] == 0 and on["batch"] == off["batch"] and all(on["logged"][k] == off["logged"][k] for k in ("loss", "reward"))
+            )
+            row = {"seed": seed, "mode": mode, **{f"{k}_{a}": runs[a][k] for a in runs for k in ("tokens", "steps", "seconds", "stopped")},
+                   "identical_where_nothing_stopped": same if on["stopped"] == 0 else None}  # fmt: skip
+            results.append(row)
+            print(f"   seed {seed} {mode:7s}: decode tokens {off['tokens']:5d} -> {on['tokens']:5d}, steps {off['steps']:4.0f} -> "
+                  f"{on['steps']:4.0f}, generation {off['seconds']:6.2f} s -> {on['seconds']:6.2f} s, {on['stopped']} of 16 stopped"
+                  + ("; nothing stopped: batch, loss and reward identical" if same else
+                     "; nothing stopped, and yet the runs DIFFER" if on["stopped"] == 0 else ""), flush=True)  # fmt: skip
+    return {"rounds": results}
+
+
+def vllm_rounds(work: Path, seeds: list[int], tokens: int) -> dict:
+    import gc
+    import os
+
+    for key, value in (("VLLM_CPU_KVCACHE_SPACE", "1"), ("VLLM_ENABLE_V1_MULTIPROCESSING", "0"), ("VLLM_HOST_IP", "127.0.0.1"),
+                       ("VLLM_NO_USAGE_STATS", "1")):  # fmt: skip
+        os.environ.setdefault(key, value)
+    from PIL import Image
+    from tiny_vlm import build_tiny_vlm
+    from transformers import AutoConfig
+    from vllm import LLM, SamplingParams
+
+    from olmocr_rl.engines import sample_seed, vllm_loop_stop, vllm_suppression
+    from olmocr_rl.loops import VLLM_PROCESSOR, LoopRule
+    from olmocr_rl.modeling import load_processor
+    from olmocr_rl.prompts import row_conversation
+
+    prepared, _ = setup(work)
+    rows = [json.loads(line) for line in (prepared / "train.jsonl").read_text().splitlines()]
+    rule = LoopRule(max_period=32, min_span=64, min_repeats=4)
+    print(f"6. generation rounds, the real vLLM CPU engine: tiny VLMs (head size 32) of seeds {seeds}, {len(rows)} pages x 4, up to "
+          f"{tokens} tokens; {rule.describe()}")  # fmt: skip
+    results = []
+    for seed in seeds:
+        model_dir = work / f"tiny32-seed{seed}"
+        if not (model_dir / "config.json").is_file():
+            build_tiny_vlm(model_dir, seed=seed, head_dim=32)
+        processor = load_processor(str(model_dir))
+        requests = [{"prompt": processor.apply_chat_template(row_conversation(r), add_generation_prompt=True, tokenize=False),
+                     "multi_modal_data": {"image": Image.open(prepared / r["image"]).convert("RGB")}} for r in rows]  # fmt: skip
+        extra = {**vllm_suppression(AutoConfig.from_pretrained(model_dir))}
+        made: dict[tuple[str, str], list[list[int]]] = {}
+        timing: dict[tuple[str, str], float] = {}
+        for arm in ("off", "on"):
+            llm = LLM(model=str(model_dir), max_model_len=tokens + 1024, limit_mm_per_prompt={"image": 1}, enforce_eager=True, seed=0,
+                      enable_chunked_prefill=False, max_num_batched_tokens=tokens + 4096,
+                      **({"logits_processors": [VLLM_PROCESSOR]} if arm == "on" else {}))  # fmt: skip
+            switch = vllm_loop_stop(rule, processor, str(model_dir)) if arm == "on" else {}
+            for mode, temperature in (("greedy", 0.0), ("sampled", 1.0)):
+                # As trl's colocated engine asks: one request (n=1) per completion, 4 a page, each with its own seed.
+                params = [SamplingParams(temperature=temperature, max_tokens=tokens, seed=sample_seed(seed, r["pdf"], r["page"], j),
+                                         **extra, **switch) for r in rows for j in range(4)]  # fmt: skip
+                each = [q for q in requests for _ in range(4)]
+                llm.generate(each, params, use_tqdm=False)  # warm-up: the engine's first batches of each shape are slower
+                seconds = []
+                for _ in range(3):  # the fastest of three (the shared CPU's load): the seeded outputs are the same each time
+                    t0 = time.perf_counter()
+                    outs = llm.generate(each, params, use_tqdm=False)
+                    seconds.append(time.perf_counter() - t0)
+                timing[(arm, mode)] = min(seconds)
+                made[(arm, mode)] = [list(o.token_ids) for r in outs for o in r.outputs]
+            del llm
+            gc.collect()
+        for mode in ("greedy", "sampled"):
+            on, off = made[("on", mode)], made[("off", mode)]
+            loops = [rule.find(ids) for ids in on]
+            unstopped_same = all(a == b for a, b, loop in zip(on, off, loops) if loop is None)
+            prefix_same = all(a[: loop.cut] == b[: loop.cut] for a, b, loop in zip(on, off, loops) if loop is not None)
+            row = {"seed": seed, "mode": mode, "tokens_off": sum(map(len, off)), "tokens_on": sum(map(len, on)),
+                   "steps_off": max(map(len, off)), "steps_on": max(map(len, on)), "seconds_off": timing[("off", mode)],
+                   "seconds_on": timing[("on", mode)], "stopped": sum(loop is not None for loop in loops),
+                   "unstopped_identical": unstopped_same, "stopped_prefix_identical": prefix_same}  # fmt: skip
+            results.append(row)
+            print(f"   seed {seed} {mode:7s}: decode tokens {row['tokens_off']:5d} -> {row['tokens_on']:5d}, steps {row['steps_off']:4d} -> "
+                  f"{row['steps_on']:4d}, {row['seconds_off']:6.2f} s -> {row['seconds_on']:6.2f} s, {row['stopped']} of {len(on)} stopped; "
+                  f"unstopped completions {'identical' if unstopped_same else 'DIFFER'}, stopped ones' prefixes "
+                  f"{'identical' if prefix_same else 'DIFFER'}", flush=True)  # fmt: skip
+    return {"rounds": results}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -220,9 +361,18 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench_loops"))
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--skip-rounds", action="store_true", help="only the margins and the cost (no model)")
+    parser.add_argument("--training", action="store_true", help="part 5 only: the trainer's rounds (transformers)")
+    parser.add_argument("--vllm", action="store_true", help="part 6 only: the vLLM CPU engine's rounds (target/vllm-env's Python)")
     args = parser.parse_args()
-    result = {"margins": margins(), "cost_us": cost()}
-    if not args.skip_rounds:
+    if args.training or args.vllm:
+        result = {}
+        if args.training:
+            result["training_rounds"] = training_rounds(args.work, args.seeds, args.tokens)
+        if args.vllm:
+            result["vllm_rounds"] = vllm_rounds(args.work, args.seeds, args.tokens)
+    else:
+        result = {"margins": margins(), "cost_us": cost()}
+    if not (args.skip_rounds or args.training or args.vllm):
         result["rounds"] = rounds(args.work, args.seeds, args.tokens)
         result["exactness"] = exactness(args.work)
     if args.json:

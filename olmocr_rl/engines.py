@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from olmocr_rl.errors import ConfigError
-from olmocr_rl.loops import LoopRule, LoopTally
+from olmocr_rl.loops import VLLM_PROCESSOR, LoopRule, LoopTally
 from olmocr_rl.prompts import row_conversation
 
 # (images, one conversation per image (olmocr_rl.prompts.conversation), temperature, one seed per image
@@ -186,15 +186,33 @@ def colocated_llm_kwargs(settings: EngineSettings, kwargs: dict[str, Any]) -> di
     """The `vllm.LLM` arguments trl's colocated engine is built with (`kwargs`, trl's fixed set),
     with this rank's seed (trl passes process_index // tensor_parallel_size: the same within a
     tensor-parallel group, as trl requires; here combined with the run's seed), our processor
-    bounds and `enforce_eager` when the run asks for it. olmocr_rl/train/trainer.py hands them to
-    trl (`OlmocrGRPOTrainer.colocated_llm_kwargs`)."""
+    bounds, `enforce_eager` when the run asks for it, and with the loop stop its logits processor
+    (by name, olmocr_rl/loop_stop_vllm.py; each request switches it on: `vllm_loop_stop`).
+    olmocr_rl/train/trainer.py hands them to trl (`OlmocrGRPOTrainer.colocated_llm_kwargs`)."""
     out, bounds = dict(kwargs), settings.pixel_bounds()
     out["seed"] = rank_seed(settings.seed, int(kwargs.get("seed", 0)))
     if bounds:
         out["mm_processor_kwargs"] = {**(kwargs.get("mm_processor_kwargs") or {}), **bounds}
     if settings.eager:
         out["enforce_eager"] = True
+    if settings.loop_rule is not None:
+        out["logits_processors"] = [*(kwargs.get("logits_processors") or []), VLLM_PROCESSOR]
     return out
+
+
+def vllm_loop_stop(rule: LoopRule | None, processor: Any, model: str) -> dict[str, Any]:
+    """vLLM `SamplingParams` keyword arguments (also what trl sends a server) that switch the loop
+    stop on for a request: `extra_args` with the rule and the end token the logits processor forces
+    (the tokenizer's end-of-sequence token); {} without a rule. ConfigError when the tokenizer of
+    `model` names no end token."""
+    if rule is None:
+        return {}
+    from olmocr_rl.loops import vllm_extra_args
+
+    (end, *_) = end_token_ids(None, getattr(processor, "tokenizer", processor)) or [None]
+    if end is None:
+        raise ConfigError(f"{model}: the loop stop needs the tokenizer's end-of-sequence token, and it names none")
+    return {"extra_args": vllm_extra_args(rule, end)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,15 +409,9 @@ def _vllm(settings: EngineSettings, rows: Sequence[dict], warn: Callable[[str], 
     # offset"). Without CUDA every prefill is scheduled whole.
     whole = {} if cuda else {"enable_chunked_prefill": False, "max_num_batched_tokens": max(context, 4096)}
     rule = settings.loop_rule
-    stop: dict[str, Any] = {}
+    stop = vllm_loop_stop(rule, processor, settings.model)
     if rule is not None:
         from olmocr_rl.loop_stop_vllm import LoopStopProcessor
-        from olmocr_rl.loops import vllm_extra_args
-
-        (end, *_) = end_token_ids(None, getattr(processor, "tokenizer", processor)) or [None]
-        if end is None:
-            raise ConfigError(f"{settings.model}: the loop stop needs the tokenizer's end-of-sequence token, and it names none")
-        stop = {"extra_args": vllm_extra_args(rule, end)}
     llm = LLM(model=settings.model, max_model_len=context, limit_mm_per_prompt={"image": 1}, **whole,
               **vllm_engine_kwargs(settings, cuda=cuda), **({"logits_processors": [LoopStopProcessor]} if rule else {}))  # fmt: skip
     suppression = vllm_suppression(config)

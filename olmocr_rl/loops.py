@@ -52,6 +52,7 @@ __all__ = [
     "projected_completions",
     "rule_from",
     "rule_from_extra_args",
+    "stop_line",
     "vllm_extra_args",
 ]
 
@@ -141,6 +142,19 @@ def rule_from(values: Mapping[str, Any] | Any, *, stop: bool | None = None) -> L
     if not on:
         return None
     return LoopRule(**{f.name: get("loop_" + f.name, f.default) for f in fields(LoopRule)})
+
+
+def stop_line(rule: LoopRule | None, limit: int) -> str:
+    """What the loop stop does to a training run's generation, in one line (`train --dry-run`): a
+    completion whose suffix loops from token s ends at s + max(min_span, min_repeats x period) tokens
+    (the detector's cut) instead of running on to `limit` (max_completion_length)."""
+    if rule is None:
+        return f"loop stop: off (loop_stop=false): a completion in a repetition loop runs on to max_completion_length ({limit:,} tokens)"
+    longest = max(rule.min_span, rule.min_repeats * rule.max_period)
+    never = f" (never within max_completion_length {limit:,}: a loop must span {rule.min_span:,})" if rule.min_span > limit else ""
+    return (f"loop stop: on{never}: a completion ends once it has {rule.describe()}: at most {longest:,} tokens after the "
+            f"loop's start, instead of running on to max_completion_length ({limit:,}); trained as truncated, scored as the loop "
+            "continued to the limit (docs/training.md, repetition loops)")  # fmt: skip
 
 
 def rule_with(rule: LoopRule, pairs: Iterable[str]) -> LoopRule:

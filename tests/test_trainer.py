@@ -67,6 +67,7 @@ def test_what_the_overrides_rely_on_in_trls_code():
     """The order of calls and the values the overrides rely on (trl 1.11-1.16)."""
     from trl import GRPOTrainer
     from trl.generation.vllm_generation import VLLMGeneration
+    from trl.models import utils as model_utils
     from trl.trainer import utils
 
     src = inspect.getsource(GRPOTrainer._generate_and_score_completions)
@@ -92,6 +93,21 @@ def test_what_the_overrides_rely_on_in_trls_code():
     # The colocated engine: built in the constructor, `LLM` looked up in trl's module.
     assert "VLLMGeneration(" in inspect.getsource(GRPOTrainer.__init__)
     assert "self.llm = LLM(" in inspect.getsource(VLLMGeneration._init_vllm)
+    # The loop stop: every engine's completions come back from `_generate_single_turn` as id lists and
+    # logprobs (None on the transformers path), which the loss's mask, the sampling logprobs and trl's
+    # "truncated" (no end token last) are built from; the transformers path generates with the
+    # model trl's unwrap_model_for_generation yields, accelerate's unwrapped model.
+    src = inspect.getsource(GRPOTrainer._generate_single_turn)
+    assert src.count("return completion_ids, logprobs") == 1 and "logprobs = None" in src
+    assert "unwrapped_model.generate(\n                    **generate_inputs, generation_config=self.generation_config" in src or (
+        "unwrapped_model.generate(**generate_inputs, generation_config=self.generation_config" in src
+    )
+    assert "self.model_wrapped," in src and "unwrap_model_for_generation(" in src
+    assert "unwrapped_model = accelerator.unwrap_model(model)" in inspect.getsource(model_utils._unwrap_model_for_generation)
+    built = inspect.getsource(GRPOTrainer._generate_and_score_completions)
+    assert "completion_ids = [torch.tensor(ids) for ids in completion_ids_list]" in built
+    assert "is_truncated = torch.tensor([ids[-1] not in eos_and_pad for ids in completion_ids_list]" in built
+    assert "for logps in sampling_per_token_logps_list" in built
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,11 +8,14 @@ CPU attention needs heads of at least 32).
   without them it does (so the check can fail);
 * `olmocr-rl train` in colocate mode through the real worker: completions sampled by the engine
   without placeholders, the weights moved and pushed into the engine before each generation; and
-  with online group filtering, a generate call a round and one weight push a step;
+  with online group filtering, a generate call a round and one weight push a step; and with the
+  loop stop: every looping completion ended by the logits processor, cut before the forced token in
+  the trained batch, trl's importance-sampling correction at 1;
 * a tiny Qwen3-VL through `generate --engine vllm` and `curate --engine vllm`;
-* the `--vllm-gpus` server as `train` starts it: `vllm serve` with trl's flags and ours, healthy,
-  the trainer's processor bounds applied to images, generation through trl's client without
-  placeholders, and nothing left running after the stop.
+* the `--vllm-gpus` server as `train` starts it: `vllm serve` with trl's flags and ours (the loop
+  stop's `--logits-processors`), healthy, the trainer's processor bounds applied to images,
+  generation through trl's client without placeholders, a request with the loop stop's switch ended
+  after its loop's cut, and nothing left running after the stop.
 
 What stays on stand-ins (tests/test_vllm_boundary.py, tests/test_vllm_server.py), because it needs
 CUDA: the server's NCCL weight sync, tensor parallelism, GPU memory.
@@ -350,6 +353,83 @@ def test_train_colocated_with_online_filtering(tiny32, prepared, tmp_path, monke
     assert json.loads((out / "train_summary.json").read_text())["weights_moved"]["share"] > 0.1  # the medoid advantages trained
 
 
+@pytest.fixture(scope="module")
+def peaked32(forever32, tmp_path_factory) -> Path:
+    """forever32 with its logits scaled by PEAK (the final norm's weight): its distribution at the
+    recipe's temperature is all but one-hot, so sampling follows the greedy path, which loops and
+    never leaves, and the engine's sampled tokens are ones the trainer's model is sure of."""
+    from safetensors.torch import load_file, save_file
+
+    out = tmp_path_factory.mktemp("peaked32") / "model"
+    shutil.copytree(forever32, out)
+    weights = load_file(out / "model.safetensors")
+    weights["model.norm.weight"] = weights["model.norm.weight"] * PEAK
+    # The vision placeholders' logits 0, far below every step's top logit (hundreds): otherwise one is
+    # the first choice after the prompt, and vLLM's processed logprobs (after our -100 bias) and trl's
+    # recomputation (without it) disagree there by e^hundreds, which is no loop stop's doing.
+    weights["lm_head.weight"][min(PLACEHOLDERS) : max(PLACEHOLDERS) + 1] = 0.0
+    save_file(weights, out / "model.safetensors", metadata={"format": "pt"})
+    return out
+
+
+PEAK = 1000.0
+
+
+def test_train_colocated_stops_loops_with_the_real_engine(peaked32, prepared, tmp_path, monkeypatch, capfd):
+    """`olmocr-rl train` colocated with the loop stop (a small rule): the engine is built with the
+    logits processor and every request switched on, so each looping completion comes back as its cut
+    and the end token the processor forced; the trained batch ends at the cut (the forced token is not
+    trained), and trl's importance-sampling correction, computed over the policy's own tokens only,
+    stays at 1 (with the forced token, whose processed logprob is 0.0 and whose probability under
+    the policy is e^-hundreds, it would not)."""
+    from trl.generation import vllm_generation
+
+    from olmocr_rl.loops import LoopRule
+    from olmocr_rl.train.trainer import OlmocrGRPOTrainer
+
+    keep_linear_weights(monkeypatch)
+    for var in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT"):  # trl sets them for vLLM
+        monkeypatch.setenv(var, "0")
+        monkeypatch.delenv(var)
+    returned: list[list[int]] = []
+    batches: list[dict] = []
+    generate, loss = vllm_generation.VLLMGeneration.generate, OlmocrGRPOTrainer.compute_loss
+
+    def recording_generate(self, *args, **kwargs):
+        out = generate(self, *args, **kwargs)
+        returned.extend(list(ids) for ids in out[1])
+        return out
+
+    def recording_loss(self, model, inputs, *args, **kwargs):
+        batches.append({k: inputs[k].tolist() for k in ("completion_ids", "completion_mask")})
+        return loss(self, model, inputs, *args, **kwargs)
+
+    monkeypatch.setattr(vllm_generation.VLLMGeneration, "generate", recording_generate)
+    monkeypatch.setattr(OlmocrGRPOTrainer, "compute_loss", recording_loss)
+    out = tmp_path / "run"
+    from olmocr_rl.cli import main
+
+    code = main(["train", str(prepared), "--model", str(peaked32), "-o", str(out), "--config", str(FIXTURES / "tiny_grpo.yaml"),
+                 "use_vllm=true", "vllm_mode=colocate", "vllm_enforce_eager=true", "progress=false", "final_outputs=none",
+                 "eval_split=none", "max_prompt_tokens=1000", "report_to=[none]", "max_steps=1", "max_completion_length=64",
+                 "loop_max_period=16", "loop_min_span=32", "loop_min_repeats=2"])  # fmt: skip
+    captured = capfd.readouterr()
+    assert code == 0, (captured.out + captured.err)[-4000:]
+    rule, end = LoopRule(max_period=16, min_span=32, min_repeats=2), 258
+    loops = [rule.find(ids) for ids in returned]
+    assert len(returned) == 4 and all(loops), returned
+    for ids, loop in zip(returned, loops):  # the forced end token right after the cut (async scheduling: a token or two later)
+        assert ids[-1] == end and loop.cut + 1 <= len(ids) <= loop.cut + 3
+    trained = [(ids, sum(mask)) for b in batches for ids, mask in zip(b["completion_ids"], b["completion_mask"])]
+    assert sorted(n for _, n in trained) == sorted(loop.cut for loop in loops)
+    assert all(end not in ids[:n] for ids, n in trained)
+    (m,) = [json.loads(line) for line in (out / "logs" / "metrics.jsonl").read_text().splitlines() if '"reward"' in line]
+    assert m["loops/stopped"] == 4 and m["loops/stopped_ratio"] == 1.0 and m["completions/clipped_ratio"] == 1.0
+    ratios = [m[f"sampling/importance_sampling_ratio/{k}"] for k in ("min", "mean", "max")]
+    assert all(0.95 < r < 1.05 for r in ratios), ratios
+    assert m["sampling/sampling_logp_difference/max"] < 0.05
+
+
 def test_the_server_train_starts(tiny32, prepared, tmp_path):
     """The server `train --vllm-gpus` starts, for real: healthy; images expanded as the trainer's
     processor (with its max_pixels) expands them; completions through trl's client without
@@ -358,10 +438,11 @@ def test_the_server_train_starts(tiny32, prepared, tmp_path):
     from trl.generation.vllm_client import VLLMClient
     from trl.generation.vllm_generation import VLLMGeneration
 
-    from olmocr_rl.engines import vllm_suppression
+    from olmocr_rl.engines import vllm_loop_stop, vllm_suppression
     from olmocr_rl.launch.gpus import GpuSplit
     from olmocr_rl.launch.launchers import free_port
     from olmocr_rl.launch.server import VLLMServer, port_free, server_env
+    from olmocr_rl.loops import VLLM_PROCESSOR, LoopRule
     from olmocr_rl.modeling import load_processor
     from olmocr_rl.train.config import load_config
     from olmocr_rl.train.vllm_server import server_argv
@@ -375,6 +456,7 @@ def test_the_server_train_starts(tiny32, prepared, tmp_path):
         "min_pixels": 3136,
         "max_pixels": max_pixels,
     }
+    assert argv[argv.index("--logits-processors") + 1] == VLLM_PROCESSOR  # the loop stop, on by default in training
     env = server_env(GpuSplit(("0",), ("1",), 1, 1))
     url = f"http://127.0.0.1:{port}"
     server = VLLMServer(argv, env, tmp_path / "vllm.log", url, grace=20)
@@ -397,6 +479,17 @@ def test_the_server_train_starts(tiny32, prepared, tmp_path):
         out = client.generate(prompts=[ids], features=[placed], n=4, temperature=1.0, max_tokens=48, generation_kwargs=suppression)
         tokens = [t for c in out["completion_ids"] for t in c]
         assert len(out["completion_ids"]) == 4 and len(tokens) > 60 and not PLACEHOLDERS & set(tokens)
+        # The loop stop through trl's client: greedy, the tiny model loops; the request with the switch (as
+        # the trainer sends it, in generation_kwargs) ends in the forced end token after its loop's cut,
+        # the same request without it runs on to max_tokens. (Not compared token for token: the second
+        # request reads the first's prefix cache, and on a near-tie the CPU engine's greedy path may part.)
+        rule = LoopRule(max_period=16, min_span=32, min_repeats=2)
+        stop = vllm_loop_stop(rule, processor, str(tiny32))
+        (stopped,), (full,) = (client.generate(prompts=[ids], features=[placed], n=1, temperature=1.0, top_k=1, max_tokens=96,
+                                               generation_kwargs={**suppression, **extra})["completion_ids"] for extra in (stop, {}))  # fmt: skip
+        loop = rule.find(stopped)
+        assert loop is not None and rule.find(full) is not None and len(full) == 96, (stopped, full)
+        assert stopped[-1] == processor.tokenizer.eos_token_id and loop.cut + 1 <= len(stopped) <= loop.cut + 3
     finally:
         pid = server.proc.pid if server.proc else None
         server.stop()

@@ -70,7 +70,11 @@ def test_split_serves_on_the_last_gpus():
 
 def test_server_command_is_the_one_trl_builds():
     need("trl")
+    import dataclasses
+
     from trl.scripts.vllm_serve import ScriptArguments, build_command
+
+    from olmocr_rl.loops import VLLM_PROCESSOR
 
     cfg = TrainConfig(model="org/model", max_prompt_tokens=3000, max_completion_length=8000, bf16=True,
                       vllm_server_gpu_memory_utilization=0.5, vllm_server_args=["--enable-prefix-caching"])  # fmt: skip
@@ -78,8 +82,11 @@ def test_server_command_is_the_one_trl_builds():
     argv = server_argv(cfg, split, host="127.0.0.1", port=8123)
     expected = build_command(ScriptArguments(model="org/model", host="127.0.0.1", port=8123, tensor_parallel_size=2,
                                              gpu_memory_utilization=0.5, max_model_len=11000, dtype="bfloat16"),
-                             ["--seed", "42", "--enable-prefix-caching"])  # fmt: skip
-    assert argv == expected  # trl's command, the run's seed (trl starts no server to seed), the user's arguments
+                             ["--seed", "42", "--logits-processors", VLLM_PROCESSOR, "--enable-prefix-caching"])  # fmt: skip
+    # trl's command, the run's seed (trl starts no server to seed), the loop stop's logits processor (on
+    # by default in training; each request switches it on), the user's arguments.
+    assert argv == expected
+    assert "--logits-processors" not in server_argv(dataclasses.replace(cfg, loop_stop=False), split, host="127.0.0.1", port=8123)
     # The trainer's processor bounds reach the server, so both expand an image into as many tokens.
     bounded = server_argv(TrainConfig(model="org/model", max_pixels=1003520, seed=3), split, host="127.0.0.1", port=8123)
     assert bounded[bounded.index("--seed") + 1] == "3"

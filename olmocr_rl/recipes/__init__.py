@@ -41,6 +41,10 @@ DEPARTURES = (
     Departure("front-matter reward", "scores the front matter's form only when a page has no reference",
               "scored against claude_original references", "a prepared folder without claude_original/ has no reference "
               "(pre-flight warns)", lambda c: "front-matter" in c.rewards),
+    Departure("repetition loops", "stopped once they span loop_min_span tokens (loop_stop); trained as truncated, scored as the "
+              "loop continued to the limit", "run on to max_completion_length", "one looping completion makes its whole "
+              "generation round run to the limit; the stop changes nothing but length (docs/training.md, repetition loops)",
+              lambda c: bool(getattr(c, "loop_stop", False))),
 )  # fmt: skip
 
 

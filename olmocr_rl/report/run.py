@@ -10,7 +10,9 @@
   length and clipping, entropy, loss, gradient norm, learning rate; with online group filtering
   (`filter_groups`), the groups generated, kept and filled per generation batch, its rounds, the
   zero-spread share and the reward before filtering, the rounds' time and the passes over the
-  pages.
+  pages; with the loop stop (`loop_stop`), the completions it stopped, the decode tokens it saved at
+  most (an upper bound) and the share of the generated tokens inside loops. The run facts say
+  whether the stop was on, its rule, and its totals over the run (train_summary.json).
 * The recorded completions (completions/failing_<mode>[_rank<R>].jsonl), one entry per page and
   step: the rewards of the group's recorded completions, and the best and the worst of them side
   by side (reward, failed tests with their explanations, the text), with the page image.
@@ -116,6 +118,15 @@ def _panels(logs: list[dict]) -> list[str]:
     out += [panel(f"pass rate: {f}", f"bench/jsonl/{f}/pass_rate", RATE) for f in files]
     if "filter/rounds" in keys:
         out += _filter_panels(logs, xr)
+    if "loops/stopped" in keys or "eval_loops/stopped" in keys:  # the loop stop (olmocr_rl/loops.py METRICS)
+        out += [
+            panel("loop stop: completions stopped in a repetition loop", "loops/stopped", None,
+                  "since the previous log; a stopped completion is trained as truncated and scored as its loop continued"),
+            panel("loop stop: decode tokens saved, at most", "loops/decode_tokens_saved_max", None,
+                  "the length limit minus each stopped length: an upper bound (a loop might have ended sooner)"),
+            panel("share of the generated tokens inside loops", "loops/loop_token_share", RATE,
+                  "from each stopped loop's start to its cut, over every token generated"),
+        ]  # fmt: skip
     out += [
         panel("completion length (tokens, mean)", "completions/mean_length"),
         panel("clipped completions (share at the length limit)", "completions/clipped_ratio", RATE),
@@ -266,7 +277,27 @@ def _config(path: Path, warnings: list[str]) -> dict:
     return config
 
 
-def _facts(run: Path, config: dict, logs: list[dict], splits: dict[str, list[tuple[int, dict]]]) -> list[tuple[str, str]]:
+def _loop_fact(config: dict, summary: dict) -> str:
+    """Whether the run stopped loops, with which rule (the resolved config), and what the stop did over
+    its training completions (train_summary.json's `loop_stop`)."""
+    from olmocr_rl.loops import LoopTally, rule_from
+
+    if "loop_stop" not in config:
+        return "not recorded (the config has no loop_stop: a run from before the loop stop, or no config)"
+    try:
+        rule = rule_from(config)
+    except (TypeError, ValueError):
+        return f"{'on' if config.get('loop_stop') else 'off'} (its rule cannot be read from the config)"
+    if rule is None:
+        return "off (loop_stop=false): completions in a repetition loop ran on to max_completion_length"
+    done = summary.get("loop_stop")
+    keys = ("completions", "stopped", "tokens", "loop_tokens", "saved")
+    if isinstance(done, dict) and all(isinstance(done.get(k), int) for k in keys):
+        return f"on: {rule.describe()}; {LoopTally(**{k: done[k] for k in keys}).line()} (training)"
+    return f"on: {rule.describe()}"
+
+
+def _facts(run: Path, config: dict, logs: list[dict], splits: dict[str, list[tuple[int, dict]]], summary: dict) -> list[tuple[str, str]]:
     from olmocr_rl._core import __version__
 
     train_steps = [r["step"] for r in logs if isinstance(r.get("step"), int) and not isinstance(r.get("step"), bool) and "reward" in r]
@@ -280,6 +311,7 @@ def _facts(run: Path, config: dict, logs: list[dict], splits: dict[str, list[tup
         ("rewards", ", ".join(f"{k} × {v}" for k, v in (config.get("rewards") or {}).items()) or "?"),
         ("bench guard", str(config.get("bench_guard", "?"))),
         ("group size", f"{config.get('num_generations', '?')} completions per prompt (eval: {config.get('num_generations_eval', '?')})"),
+        ("loop stop", _loop_fact(config, summary)),
         ("olmocr-rl", __version__),
         ("written", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
     ]
@@ -416,7 +448,7 @@ def run_report(
     splits = _prepared_rows(config.get("prepared_dir"), warnings)
     images = _prepared_images(config.get("prepared_dir"), splits, {e["key"] for e in chosen}, warnings)
     image_ids = {key: i for i, key in enumerate(images)}
-    facts = _facts(run, config, logs, splits)
+    facts = _facts(run, config, logs, splits, summary)
     for w in warnings:
         if warn:
             warn(w)

@@ -16,8 +16,9 @@ from transformers import TrainerCallback
 
 # Shown in the progress line, when logged. frac_reward_zero_std: trl's share of the step's groups
 # whose rewards are all equal (no advantage, no gradient); `olmocr-rl curate` drops such pages.
+# loops/stopped: completions the loop stop ended since the last log (olmocr_rl/loops.py METRICS).
 HEADLINE = ("loss", "reward", "rewards/olmocr_bench/mean", "frac_reward_zero_std", "eval_reward", "completions/mean_length",
-            "learning_rate")  # fmt: skip
+            "loops/stopped", "learning_rate")  # fmt: skip
 
 
 def _fmt(v: Any) -> str:

@@ -28,8 +28,9 @@ from typing import Any, Literal, Optional
 
 from olmocr_rl.atomic import write_text
 from olmocr_rl.errors import ConfigError
-from olmocr_rl.recipes import recipe_names, recipe_path
+from olmocr_rl.loops import LOOP_OPTIONS, rule_from
 from olmocr_rl.reward_registry import REWARDS, unknown_reward
+from olmocr_rl.train.config_file import load_config_file, parse_override
 from olmocr_rl.train.schema import coerce, suggest, trl_fields, trl_value, trl_version
 
 REPORT_TO = ("tensorboard", "wandb", "none")
@@ -49,6 +50,12 @@ def opt(default: Any = None, help: str = "", *, factory: Any = None) -> Any:
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
+
+
+def loop_opt(name: str) -> Any:
+    """A key of the loop stop, its default and help read from its one table (loops.LOOP_OPTIONS)."""
+    (option,) = [o for o in LOOP_OPTIONS if o.name == name]
+    return opt(option.default, option.help)
 
 
 def trl_opt(default: Any = TRL_DEFAULT) -> Any:
@@ -89,6 +96,12 @@ class TrainConfig:
     filter_min_mean: Optional[float] = opt(None, "and whose mean reward is above this (none: no lower bound)")
     filter_max_mean: Optional[float] = opt(None, "and whose mean reward is below this (none: no upper bound)")
     filter_extra_rounds: int = opt(3, "generation rounds added at most per generation batch; then filled with dropped groups (warned)")
+
+    # --- the loop stop (olmocr_rl/loops.py: each key's type, default and help in LOOP_OPTIONS) ---------
+    loop_stop: bool = loop_opt("loop_stop")
+    loop_max_period: int = loop_opt("loop_max_period")
+    loop_min_span: int = loop_opt("loop_min_span")
+    loop_min_repeats: int = loop_opt("loop_min_repeats")
 
     # --- the GRPO recipe (olmOCR 2; olmocr_rl/recipes/olmocr2.yaml cites each source) -------------
     num_generations: Optional[int] = trl_opt(28)  # completions per page
@@ -260,14 +273,16 @@ def resolve(cfg: TrainConfig, cuda: bool, **decided: Any) -> TrainConfig:
     return out
 
 
-def engine_settings(cfg: TrainConfig, *, model: str | None = None, eager: bool | None = None) -> Any:
+def engine_settings(cfg: TrainConfig, *, model: str | None = None, eager: bool | None = None, stop_loops: bool = True) -> Any:
     """What the run's generation engines are told (olmocr_rl/engines.py): the trainer's processor
-    bounds, seed and completion length; `model` instead of cfg.model (the trained one); `eager`
-    (the command line's) over vllm_enforce_eager."""
+    bounds, seed, completion length and loop stop (`stop_loops=False`: none, as the final outputs,
+    an evaluation, are generated); `model` instead of cfg.model (the trained one); `eager` (the
+    command line's) over vllm_enforce_eager."""
     from olmocr_rl.engines import EngineSettings
 
     return EngineSettings(model or cfg.model, max_new_tokens=cfg.max_completion_length, seed=cfg.seed, max_pixels=cfg.max_pixels,
-                          trust_remote_code=cfg.trust_remote_code, eager=eager if eager is not None else (cfg.vllm_enforce_eager or None))  # fmt: skip
+                          trust_remote_code=cfg.trust_remote_code, eager=eager if eager is not None else (cfg.vllm_enforce_eager or None),
+                          loop_rule=rule_from(cfg) if stop_loops else None)  # fmt: skip
 
 
 def set_option(cfg: TrainConfig, key: str, value: Any, source: str) -> None:
@@ -316,57 +331,6 @@ def apply_mapping(cfg: TrainConfig, data: dict, *, source: str) -> None:
         raise ConfigError(f"{source}: expected a mapping of option names to values, got {type(data).__name__}")
     for key, value in data.items():
         set_option(cfg, str(key), value, source)
-
-
-def load_config_file(path: str | os.PathLike[str]) -> dict:
-    p = Path(path)
-    if not p.is_file() and (packaged := recipe_path(str(path))) is not None:
-        p = packaged
-    if not p.is_file():
-        raise ConfigError(f"{p}: no such config file (packaged recipes: {', '.join(recipe_names())})")
-    text = p.read_text(encoding="utf-8")
-    suffix = p.suffix.lower()
-    if suffix == ".toml":
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib  # type: ignore[no-redef]
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"{p}: invalid TOML ({e})") from None
-    elif suffix in (".yaml", ".yml", ".json"):
-        import yaml
-
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{p}: invalid YAML ({e})") from None
-    else:
-        raise ConfigError(f"{p}: config files must end in .yaml, .yml, .toml or .json")
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{p}: the top level must be a mapping of option names to values")
-    return data
-
-
-def parse_override(item: str) -> tuple[str, Any]:
-    """`key=value` (value parsed as a YAML scalar/list); `rewards.eos=0.1` and
-    `trl.top_k=50` set one entry of those mappings."""
-    import yaml
-
-    if "=" not in item:
-        raise ConfigError(f"override {item!r}: expected KEY=VALUE (e.g. num_generations=8)")
-    key, raw = item.split("=", 1)
-    key = key.strip()
-    if not key:
-        raise ConfigError(f"override {item!r}: empty key")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
-    return key, value
 
 
 def apply_overrides(cfg: TrainConfig, overrides: list[str]) -> None:
@@ -427,6 +391,10 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"vllm_server_timeout must be positive, got {cfg.vllm_server_timeout}")
     if cfg.final_output_repeats < 1 or cfg.final_batch_size < 1:
         raise ConfigError("final_output_repeats and final_batch_size must be >= 1")
+    try:
+        rule_from(cfg, stop=True)  # the loop_* keys make a rule (olmocr_rl/loops.py), whether or not the stop is on
+    except ValueError as e:  # the rule's message starts with the field's name: the key is loop_ + it
+        raise ConfigError("loop_" + str(e).removeprefix("loop rule: ")) from None
     validate_filter(cfg)
 
 

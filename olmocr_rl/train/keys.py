@@ -119,7 +119,8 @@ def check_keys(config: str | None, overrides: list[str]) -> str | None:
     check reads them, with its message (ConfigError); keys it cannot judge are left to it. Returns
     the model they set (the last `model`), for the command to find it before trl is imported."""
     from olmocr_rl.reward_registry import unknown_reward
-    from olmocr_rl.train.config import _OWN_NAMES, _STATED_NAMES, load_config_file, parse_override
+    from olmocr_rl.train.config import _OWN_NAMES, _STATED_NAMES
+    from olmocr_rl.train.config_file import load_config_file, parse_override
     from olmocr_rl.train.schema import suggest
 
     trl = trl_field_names()

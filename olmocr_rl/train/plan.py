@@ -79,6 +79,7 @@ class Plan:
         the verdict again in full (`verdict_lines`). `show_config`: the resolved config and
         trl.GRPOConfig's arguments too (else only the file they are written to, `config_file`)."""
         from olmocr_rl.launch.launchers import format_plan
+        from olmocr_rl.loops import rule_from, stop_line
         from olmocr_rl.train.budget import filter_cost
         from olmocr_rl.train.preflight import generation_batch
 
@@ -95,6 +96,7 @@ class Plan:
             f"completions = {batch / cfg.num_generations:g} pages x {cfg.num_generations} generations"
         )
         lines += budget.lines()
+        lines.append(stop_line(rule_from(cfg), cfg.max_completion_length))
         if (cost := filter_cost(cfg, world)) is not None:
             lines.append(cost.line())
         lines += self._memory_lines(memory)

@@ -12,12 +12,16 @@ The overrides (trl 1.11 through 1.16; transformers' Trainer 5.17 through 5.23 fo
         generation and scoring until P page groups with reward spread are found, then trl's own
         batch building once on the chosen groups (olmocr_rl/train/filtering.py: the part without trl)
   _generate(prompts)  while trl builds that batch: the rounds' outputs, in place of generating
-  _calculate_rewards(inputs, prompts, completions, completion_ids_list)  timed (time/reward_s);
-        while trl builds the filtered batch: the rounds' rewards
-  _generate_single_turn(...)  timed (time/generation_s: the generate call, with vLLM the weight push)
+  _calculate_rewards(inputs, prompts, completions, completion_ids_list)  timed (time/reward_s); a
+        completion cut in a loop scored as the loop continued to the length limit; while trl builds
+        the filtered batch: the rounds' rewards
+  _generate_single_turn(...)  timed (time/generation_s: the generate call, with vLLM the weight push);
+        the loop stop: transformers' generate given its stopping criterion, and every engine's
+        completions cut where they fell into a loop (the forced end token dropped), counted
   training_step(model, inputs, num_items_in_batch)  timed (time/forward_backward_s, with _prepare_inputs)
   _prepare_inputs(generation_batch)  timed: its generation and rewards are not forward/backward
-  log(logs, start_time)  the compact completions table (olmocr_rl/train/console.py) in place of trl's
+  log(logs, start_time)  the compact completions table (olmocr_rl/train/console.py) in place of trl's;
+        the loop stop's metrics (loops.METRICS) since the last log
   _load_from_checkpoint(resume_from_checkpoint, model)  skipped when the resumed checkpoint's
         weights were loaded with from_pretrained (`weights_loaded`; transformers#43701)
 
@@ -26,11 +30,25 @@ What it reads of trl's state (`TRL_STATE`, no method): `_metrics` (the filter/* 
 `reward_weights`, `num_generations`, `num_iterations`, `shuffle_dataset`, `log_completions`,
 `num_completions_to_print` (set to 0, trl's "print none", so that only our table prints).
 
-One seam is not a method: trl builds its colocated vLLM engine inside `GRPOTrainer.__init__`
+Two seams are not methods: trl builds its colocated vLLM engine inside `GRPOTrainer.__init__`
 (`VLLMGeneration._init_vllm` calls `vllm.LLM` by its name in trl.generation.vllm_generation) with
 a fixed set of arguments, and neither the trainer nor VLLMGeneration offers a hook for more. So
 while the constructor runs, and only then, that module name is wrapped (`_colocated_llm`) to hand
-the engine `colocated_llm_kwargs`: the run's seed per rank, the processor bounds, eager mode.
+the engine `colocated_llm_kwargs`: the run's seed per rank, the processor bounds, eager mode, the
+loop stop's logits processor. And trl's transformers generation calls
+`unwrapped_model.generate(**inputs, generation_config=...)` inside `_generate_single_turn` with no
+way to add a stopping criterion; so while that method runs, and only then, the model trl unwraps
+(`accelerator.unwrap_model(model_wrapped)`, what trl's `unwrap_model_for_generation` yields) has its
+`generate` wrapped as an instance attribute (`_stopping_loops`) to add the loop stop's criterion.
+
+The loop stop (olmocr_rl/loops.py; docs/training.md, repetition loops): every engine ends a
+completion that falls into a loop (vLLM forces its end token, transformers stops the row), and
+`_cut_loops`, the one post-generation point of every engine, cuts each such completion at the loop's
+cut, found again from its ids (the detector is deterministic: the cut the engine saw). Without an end
+token the cut completion is truncated to trl, as one at the length limit is; the forced token and its
+logprob (0.0: trl asks vLLM for processed logprobs) never reach the loss or the importance sampling
+correction. Online filtering's rounds generate through `_generate`, so their completions are cut
+once, and the replay hands the cut ones back.
 """
 
 from __future__ import annotations
@@ -47,6 +65,7 @@ from typing import Any
 from trl import GRPOTrainer
 
 from olmocr_rl.errors import ConfigError
+from olmocr_rl.loops import LoopTally, projected_completions
 from olmocr_rl.train.callbacks import FilterCheckpoint, StepTimer
 from olmocr_rl.train.console import CompletionsTable
 from olmocr_rl.train.filtering import OnlineFilter, Round, Settings, Step, judge, prompt_keys, rank0s, same_pages, totals
@@ -69,14 +88,16 @@ SEAMS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 # trl's trainer state the overrides read or set (tests/test_trainer.py checks a built trainer has each).
 TRL_STATE = ("_metrics", "_pending_extra_logs", "_logs", "reward_weights", "num_generations", "num_iterations", "shuffle_dataset",
-             "log_completions", "num_completions_to_print", "train_dataset", "accelerator")  # fmt: skip
+             "log_completions", "num_completions_to_print", "train_dataset", "accelerator", "use_vllm", "model_wrapped",
+             "processing_class")  # fmt: skip
 GENERATE_OUTPUTS = 8  # what trl's `_generate` returns (trl 1.11-1.16)
 WINDOW = f"{TRL_READ[0]}-{TRL_READ[1]}"
 
 
 class OlmocrGRPOTrainer(GRPOTrainer):
     """trl's GRPOTrainer with this project's seams (see the module docstring). Beyond GRPOTrainer's
-    arguments: `engine` (olmocr_rl.engines.EngineSettings: what the colocated vLLM engine is told),
+    arguments: `engine` (olmocr_rl.engines.EngineSettings: what the colocated vLLM engine is told,
+    and the loop stop's rule, `loop_rule`, which every engine then applies),
     `online_filter` (filter_groups' Settings; None: off), `resume` (the checkpoint the run resumes
     from: the filter's page order continues from it) and `weights_loaded` (that checkpoint's weights
     are loaded already: the Trainer's own load of them is skipped). It owns its step timer
@@ -89,6 +110,10 @@ class OlmocrGRPOTrainer(GRPOTrainer):
         self.step_timer = StepTimer(cuda=torch.cuda.is_available())
         self.completions_table = CompletionsTable()
         self.engine_settings = engine
+        self.loop_rule = getattr(engine, "loop_rule", None)
+        # Every rank's completions, as counted by `_cut_loops`: per mode since the last log, and the run's.
+        self.loop_tallies = {"train": LoopTally(), "eval": LoopTally()}
+        self.loops_run = LoopTally()
         self.weights_loaded = weights_loaded
         self.online: OnlineFilter | None = None
         self.replaying: _Replay | None = None  # while trl builds a filtered batch
@@ -140,19 +165,101 @@ class OlmocrGRPOTrainer(GRPOTrainer):
             return super()._prepare_inputs(generation_batch)
 
     def _generate_single_turn(self, *args: Any, **kwargs: Any) -> Any:
-        with self.step_timer.timing("generation_s"):
-            return super()._generate_single_turn(*args, **kwargs)
+        with self.step_timer.timing("generation_s"), self._stopping_loops():
+            completion_ids, logprobs = super()._generate_single_turn(*args, **kwargs)
+        if self.loop_rule is None:
+            return completion_ids, logprobs
+        return self._cut_loops(completion_ids, logprobs)
 
     def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> Any:
         if self.replaying is not None:
             return self.replaying.rewards
+        completions, completion_ids_list = self._projected(completions, completion_ids_list)
         with self.step_timer.timing("reward_s"):
             return super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+
+    # -- the loop stop (olmocr_rl/loops.py; the module docstring) -----------------------------------------
+
+    @contextlib.contextmanager
+    def _stopping_loops(self) -> Iterator[None]:
+        """While trl's transformers path generates: the model it unwraps for generation has its
+        `generate` wrapped (an instance attribute, restored after) to add the loop stop's stopping
+        criterion (olmocr_rl/loop_stop.py). vLLM stops loops itself (its logits processor)."""
+        if self.loop_rule is None or self.use_vllm:
+            yield
+            return
+        from transformers import StoppingCriteriaList
+
+        from olmocr_rl.engines import end_token_ids
+        from olmocr_rl.loop_stop import LoopStoppingCriteria
+
+        model, rule = self.accelerator.unwrap_model(self.model_wrapped), self.loop_rule
+        own, original = vars(model).get("generate"), model.generate
+
+        def generate(*args: Any, **kwargs: Any) -> Any:
+            ends = getattr(kwargs.get("generation_config"), "eos_token_id", None)
+            ends = (
+                [ends] if isinstance(ends, int) else list(ends or end_token_ids(model, getattr(self.processing_class, "tokenizer", None)))
+            )
+            watch = LoopStoppingCriteria(rule, kwargs["input_ids"].shape[1], ends)  # trl's prompts: left-padded to one width
+            criteria = StoppingCriteriaList([*(kwargs.pop("stopping_criteria", None) or []), watch])
+            return original(*args, stopping_criteria=criteria, **kwargs)
+
+        model.generate = generate
+        try:
+            yield
+        finally:
+            if own is not None:
+                model.generate = own
+            else:
+                del model.generate
+
+    def _cut_loops(self, completion_ids: list, logprobs: list | None) -> tuple[list, list | None]:
+        """Every engine's completions, cut where they fell into a loop (the module docstring):
+        `rule.find` on each completion's ids gives the loop the engine stopped, and the completion
+        and its logprobs end at `loop.cut`. Counted (every rank's) in the mode's tally."""
+        import torch
+
+        mode = "train" if self.model.training else "eval"
+        rule, limit = self.loop_rule, int(self.args.max_completion_length)
+        assert rule is not None
+        loops = [rule.find(ids) for ids in completion_ids]
+        counted = LoopTally()
+        counted.add([len(ids) for ids in completion_ids], loops, limit)
+        cut = [ids if loop is None else list(ids[: loop.cut]) for ids, loop in zip(completion_ids, loops)]
+        if logprobs is not None:
+            logprobs = [lp if loop is None else list(lp[: loop.cut]) for lp, loop in zip(logprobs, loops)]
+        keys = list(counted.as_dict())
+        mine = torch.tensor([counted.as_dict()[k] for k in keys], dtype=torch.long, device=self.accelerator.device)
+        every = dict(zip(keys, self.accelerator.gather(mine).view(-1, len(keys)).sum(0).tolist()))
+        self.loop_tallies[mode].merge(every)
+        if mode == "train":
+            self.loops_run.merge(every)
+        return cut, logprobs
+
+    def _projected(self, completions: list, completion_ids: list) -> tuple[list, list]:
+        """What the rewards score (olmocr_rl/loops.py, the honest rule): a completion cut in a loop as
+        the loop continued to max_completion_length, its ids and its text (decoded as trl decodes
+        completions; a conversational completion's last message takes the text). The loss keeps the
+        cut ids."""
+        if self.loop_rule is None:
+            return completions, completion_ids
+        loops = [self.loop_rule.find(ids) for ids in completion_ids]
+        if not any(loops):
+            return completions, completion_ids
+        decode = lambda ids: self.processing_class.batch_decode([ids], skip_special_tokens=True)[0]
+        ids, texts = projected_completions(completion_ids, loops, int(self.args.max_completion_length), decode)
+        out = [c if t is None else t if isinstance(c, str) else [*c[:-1], {**c[-1], "content": t}] for c, t in zip(completions, texts)]
+        return out, ids
 
     # -- logging and checkpoints ------------------------------------------------------------------------
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         mode = "train" if self.model.training else "eval"
+        if (tally := self.loop_tallies[mode]).completions:  # the completions generated since the last log, on every rank
+            for name, value in tally.metrics().items():
+                self._metrics[mode][name] = [value]
+            self.loop_tallies[mode] = LoopTally()
         super().log(logs, start_time)
         if self.accelerator.is_main_process and self.log_completions:
             recent = self._logs

@@ -47,14 +47,20 @@ def server_argv(cfg: TrainConfig, split: GpuSplit, *, host: str, port: int, for_
 
 def engine_args(cfg: TrainConfig) -> list[str]:
     """`vllm serve` arguments that trl's command leaves out: the run's engine settings
-    (olmocr_rl/engines.py), its seed and the trainer's processor bounds. Placeholder suppression
-    travels with each request."""
+    (olmocr_rl/engines.py), its seed, the trainer's processor bounds and, with the loop stop, its
+    logits processor (olmocr_rl/loop_stop_vllm.py, imported by the server: olmocr-rl must be
+    installed where the server runs). Placeholder suppression and the loop stop's switch travel with
+    each request (`extra_args`)."""
     import json
+
+    from olmocr_rl.loops import VLLM_PROCESSOR
 
     settings = engine_settings(cfg)
     args = ["--seed", str(settings.seed)]
     if bounds := settings.pixel_bounds():
         args += ["--mm-processor-kwargs", json.dumps(bounds)]
+    if settings.loop_rule is not None:
+        args += ["--logits-processors", VLLM_PROCESSOR]
     return args
 
 

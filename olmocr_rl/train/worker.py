@@ -167,7 +167,7 @@ def _build(cfg: TrainConfig, inputs: Inputs, cuda: bool) -> _Built:
     """The OlmocrGRPOTrainer of this run: config, model, rewards, datasets, callbacks, seeds."""
     from accelerate.utils import set_seed
 
-    from olmocr_rl.engines import transformers_suppression, vllm_suppression
+    from olmocr_rl.engines import transformers_suppression, vllm_loop_stop, vllm_suppression
     from olmocr_rl.launch.launchers import deepspeed_active
     from olmocr_rl.reward_registry import build_rewards
     from olmocr_rl.train.data import build_dataset
@@ -194,9 +194,13 @@ def _build(cfg: TrainConfig, inputs: Inputs, cuda: bool) -> _Built:
     args = build_grpo_config(cfg, cuda=cuda, has_eval=bool(eval_rows))
     model = load_model(cfg, bf16=bool(args.bf16), deepspeed=deepspeed_active(), path=full_ckpt)
     partitioned = zero3_partitioned(model)
-    # Placeholder tokens are never sampled, whichever engine generates (olmocr_rl/engines.py).
+    # Placeholder tokens are never sampled, whichever engine generates (olmocr_rl/engines.py); with
+    # vLLM each request switches the loop stop on (the transformers path: the trainer's stopping criterion).
     suppression = vllm_suppression(model.config) if cfg.use_vllm else transformers_suppression(model.config)
-    args.generation_kwargs = {**suppression, **(args.generation_kwargs or {})}
+    stop, own = (vllm_loop_stop(settings.loop_rule, processor, cfg.model) if cfg.use_vllm else {}), dict(args.generation_kwargs or {})
+    if stop and isinstance(own.get("extra_args"), dict):  # trl.generation_kwargs' own extra_args keep theirs beside ours
+        stop = {"extra_args": {**own.pop("extra_args"), **stop["extra_args"]}}
+    args.generation_kwargs = {**suppression, **stop, **own}
     if cfg.progress:
         args.disable_tqdm = True  # our rich display replaces the tqdm bar
     world = world_size()
@@ -292,6 +296,9 @@ def _summary(cfg: TrainConfig, run_: _Built, result: Any) -> dict[str, Any]:
                 print(f"warning: {warned[-1]}", file=sys.stderr)
     if trainer.online is not None:
         summary["online_filter"] = {**trainer.online.state(), "passes": round(trainer.online.stream.passes, 4)}
+    # The loop stop: its rule (None: off) and what it did over the run's training completions (every rank's).
+    rule = trainer.loop_rule
+    summary["loop_stop"] = {"rule": rule.as_dict(), **trainer.loops_run.as_dict()} if rule is not None else {"rule": None}
     if run_.schedule is not None and run_.schedule.message:
         summary["resume_warning"] = run_.schedule.message
         warned.append(run_.schedule.message)
@@ -308,7 +315,7 @@ def write_final_outputs(cfg: TrainConfig, model: Any = None, processor: Any = No
     from olmocr_rl.train.outputs import select_rows, write_outputs
 
     prompt = run_prompt(cfg)
-    settings = engine_settings(cfg, model=cfg.output_dir)
+    settings = engine_settings(cfg, model=cfg.output_dir, stop_loops=False)  # an evaluation: loops run to the limit
     eval_split = cfg.eval_split if cfg.eval_enabled else ""
     limits = {cfg.train_split: cfg.max_train_pages, eval_split: cfg.max_eval_pages}
     rows = select_rows(cfg.prepared_dir, cfg.final_outputs, cfg.train_split, eval_split, limits)

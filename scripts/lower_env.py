@@ -35,7 +35,7 @@ EXTRAS = ("train", "deepspeed")
 # Not in the extras, but on the GPU machine (project docs) and below what pip would pick.
 GPU_MACHINE = {"huggingface-hub": "1.33.0"}
 # From the dev extra: what the test suite itself needs.
-FROM_DEV = ("pytest", "hypothesis", "maturin")
+FROM_DEV = ("pytest", "pytest-xdist", "hypothesis", "maturin")
 
 
 def _pyproject() -> dict:

@@ -289,7 +289,9 @@ def test_a_killed_worker_loses_only_its_unfinished_pages(tiny_model, long_prepar
     while not (part.is_file() and len(read_records(part)[0]) >= 2):
         assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
         time.sleep(0.05)
-    (worker,) = [pid for pid in filter(str.isdigit, os.listdir("/proc")) if _is_worker(pid, rank=0)]
+    from olmocr_rl.procs import descendants
+
+    (worker,) = [pid for pid in map(str, descendants(proc.pid)) if _is_worker(pid, rank=0)]  # this run's (tests run side by side)
     os.kill(int(worker), signal.SIGKILL)
     out = proc.communicate(timeout=300)[0]
     assert proc.returncode == 1 and "error: the workers stopped with status" in out, out[-3000:]

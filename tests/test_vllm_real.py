@@ -17,6 +17,12 @@ CPU attention needs heads of at least 32).
   generation through trl's client without placeholders, a request with the loop stop's switch ended
   after its loop's cut, and nothing left running after the stop.
 
+The commands run as users run them, in their own processes; vLLM's engine runs in the command's
+process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, `command_env()`: each engine start then imports vLLM
+once, not twice, about 25 s less a command on 2 cores) except where the engine's own process is
+what is tested: `generate --stop-loops` (the logits processor loaded by name in the EngineCore
+process) and the SIGTERM while the engine starts (no process left). The server is `vllm serve`.
+
 What stays on stand-ins (tests/test_vllm_boundary.py, tests/test_vllm_server.py), because it needs
 CUDA: the server's NCCL weight sync, tensor parallelism, GPU memory.
 
@@ -81,6 +87,12 @@ def prepared(tmp_path_factory) -> Path:
     return make_prepared(tmp_path_factory.mktemp("prepared") / "prep")
 
 
+def command_env(engine_process: bool = False) -> dict[str, str]:
+    """The environment of a command the test starts: vLLM's engine in the command's own process,
+    or, with `engine_process`, in its own EngineCore process as by default (the module docstring)."""
+    return {**os.environ, **({} if engine_process else {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"})}
+
+
 def page_images(prepared: Path) -> list:
     from PIL import Image
 
@@ -104,7 +116,7 @@ def test_generate_with_the_vllm_engine(tiny32, tmp_path):
     shutil.copytree(FIXTURES, bench, ignore=shutil.ignore_patterns("demo_model", "other_model", "*.py", "*.yaml"))
     cmd = [sys.executable, "-m", "olmocr_rl.cli", "generate", str(tiny32), str(bench), "--engine", "vllm", "--candidate", "v",
            "--max-new-tokens", "24", "--repeats", "2", "--temperature", "1.0", "--longest-side", "112", "--quiet"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=command_env())
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     pages = {(t["pdf"], t["page"]) for f in bench.glob("*.jsonl") for t in map(json.loads, f.read_text().splitlines()) if t}
     files = sorted(p.relative_to(bench / "v").as_posix() for p in (bench / "v").rglob("*.md") if ".render" not in p.parts)
@@ -128,7 +140,7 @@ def test_one_and_two_vllm_workers_write_the_same_files(tiny32, tmp_path):
             "--repeats", "2", "--temperature", "1.0", "--longest-side", "84", "--quiet"]  # fmt: skip
     files = {}
     for name, extra in (("one", []), ("two", ["--num-processes", "2"])):
-        proc = subprocess.run([*base, "--candidate", name, *extra], capture_output=True, text=True, timeout=900, env=os.environ.copy())
+        proc = subprocess.run([*base, "--candidate", name, *extra], capture_output=True, text=True, timeout=900, env=command_env())
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         files[name] = {
             p.relative_to(bench / name).as_posix(): p.read_bytes() for p in (bench / name).rglob("*.md") if ".render" not in p.parts
@@ -207,8 +219,11 @@ def test_generate_stop_loops_with_the_vllm_engine(forever32, tmp_path):
     shutil.copytree(FIXTURES, bench, ignore=shutil.ignore_patterns("demo_model", "other_model", "*.py", "*.yaml"))
     base = [sys.executable, "-m", "olmocr_rl.cli", "generate", str(forever32), str(bench), "--engine", "vllm", "--max-new-tokens", "96",
             "--longest-side", "112", "--quiet", "--batch-size", "4"]  # fmt: skip
-    for extra in (["-c", "full"], ["-c", "stop", "--stop-loops", "--loop-rule", "min_span=32", "--loop-rule", "max_period=16"]):
-        proc = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    for extra, env in (
+        (["-c", "full"], command_env()),
+        (["-c", "stop", "--stop-loops", "--loop-rule", "min_span=32", "--loop-rule", "max_period=16"], command_env(engine_process=True)),
+    ):  # the stop arm: the processor loaded by name in the EngineCore process
+        proc = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=900, env=env)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     read = lambda c: {p.relative_to(bench / c).as_posix(): p.read_bytes() for p in (bench / c).rglob("*.md") if ".render" not in p.parts}
     assert read("full") == read("stop") and len(read("full")) == 4
@@ -526,7 +541,7 @@ def test_curate_with_the_vllm_engine(tiny32, tmp_path):
     case = make_case(tmp_path)
     cmd = [sys.executable, "-m", "olmocr_rl.cli", "curate", str(case), "--model", str(tiny32), "--engine", "vllm", "--samples", "8",
            "--config", str(FIXTURES / "tiny_grpo.yaml"), "-q"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=command_env())
     records = {r["pdf"]: r for _, r in read_records(case / "difficulty.jsonl")[0]}
     assert set(records) == {ALWAYS, NEVER, SOMETIMES}, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert all(r["engine"] == "vllm" and len(r["rewards"]) == 8 and max(r["tokens"]) <= 16 for r in records.values())
@@ -556,14 +571,14 @@ def test_a_qwen3_vl_generates_and_curates_with_the_vllm_engine(tmp_path):
     shutil.copytree(FIXTURES, bench, ignore=shutil.ignore_patterns("demo_model", "other_model", "*.py", "*.yaml"))
     cmd = [sys.executable, "-m", "olmocr_rl.cli", "generate", str(model), str(bench), "--engine", "vllm", "--candidate", "q3",
            "--max-new-tokens", "16", "--longest-side", "112", "--quiet"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=command_env())
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads((bench / "q3" / "_generate.json").read_text())
     assert summary["errors"] == [] and summary["written"] == 4
     case = make_case(tmp_path / "case")
     cmd = [sys.executable, "-m", "olmocr_rl.cli", "curate", str(case), "--model", str(model), "--engine", "vllm", "--samples", "2",
            "--config", str(FIXTURES / "tiny_grpo.yaml"), "-q"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=command_env())
     records = [r for _, r in read_records(case / "difficulty.jsonl")[0]]
     assert len(records) == 3 and all(r["engine"] == "vllm" and len(r["rewards"]) == 2 for r in records), (
         proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -583,7 +598,9 @@ def test_curate_stopped_by_sigterm_leaves_no_engine_process(tiny32, tmp_path):
     case = make_case(tmp_path)
     cmd = [sys.executable, "-m", "olmocr_rl.cli", "curate", str(case), "--model", str(tiny32), "--engine", "vllm", "--samples", "4",
            "--config", str(FIXTURES / "tiny_grpo.yaml"), "-q"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=os.environ.copy())
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=command_env(engine_process=True)
+    )
     try:
         deadline = time.monotonic() + 600
         while not _has_child(proc.pid):  # the engine is starting

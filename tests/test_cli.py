@@ -207,23 +207,21 @@ def test_install_katex_into_a_folder(katex_bytes, tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_a_refused_trl_option_is_one_error_line(tmp_path):
+def test_a_refused_trl_option_is_one_error_line(prepared, tiny_model, tmp_path):
+    """The real command, in its own process: one error line, no traceback; with --debug (in-process:
+    the same code path, the traceback printed) the traceback."""
     need("trl")
-    from training import FIXTURES, make_prepared
+    from training import FIXTURES
 
-    prepared = make_prepared(tmp_path / "prep")
-    model = tmp_path / "tiny"
-    subprocess.run([sys.executable, str(FIXTURES / "tiny_vlm.py"), str(model)], check=True, capture_output=True)
-    cmd = [sys.executable, "-m", "olmocr_rl.cli", "train", str(prepared), "--model", str(model), "-o", str(tmp_path / "run"),
-           "--config", str(FIXTURES / "tiny_grpo.yaml"), "progress=false", "final_outputs=none",
-           "trl.use_transformers_paged=true"]  # fmt: skip
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    args = ["train", str(prepared), "--model", str(tiny_model), "-o", str(tmp_path / "run"), "--config", str(FIXTURES / "tiny_grpo.yaml"),
+            "progress=false", "final_outputs=none", "trl.use_transformers_paged=true"]  # fmt: skip
+    out = subprocess.run([sys.executable, "-m", "olmocr_rl.cli", *args], capture_output=True, text=True, timeout=600)
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     assert out.returncode == 1, out.stderr[-3000:]
     assert len(errors) == 1 and "Traceback" not in out.stderr, out.stderr[-3000:]
     assert "trl refused the configuration" in errors[0] and "trl.use_transformers_paged" in errors[0], errors[0]
-    debug = subprocess.run([*cmd, "--debug"], capture_output=True, text=True, timeout=600)
-    assert debug.returncode == 1 and "Traceback" in debug.stderr
+    debug = invoke([*args, "--debug"])
+    assert debug.exit_code == 1 and "Traceback" in debug.stderr and "use_transformers_paged" in debug.stderr, debug.stderr[-3000:]
 
 
 def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch):

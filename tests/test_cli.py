@@ -207,7 +207,7 @@ def test_install_katex_into_a_folder(katex_bytes, tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_a_refused_trl_option_is_one_error_line(prepared, tiny_model, tmp_path):
+def test_a_refused_trl_option_is_one_error_line(prepared, tiny_model, tmp_path, monkeypatch):
     """The real command, in its own process: one error line, no traceback; with --debug (in-process:
     the same code path, the traceback printed) the traceback."""
     need("trl")
@@ -220,6 +220,7 @@ def test_a_refused_trl_option_is_one_error_line(prepared, tiny_model, tmp_path):
     assert out.returncode == 1, out.stderr[-3000:]
     assert len(errors) == 1 and "Traceback" not in out.stderr, out.stderr[-3000:]
     assert "trl refused the configuration" in errors[0] and "trl.use_transformers_paged" in errors[0], errors[0]
+    monkeypatch.setenv("OLMOCR_RL_DEBUG", "0")  # `train --debug` sets it to 1 for its ranks: restored after this test
     debug = invoke([*args, "--debug"])
     assert debug.exit_code == 1 and "Traceback" in debug.stderr and "use_transformers_paged" in debug.stderr, debug.stderr[-3000:]
 

@@ -408,6 +408,12 @@ def png_size(data_url: str) -> tuple[int, int]:
     return struct.unpack(">II", raw[16:24])
 
 
+# The stand-in's stalled request outlasts the client's timeout; every other request (0.2 s of delay) must
+# be answered well within it, also when the suite's other worker keeps both cores busy (a request
+# timed out by load is asked again, and both count as in flight).
+TIMEOUT_S, STALL_S = 3, 8
+
+
 class StandIn:
     """An OpenAI-compatible /v1/chat/completions on loopback. What it answers depends on the page
     image's size (each test PDF has its own page size): `behaviour[(w, h)]` is "ok", "malformed",
@@ -436,7 +442,7 @@ class StandIn:
                         standin.in_flight += 1
                         standin.max_in_flight = max(standin.max_in_flight, standin.in_flight)
                 if stall:  # the client gives up on this one: not counted as in flight
-                    time.sleep(3)
+                    time.sleep(STALL_S)
                     return
                 try:
                     standin.answer(self, body)
@@ -530,7 +536,7 @@ def test_from_pdf_against_a_standin_endpoint(tmp_path):
                                                          ("d_429", "429-once"), ("e_nohtml", "no-html")]}  # fmt: skip
     server = StandIn(behaviour, delay=0.2)
     out = tmp_path / "out"
-    args = ["synth", out, "--from-pdf", pdfs, "--endpoint", server.url, "--model", "stand-in", "--request-timeout", "1",
+    args = ["synth", out, "--from-pdf", pdfs, "--endpoint", server.url, "--model", "stand-in", "--request-timeout", str(TIMEOUT_S),
             "--retries", "1", "--concurrency", "2", "--max-tokens", "3000", "-q"]  # fmt: skip
     res = invoke([*args, "--exclude", bench_pdfs], env={"OPENAI_API_KEY": "sk-test"})
     assert res.exit_code == 0, res.output
@@ -556,7 +562,7 @@ def test_from_pdf_against_a_standin_endpoint(tmp_path):
     # Four requests per page kept (orientation, analysis, HTML, revision), each as the wheel's turn says.
     assert server.max_in_flight == 2
     assert all(r["model"] == "stand-in" for r in server.requests)
-    # The first request of the timeout page and of the 429 page was asked again (--retries 1, --request-timeout 1).
+    # The first request of the timeout page and of the 429 page was asked again (--retries 1, --request-timeout TIMEOUT_S).
     assert server.sizes.count(size_of(*shapes["c_timeout"])) == 5 and server.sizes.count(size_of(*shapes["d_429"])) == 5
     assert {r["max_tokens"] for r in server.requests} == {1000, 3000}  # 20000 and 40000 capped by --max-tokens
     assert {r["temperature"] for r in server.requests} == {0.0, 0.1, 0.2, 1.0}

@@ -91,13 +91,13 @@ class StandinHub:
             )
 
     def _send(self, h, status: int, headers: dict[str, str], body: bytes = b"", *, head: bool = False) -> None:
+        self._record(h, 0 if head else len(body))  # before the answer: the client may look at `requests` once it has it
         h.send_response(status)
         for k, v in ({"Content-Length": str(len(body))} | headers if head else headers | {"Content-Length": str(len(body))}).items():
             h.send_header(k, v)
         h.end_headers()
         if not head and body:
             h.wfile.write(body)
-        self._record(h, 0 if head else len(body))
 
     def _error(self, h, status: int, code: str, head: bool) -> None:
         self._send(h, status, {"X-Error-Code": code, "X-Error-Message": code, "Content-Type": "application/json"},

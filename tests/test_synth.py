@@ -408,9 +408,14 @@ def png_size(data_url: str) -> tuple[int, int]:
     return struct.unpack(">II", raw[16:24])
 
 
+def image_size(body: dict) -> tuple[int, int]:
+    """The size of the page image a chat request carries."""
+    return png_size(next(p["image_url"]["url"] for p in body["messages"][0]["content"] if p["type"] == "image_url"))
+
+
 # The stand-in's stalled request outlasts the client's timeout; every other request (0.2 s of delay) must
-# be answered well within it, also when the suite's other worker keeps both cores busy (a request
-# timed out by load is asked again, and both count as in flight).
+# be answered well within it, also when the machine is loaded (a request timed out by load is asked
+# again, and both would count as in flight).
 TIMEOUT_S, STALL_S = 3, 8
 
 
@@ -428,6 +433,7 @@ class StandIn:
         self.seen: set[tuple[str, tuple[int, int]]] = set()
         self.in_flight = 0
         self.max_in_flight = 0
+        self.stalled: set[tuple[int, int]] = set()  # pages whose stalled request still counts as in flight
         self.lock = threading.Lock()
         standin = self
 
@@ -437,18 +443,30 @@ class StandIn:
                 with standin.lock:
                     standin.requests.append(body)
                     standin.headers.append(dict(self.headers))
-                    stall = standin.stalls(body)
-                    if not stall:
-                        standin.in_flight += 1
-                        standin.max_in_flight = max(standin.max_in_flight, standin.in_flight)
-                if stall:  # the client gives up on this one: not counted as in flight
+                    size = image_size(body)
+                    if size in standin.stalled:  # the client gave up on its stalled request to ask again
+                        standin.stalled.discard(size)
+                        standin.in_flight -= 1
+                    stall = standin.stalls(size)
+                    standin.in_flight += 1
+                    standin.max_in_flight = max(standin.max_in_flight, standin.in_flight)
+                if stall:  # in flight for the client until it asks again (it has given up by then)
                     time.sleep(STALL_S)
+                    with standin.lock:
+                        if size in standin.stalled:
+                            standin.stalled.discard(size)
+                            standin.in_flight -= 1
                     return
                 try:
-                    standin.answer(self, body)
-                finally:
+                    status, headers, data = standin.answer(body)
+                finally:  # no longer in flight before the client can read the answer and ask its next question
                     with standin.lock:
                         standin.in_flight -= 1
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
 
             def log_message(self, *a):
                 pass
@@ -457,18 +475,19 @@ class StandIn:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def stalls(self, body) -> bool:
+    def stalls(self, size: tuple[int, int]) -> bool:
         """The first request of a "timeout-once" page (called with the lock held)."""
-        size = png_size(next(p["image_url"]["url"] for p in body["messages"][0]["content"] if p["type"] == "image_url"))
         if self.behaviour.get(size) != "timeout-once" or ("timeout-once", size) in self.seen:
             return False
         self.seen.add(("timeout-once", size))
+        self.stalled.add(size)
         self.sizes.append(size)
         return True
 
-    def answer(self, handler, body) -> None:
+    def answer(self, body) -> tuple[int, dict[str, str], bytes]:
+        """The status, headers and body of the answer to a request."""
         parts = body["messages"][0]["content"]
-        size = png_size(next(p["image_url"]["url"] for p in parts if p["type"] == "image_url"))
+        size = image_size(body)
         text = "\n".join(p["text"] for p in parts if p["type"] == "text")
         how = self.behaviour.get(size, "ok")
         with self.lock:
@@ -476,18 +495,12 @@ class StandIn:
             first = (how, size) not in self.seen
             self.seen.add((how, size))
         if how == "429-always":
-            handler.send_response(429)
-            handler.end_headers()
-            return
+            return 429, {}, b""
         time.sleep(self.delay)
         if how == "429-once" and first:
-            handler.send_response(429)
-            handler.send_header("Retry-After", "0")
-            handler.end_headers()
-            return
+            return 429, {"Retry-After": "0"}, b""
         if how == "malformed":
-            self.send(handler, b'{"choices": "nope"}')
-            return
+            return self.json(b'{"choices": "nope"}')
         if "orientation" in text:
             reply = "RIGHT_SIDE_UP"
         elif "Analyze this document" in text:
@@ -496,15 +509,11 @@ class StandIn:
             reply = "I cannot do that." if how == "no-html" else MODEL_HTML
         answer = {"choices": [{"message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
                   "usage": {"prompt_tokens": 100, "completion_tokens": 20}}  # fmt: skip
-        self.send(handler, json.dumps(answer).encode())
+        return self.json(json.dumps(answer).encode())
 
     @staticmethod
-    def send(handler, data: bytes) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+    def json(data: bytes) -> tuple[int, dict[str, str], bytes]:
+        return 200, {"Content-Type": "application/json", "Content-Length": str(len(data))}, data
 
 
 def blank_pdf(path: Path, sizes: list[tuple[float, float]]) -> Path:

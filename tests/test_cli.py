@@ -6,6 +6,7 @@ as one `error:` line."""
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import zipfile
@@ -220,9 +221,11 @@ def test_a_refused_trl_option_is_one_error_line(prepared, tiny_model, tmp_path, 
     assert out.returncode == 1, out.stderr[-3000:]
     assert len(errors) == 1 and "Traceback" not in out.stderr, out.stderr[-3000:]
     assert "trl refused the configuration" in errors[0] and "trl.use_transformers_paged" in errors[0], errors[0]
-    monkeypatch.setenv("OLMOCR_RL_DEBUG", "0")  # `train --debug` sets it to 1 for its ranks: restored after this test
+    monkeypatch.delenv("OLMOCR_RL_DEBUG", raising=False)
     debug = invoke([*args, "--debug"])
     assert debug.exit_code == 1 and "Traceback" in debug.stderr and "use_transformers_paged" in debug.stderr, debug.stderr[-3000:]
+    # `train --debug` turned debug on for its ranks and its own errors only: the caller's environment is as it was.
+    assert "OLMOCR_RL_DEBUG" not in os.environ
 
 
 def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch):

@@ -176,7 +176,19 @@ from olmocr_rl.cli import check, bench, probe, prepare, synth, train, generate, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs one command; returns its exit status (2 for a usage error)."""
+    """Runs one command; returns its exit status (2 for a usage error). The caller's OLMOCR_RL_DEBUG is
+    as it was afterwards (`train --debug` sets it for the ranks it starts, and for its own errors)."""
+    saved = os.environ.get("OLMOCR_RL_DEBUG")
+    try:
+        return _main(argv)
+    finally:
+        if saved is None:
+            os.environ.pop("OLMOCR_RL_DEBUG", None)
+        else:
+            os.environ["OLMOCR_RL_DEBUG"] = saved
+
+
+def _main(argv: list[str] | None) -> int:
     command = typer.main.get_command(app)
     _state["debug"] = False
     try:

@@ -107,7 +107,7 @@ def train_command(
     ] = None,
 ) -> int:
     if debug:
-        os.environ["OLMOCR_RL_DEBUG"] = "1"  # also for the launched ranks
+        os.environ["OLMOCR_RL_DEBUG"] = "1"  # also for the launched ranks; main() restores it afterwards
     from olmocr_rl.model_ref import resolve_model
     from olmocr_rl.train.keys import check_keys
     from olmocr_rl.train.preflight import trl_problem

@@ -4,7 +4,10 @@ A command that starts processes (the vLLM server, `accelerate launch` and its ra
 engine workers below them) owns all of them:
 
 * **Signals.** SIGINT, SIGTERM and SIGHUP (a dropped ssh session) end the command the same way:
-  `Interrupted` is raised in the main thread, and the caller tears everything down.
+  `Interrupted` is raised in the main thread, and the caller tears everything down. It is a
+  BaseException, as KeyboardInterrupt is, so a library's `except Exception` where the signal
+  lands does not take it for its own error; and the signal is remembered (`interrupted()`), so a
+  loop that must not miss it (training: a callback at each step's end) asks again.
 * **Orphans come home.** The command makes itself a child subreaper (Linux `PR_SET_CHILD_SUBREAPER`):
   a process whose parent exits is re-parented to the command instead of init, so the teardown
   finds every descendant, including the ranks torchrun starts in sessions of their own (a process
@@ -38,8 +41,8 @@ PR_SET_CHILD_SUBREAPER = 36
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-class Interrupted(Exception):
-    """SIGINT, SIGTERM or SIGHUP reached the command."""
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP reached the command (a BaseException: see the module docstring)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
@@ -198,19 +201,32 @@ def _running(pid: int) -> bool:
     return True
 
 
+_received: list[int] = []  # the stop signals that reached the innermost `interrupts()` block
+
+
 @contextlib.contextmanager
 def interrupts() -> Iterator[None]:
-    """Within the block, SIGINT, SIGTERM and SIGHUP raise `Interrupted` (main thread only)."""
+    """Within the block, SIGINT, SIGTERM and SIGHUP raise `Interrupted` (main thread only), and
+    `interrupted()` says which came."""
 
     def on_signal(signum: int, frame: Any) -> None:
+        _received.append(signum)
         raise Interrupted(signum)
 
+    saved = list(_received)
+    _received.clear()
     previous = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
     try:
         yield
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        _received[:] = saved
+
+
+def interrupted() -> int | None:
+    """The first stop signal that reached the `interrupts()` block running now, or None."""
+    return _received[0] if _received else None
 
 
 class SigtermAsInterrupt:

@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    from olmocr_rl.procs import Interrupted
+
     command = typer.main.get_command(app)
     _state["debug"] = False
     try:
@@ -198,7 +200,7 @@ def _main(argv: list[str] | None) -> int:
             traceback.print_exc()
         echo(f"error: {e}", err=True)
         return getattr(e, "code", 1)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):  # Interrupted: a signal its command did not turn into an error of its own
         echo("error: interrupted", err=True)
         return 130
     except Exception as e:  # noqa: BLE001 - sorted below: click's, then everything else as one error line

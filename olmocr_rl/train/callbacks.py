@@ -1,6 +1,7 @@
 """Trainer callbacks: metrics as JSONL (every log, train and eval), a compact rich progress display
 on rank 0 (replacing transformers' tqdm bar rather than drawing over it), where each step's time
-goes, whether the weights moved, and the online filter's state in each checkpoint."""
+goes, whether the weights moved, the online filter's state in each checkpoint, and the end of
+training at the end of a step in which a stop signal came."""
 
 from __future__ import annotations
 
@@ -110,6 +111,18 @@ class RichProgressCallback(TrainerCallback):
         if self.live is not None:
             self.live.stop()
             self.live = None
+
+
+class StopOnSignal(TrainerCallback):
+    """Ends training at the end of the step in which SIGINT, SIGTERM or SIGHUP came (one process:
+    olmocr_rl/train/plan.py runs it in `procs.interrupts()`), in case the `Interrupted` raised where
+    the signal landed was lost on its way up: a C extension's callback, a finalizer."""
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        from olmocr_rl.procs import Interrupted, interrupted
+
+        if (signum := interrupted()) is not None:
+            raise Interrupted(signum)
 
 
 class StepTimer(TrainerCallback):

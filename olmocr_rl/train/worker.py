@@ -250,12 +250,12 @@ def _build(cfg: TrainConfig, inputs: Inputs, cuda: bool) -> _Built:
 
 
 def _callbacks(cfg: TrainConfig, resume: str | None) -> tuple[list[Any], Any, Any]:
-    """The trainer's callbacks (after its own step timer): the metrics file, the weights-moved
-    check, the resume warning, the display."""
-    from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback, WeightsMoved
+    """The trainer's callbacks (after its own step timer): the stop on a signal, the metrics file,
+    the weights-moved check, the resume warning, the display."""
+    from olmocr_rl.train.callbacks import MetricsJsonlCallback, RichProgressCallback, StopOnSignal, WeightsMoved
 
     moved = WeightsMoved()
-    callbacks: list[Any] = [MetricsJsonlCallback(cfg.output_dir), moved]
+    callbacks: list[Any] = [StopOnSignal(), MetricsJsonlCallback(cfg.output_dir), moved]
     schedule = resume_schedule_check(resume) if resume else None
     if schedule is not None:
         callbacks.append(schedule)

@@ -51,8 +51,8 @@ browser:
 
 # JOBS=N: the suite on N pytest-xdist workers, a test file to a worker at a time so that its module
 # fixtures are built once (most tests are one single-threaded process: on 2 cores, JOBS=2 took the
-# suite from 21 to 15-17 min). CI runs one process (JOBS=0): side by side, three tests were found
-# sensitive to the other worker's load and fixed, but repeated runs have not yet shown there is no fourth.
+# suite from 21 to 15-17 min). CI runs one process (JOBS=0): side by side, five tests were found
+# sensitive to the other worker's load and fixed (docs/development.md), and repeated runs have not yet shown there is no sixth.
 JOBS ?= 0
 XDIST = $(if $(filter 0,$(JOBS)),-p no:xdist,-n $(JOBS) --dist loadfile)
 

@@ -12,7 +12,7 @@ transformers retrying the network and blaming it.
 3. a hub id (`name` or `owner/name`) in the Hugging Face cache (its config.json there,
    `huggingface_hub.try_to_load_from_cache`): that snapshot; no network;
 4. HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) set: `ModelNotFound`, saying so and how to download it;
-5. else ONE request, a HEAD of the id's config.json at HF_ENDPOINT through huggingface_hub's session
+5. else ONE request, a GET of the id's config.json (a few KB) at HF_ENDPOINT through huggingface_hub's session
    (no retry: huggingface_hub retries only inside `http_backoff`, which this does not use; HF_TOKEN
    or the stored login sent as transformers would) with a short timeout: HF_HUB_ETAG_TIMEOUT when
    set, else HUB_TIMEOUT_S. Found: the id, for transformers to download. Any other answer (no such
@@ -20,16 +20,22 @@ transformers retrying the network and blaming it.
    `ModelNotFound`: one line with what the hub said, the close local names, and how to download
    just the files a run reads (`hf download ID --include ...`).
 
+Where the model's config.json is at hand (the folder's, the cache's, the hub's answer), it is read as
+JSON and a model olmocr-rl cannot use is refused in the same line's time (olmocr_rl/families.py
+`family_problem`): a text-only model for every command, and for `train` (`trains=True`) a
+vision-language family it does not train.
+
 The settings are read from the environment when a model is resolved, not when huggingface_hub was
 imported, so that what a command's environment says is what it gets.
 
-What this does not do: read the model's config or weights (olmocr_rl/train/shape.py reads those
-for the plan's estimates; olmocr_rl/modeling.py loads the model).
+What this does not do: read the model's weights or build its config (olmocr_rl/train/shape.py reads
+those for the plan's estimates; olmocr_rl/modeling.py loads the model).
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,14 +148,24 @@ def cached_folder(model: str) -> Path | None:
     return Path(hit).parent if isinstance(hit, str) else None
 
 
-def resolve_model(model: str, what: str = "--model") -> ModelRef:
-    """Where `model` is (see the module docstring); ModelNotFound, one line, when it is nowhere."""
+class ModelUnsupported(UserError, ValueError):
+    """The model is there, and olmocr-rl cannot use it (text-only; for `train`, a family it does not
+    train): the message names what it is and what is taken."""
+
+
+def resolve_model(model: str, what: str = "--model", *, trains: bool = False) -> ModelRef:
+    """Where `model` is (see the module docstring); ModelNotFound, one line, when it is nowhere;
+    ModelUnsupported when its config.json names a model olmocr-rl cannot use (`trains`: for `train`)."""
+    from olmocr_rl.families import config_problem, family_problem
+
     if not model:
         raise ModelNotFound(f"{what} is required")
     if (why := local_problem(model, what)) is not None:
         raise ModelNotFound(why)
     path = Path(model).expanduser()
     if path.is_dir():
+        if (why := config_problem(path, model, what, trains=trains)) is not None:
+            raise ModelUnsupported(why)
         return ModelRef(model, "folder", path)
     try:
         import huggingface_hub  # noqa: F401 - transformers' dependency: with the train extra
@@ -157,21 +173,26 @@ def resolve_model(model: str, what: str = "--model") -> ModelRef:
         raise ModelNotFound(f"{what} {model}: no such folder here (and huggingface_hub, which would look on the hub, is not installed: "
                             "pip install 'olmocr-rl[train]')") from None  # fmt: skip
     if (folder := cached_folder(model)) is not None:
+        if (why := config_problem(folder, model, what, trains=trains)) is not None:
+            raise ModelUnsupported(why)
         return ModelRef(model, "cache", folder)
     here = f"{what} {model}: not a folder here ({missing_part(path)}), not in the Hugging Face cache"
     endpoint, offline, timeout = hub_settings()
     if offline:
         raise ModelNotFound(f"{here}, and the hub was not asked (HF_HUB_OFFLINE is set); where there is a network: {download_hint(model)} "
                             f"(to plan a run only, its config and processor config: {fetch_command(model)})")  # fmt: skip
-    said = ask_hub(model, endpoint, timeout)
-    if said is None:
-        return ModelRef(model, "hub")
-    raise ModelNotFound(f"{here}, and {said}")
+    said, config = ask_hub(model, endpoint, timeout)
+    if said is not None:
+        raise ModelNotFound(f"{here}, and {said}")
+    if config is not None and (why := family_problem(config, model, what, trains=trains)) is not None:
+        raise ModelUnsupported(why)
+    return ModelRef(model, "hub")
 
 
-def ask_hub(model: str, endpoint: str, timeout: float) -> str | None:
-    """One HEAD of the id's config.json: None when the hub has it, else what went wrong, worded to
-    end the error line (with what to do).
+def ask_hub(model: str, endpoint: str, timeout: float) -> tuple[str | None, dict | None]:
+    """One GET of the id's config.json: (None, the config as a dict, or None when it is not a JSON
+    object) when the hub has it, else (what went wrong, worded to end the error line with what to do,
+    None).
 
     Sent through huggingface_hub's own session (its offline guard, its redirects) and read by its
     `hf_raise_for_status` (its errors: no such repository, gated, no such file), with the token it
@@ -180,7 +201,6 @@ def ask_hub(model: str, endpoint: str, timeout: float) -> str | None:
     `utils/_detect_agent.py`: a second request, with a 3 s timeout of its own) unless
     HF_HUB_DISABLE_TELEMETRY was set before it was imported."""
     from huggingface_hub import __version__, get_session, get_token, hf_hub_url, hf_raise_for_status
-    from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
     from olmocr_rl._core import __version__ as ours
 
@@ -189,22 +209,34 @@ def ask_hub(model: str, endpoint: str, timeout: float) -> str | None:
     if token := get_token():
         headers["authorization"] = f"Bearer {token}"
     try:
-        hf_raise_for_status(get_session().head(url, headers=headers, timeout=timeout))
-    except GatedRepoError:
+        response = get_session().get(url, headers=headers, timeout=timeout)
+        hf_raise_for_status(response)
+    except Exception as e:  # noqa: BLE001 - the hub's errors, and the transport's (httpx's or httpx2's, by huggingface_hub version)
+        return _hub_refusal(e, model, endpoint, timeout), None
+    try:
+        config = json.loads(response.content)
+    except ValueError:
+        return None, None
+    return None, config if isinstance(config, dict) else None
+
+
+def _hub_refusal(e: Exception, model: str, endpoint: str, timeout: float) -> str:
+    """What the hub's answer (or its silence) `e` means, worded to end the error line with what to do."""
+    from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    if isinstance(e, GatedRepoError):
         return (f"the hub ({endpoint}) has {model} but it is gated: accept its terms on its page and log in "
                 "(hf auth login, or HF_TOKEN)")  # fmt: skip
-    except RepositoryNotFoundError:
+    if isinstance(e, RepositoryNotFoundError):
         return f"the hub ({endpoint}) has no model {model} (or it is private: log in with hf auth login, or set HF_TOKEN)"
-    except EntryNotFoundError:
+    if isinstance(e, EntryNotFoundError):
         return f"the hub's {model} ({endpoint}) has no config.json: not a transformers model"
-    except HfHubHTTPError as e:
+    if isinstance(e, HfHubHTTPError):
         status = getattr(getattr(e, "response", None), "status_code", None)
         return f"the hub ({endpoint}) answered {status or type(e).__name__} for its config.json; {download_hint(model)}"
-    except Exception as e:  # noqa: BLE001 - the transport's errors (httpx's or httpx2's, by huggingface_hub version): unreachable, named
-        kind = type(e).__name__
-        if "Timeout" in kind:
-            why = f"did not answer within {timeout:g} s"
-        else:
-            why = f"could not be reached ({kind}: {str(e).strip() or 'no detail'})"
-        return f"the hub ({endpoint}) {why}; where there is a network: {download_hint(model)}"
-    return None
+    kind = type(e).__name__
+    if "Timeout" in kind:
+        why = f"did not answer within {timeout:g} s"
+    else:
+        why = f"could not be reached ({kind}: {str(e).strip() or 'no detail'})"
+    return f"the hub ({endpoint}) {why}; where there is a network: {download_hint(model)}"

@@ -78,7 +78,9 @@ def test_a_hub_id_is_planned_from_its_headers_without_the_weights(repos, prepare
     assert memory_block(res.stdout) == memory_block(folder.stdout), res.stdout + res.stderr
     # What was read, and nothing else: the listing, the two small files, one header's range.
     said = line(res.stdout, "model: ")
-    gets = [r for r in hub.log if r.method == "GET"]
+    # The command line's check of the model (olmocr_rl/model_ref.py): one GET of config.json, read for its family.
+    check, *gets = [r for r in hub.log if r.method == "GET"]
+    assert check.path == f"/{REPO}/resolve/main/config.json" and hub.log[0] == check, hub.log
     assert {r.path for r in gets} == {f"/api/models/{REPO}", f"/{REPO}/resolve/main/config.json",
                                       f"/{REPO}/resolve/main/preprocessor_config.json", f"/{REPO}/resolve/{SHA}/model.safetensors"}, hub.log  # fmt: skip
     no_weight_read(hub)

@@ -164,7 +164,7 @@ def text_stack(model):
 
     tensors = {n: (tuple(p.shape), "") for n, p in model.named_parameters()}
     t = model.config.get_text_config()
-    return _stack(t, "num_hidden_layers", tensors, lambda n: "visual" not in n, hidden="hidden_size", intermediate="intermediate_size")
+    return _stack(t, tensors, lambda n: "visual" not in n)
 
 
 @pytest.mark.parametrize("weights", ["bfloat16", "float32 autocast"])

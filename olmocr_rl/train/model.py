@@ -4,6 +4,7 @@ DeepSpeed or LoRA keeps them), LoRA's adapter config, and the ZeRO-3 loading che
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 from olmocr_rl.errors import ConfigError
@@ -33,6 +34,15 @@ def load_model(cfg: TrainConfig, *, bf16: bool, deepspeed: bool, path: str | Non
     DeepSpeed plugin then makes from_pretrained load each rank's partition only)."""
     from transformers import AutoModelForImageTextToText
 
+    from olmocr_rl.families import config_problem, trained_families
+    from olmocr_rl.model_ref import cached_folder
+
+    # The command line's family check (olmocr_rl/model_ref.py `resolve_model`), again where a rank or
+    # a library caller loads: a family the trainer does not take is one line, not a crash inside trl.
+    name = str(path or cfg.model)
+    folder = Path(name).expanduser() if Path(name).expanduser().is_dir() else cached_folder(name)
+    if folder is not None and (why := config_problem(folder, name, "model")) is not None:
+        raise ConfigError(why)
     kwargs: dict[str, Any] = {"dtype": training_dtype(cfg, bf16=bf16, deepspeed=deepspeed), "trust_remote_code": cfg.trust_remote_code}
     if cfg.attn_implementation:
         kwargs["attn_implementation"] = cfg.attn_implementation
@@ -42,7 +52,7 @@ def load_model(cfg: TrainConfig, *, bf16: bool, deepspeed: bool, path: str | Non
         if "Unrecognized configuration class" in str(e):
             raise ConfigError(
                 f"{path or cfg.model} is not an image-text-to-text model transformers knows ({e.args[0].splitlines()[0]}); "
-                "olmocr-rl trains vision-language models such as Qwen2-VL, Qwen2.5-VL or Qwen3-VL"
+                f"olmocr-rl trains {trained_families()} models"
             ) from e
         raise
 

@@ -27,8 +27,12 @@ from typing import Any
 
 from olmocr_rl.image_tokens import ImageBudget
 
-# LoRA's default targets are the text attention projections; a name's module is its second-to-last part.
-_VISION_PREFIXES = ("visual.", "model.visual.", "vision_tower.", "model.vision_tower.")
+# The vision encoder's tensors (and its projector into the text stack), by the names transformers' image-text-to-text
+# models give them: Qwen-VL's `visual.` (merger included), LLaVA's and Gemma 3's `vision_tower.` and
+# `multi_modal_projector.`, Idefics3's `vision_model.` and `connector.`. LoRA's default targets are the text
+# attention projections; a name's module is its second-to-last part.
+_VISION_PREFIXES = tuple(f"{at}{part}." for at in ("", "model.") for part in ("visual", "vision_tower", "vision_model",
+                                                                              "multi_modal_projector", "connector"))  # fmt: skip
 _Tensors = dict[str, tuple[tuple[int, ...], str]]
 
 
@@ -106,8 +110,14 @@ def safetensors_headers(folder: Path) -> _Tensors:
     return safetensors_headers_of(files)
 
 
-def _stack(config, layers_attr: str, tensors: _Tensors, prefix_test, *, hidden: str, intermediate: str | None) -> Stack:
-    h = int(getattr(config, hidden))
+def _stack(config, tensors: _Tensors, prefix_test) -> Stack:
+    """A stack's shape from its config, under the names transformers' configs give it (layers:
+    `num_hidden_layers`, or Qwen-VL vision's `depth`; width: `hidden_size`, or Qwen2-VL vision's
+    `embed_dim`; heads: `num_attention_heads` or `num_heads`; MLP: `intermediate_size`, or
+    hidden x `mlp_ratio`), its parameters from the tensors `prefix_test` picks; AttributeError when a
+    config names none of them."""
+    layers = getattr(config, "depth", None) or config.num_hidden_layers
+    h = int(getattr(config, "embed_dim", None) or config.hidden_size)
     heads = int(getattr(config, "num_attention_heads", None) or config.num_heads)
     head_dim = int(getattr(config, "head_dim", None) or h // heads)
     kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
@@ -117,7 +127,7 @@ def _stack(config, layers_attr: str, tensors: _Tensors, prefix_test, *, hidden: 
     if experts:
         inter = getattr(config, "moe_intermediate_size", None)
     else:
-        inter = getattr(config, intermediate, None) if intermediate else None
+        inter = getattr(config, "intermediate_size", None)
     if inter is None:  # Qwen2-VL's vision MLP: hidden x mlp_ratio
         inter = int(h * float(getattr(config, "mlp_ratio", 4)))
     linear = sum(
@@ -132,7 +142,7 @@ def _stack(config, layers_attr: str, tensors: _Tensors, prefix_test, *, hidden: 
                 key = ".".join(parts[: at + 2])
                 per_layer[key] = per_layer.get(key, 0) + math.prod(s)
     return Stack(
-        int(getattr(config, layers_attr)), h, int(inter), heads, kv_heads * head_dim, gated, linear, q_dim=heads * head_dim,
+        int(layers), h, int(inter), heads, kv_heads * head_dim, gated, linear, q_dim=heads * head_dim,
         kv_heads=kv_heads, qk_norm=any(".q_norm." in n for n in names), experts=experts,
         active_experts=int(getattr(config, "num_experts_per_tok", 0) or 0) if experts else 0,
         layer_params=max(per_layer.values(), default=0),
@@ -223,15 +233,14 @@ def _shape(folder: Path, tensors: _Tensors, files: dict[str, Path], source: str,
     def is_vision(name: str) -> bool:
         return name.startswith(_VISION_PREFIXES)
 
-    text = _stack(
-        text_config, "num_hidden_layers", tensors, lambda n: not is_vision(n), hidden="hidden_size", intermediate="intermediate_size"
-    )
-    vision = None
-    if vision_config is not None:
-        hidden = "hidden_size" if hasattr(vision_config, "intermediate_size") else "embed_dim"
-        vision = _stack(
-            vision_config, "depth", tensors, is_vision, hidden=hidden, intermediate="intermediate_size" if hidden == "hidden_size" else None
-        )
+    try:
+        text = _stack(text_config, tensors, lambda n: not is_vision(n))
+        vision = None if vision_config is None else _stack(vision_config, tensors, is_vision)
+        vocab = int(text_config.vocab_size)
+    except (AttributeError, TypeError, ValueError) as e:  # a config layout none of transformers' usual names describe
+        raise ShapeUnknown(
+            f"{folder}/config.json ({type(config).__name__}): no layer, width or head count the estimate reads ({e})"
+        ) from None
     io: dict[str, int] = {}
     for name, (s, _) in tensors.items():
         parts = name.split(".")
@@ -249,9 +258,8 @@ def _shape(folder: Path, tensors: _Tensors, files: dict[str, Path], source: str,
     patch_values = 0
     if vision_config is not None:
         patch = int(getattr(vision_config, "patch_size", 14) or 14)
-        patch_values = (
-            int(getattr(vision_config, "in_channels", 3) or 3) * int(getattr(vision_config, "temporal_patch_size", 2) or 1) * patch**2
-        )
+        channels = getattr(vision_config, "in_channels", None) or getattr(vision_config, "num_channels", None) or 3
+        patch_values = int(channels) * int(getattr(vision_config, "temporal_patch_size", 1) or 1) * patch**2
     if weight_bytes is None:
         weight_bytes = sum(p.stat().st_size for p in sorted(folder.glob("*.safetensors")))
     if other_bytes is None:
@@ -265,7 +273,7 @@ def _shape(folder: Path, tensors: _Tensors, files: dict[str, Path], source: str,
         vision_params=sum(math.prod(s) for n, (s, _) in tensors.items() if is_vision(n)),
         text=text,
         vision=vision,
-        vocab=int(text_config.vocab_size),
+        vocab=vocab,
         merge=int(getattr(vision_config, "spatial_merge_size", 1) or 1) ** 2 if vision_config is not None else 1,
         weight_file_bytes=weight_bytes,
         other_file_bytes=other_bytes,
@@ -275,5 +283,5 @@ def _shape(folder: Path, tensors: _Tensors, files: dict[str, Path], source: str,
         image_note=note,
         source=source,
         patch_values=patch_values,
-        lm_head=math.prod(head) if head is not None else int(text_config.vocab_size) * text.hidden,
+        lm_head=math.prod(head) if head is not None else vocab * text.hidden,
     )

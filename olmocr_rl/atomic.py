@@ -4,7 +4,8 @@
   the target when the block ends without error (removed when it fails): a killed or failed run
   leaves the previous file whole, and two runs writing the same file never mix their lines (the
   last one to finish wins). `write_text` / `write_bytes` for a whole file at once;
-  `staged_folder` does the same for a folder (a report's assets).
+  `atomic_path` for a writer that takes a file name; `staged_folder` does the same for a folder
+  (a report's assets).
 * `check_output(path, option)`: before any work, refuses a target that is a folder, or whose
   folder does not exist or cannot be written, naming the option and the path.
 * `refuse_inputs(outputs, inputs)`: refuses a target that is one of the run's inputs (a test
@@ -51,6 +52,24 @@ def atomic_write(
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
+        os.chmod(tmp, _mode(0o666))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """`atomic_write` for a writer that takes a file name (safetensors' `save_file`,
+    `shutil.copyfile`): the path of a temporary file in the target's folder, renamed over the
+    target when the block ends without error, removed when it fails."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
         os.chmod(tmp, _mode(0o666))
         os.replace(tmp, path)
     except BaseException:

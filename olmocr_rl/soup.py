@@ -7,7 +7,8 @@ tensor names and the same shapes and dtypes, and writes the element-wise mean: a
 float32 one tensor at a time, then cast back to the stored dtype. Non-floating tensors (integer
 buffers) must be identical and are copied. The output keeps the first checkpoint's shard layout
 and gets its config / tokenizer / processor files (not its optimizer or trainer state), plus a
-`soup.json` naming the sources.
+`soup.json` naming the sources. Every file is written to a temporary file and renamed
+(olmocr_rl/atomic.py): a soup that fails or is killed leaves no partial file.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from olmocr_rl.atomic import write_text
+from olmocr_rl.atomic import atomic_path, write_text
 from olmocr_rl.errors import UserError
 
 SINGLE = ("model.safetensors", "adapter_model.safetensors")
@@ -141,15 +142,22 @@ def soup(ckpts: Sequence[str | Path], out_dir: str | Path, *, overwrite: bool = 
                     if not torch.equal(first, t):
                         raise SoupError(f"non-float tensor {key!r} differs between {ckpts[0]} and {ckpt}")
                 result[key] = first
-        save_file(result, str(out / fname), metadata=metadata)
+        with atomic_path(out / fname) as tmp:
+            save_file(result, str(tmp), metadata=metadata)
 
     for src in sorted(ckpts[0].iterdir()):
         if src.is_file() and src.name not in SKIP_FILES and not src.name.startswith(SKIP_PREFIXES):
-            shutil.copy2(src, out / src.name)
+            _copy(src, out / src.name)
     if (ckpts[0] / INDEX).is_file():
-        shutil.copy2(ckpts[0] / INDEX, out / INDEX)
+        _copy(ckpts[0] / INDEX, out / INDEX)
     write_text(
         out / "soup.json",
         json.dumps({"sources": [str(c.resolve()) for c in ckpts], "method": "uniform mean (float32 accumulation)"}, indent=2) + "\n",
     )
     return out
+
+
+def _copy(src: Path, dst: Path) -> None:
+    """`src` copied to `dst` through a temporary file (olmocr_rl/atomic.py)."""
+    with atomic_path(dst) as tmp:
+        shutil.copyfile(src, tmp)

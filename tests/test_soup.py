@@ -153,3 +153,67 @@ def test_soup_of_lora_adapters(two_ckpts, tmp_path):
     for key, t in ws.items():
         assert torch.equal(t, ((wa[key].float() + wb[key].float()) / 2).to(wa[key].dtype)), key
     assert (out / "adapter_config.json").read_bytes() == (dirs[0] / "adapter_config.json").read_bytes()
+
+
+def test_a_soup_that_fails_mid_write_leaves_no_partial_file(two_ckpts, tmp_path, monkeypatch):
+    """Issue 49, item 8: every file soup writes (each shard, each copied file) goes through a
+    temporary file and a rename. A writer that dies half way through the second shard, and a copy
+    that dies half way through the first copied file, leave only whole files (and no temporary
+    ones); a run after the failure writes the whole soup."""
+    import errno
+    import os
+
+    import safetensors.torch
+    from transformers import AutoModelForImageTextToText
+
+    dirs = []
+    for src in two_ckpts:
+        dirs.append(tmp_path / src.name)
+        AutoModelForImageTextToText.from_pretrained(src).save_pretrained(dirs[-1], max_shard_size="200KB")
+    shards = sorted(p.name for p in dirs[0].glob("model-*.safetensors"))
+    assert len(shards) >= 2
+    real_save = safetensors.torch.save_file
+    calls = []
+
+    def dies_in_the_second_shard(tensors, filename, metadata=None):
+        calls.append(filename)
+        real_save(tensors, filename, metadata=metadata)
+        if len(calls) == 2:  # half of the shard on disk, then the process fails
+            os.truncate(filename, os.path.getsize(filename) // 2)
+            raise OSError(errno.EIO, "disk failed")
+
+    def whole_files_only(out: Path) -> list[str]:
+        names = sorted(p.name for p in out.iterdir())
+        for name in names:
+            if name.endswith(".safetensors"):
+                load_file(out / name)  # a partial shard does not load
+            elif name == "soup.json":
+                assert json.loads((out / name).read_text())["sources"]
+            else:
+                assert (out / name).read_bytes() == (dirs[0] / name).read_bytes(), name
+        return names
+
+    out = tmp_path / "soup"
+    monkeypatch.setattr(safetensors.torch, "save_file", dies_in_the_second_shard)
+    with pytest.raises(OSError, match="disk failed"):
+        soup(dirs, out)
+    assert whole_files_only(out) == [shards[0]]  # the first shard, whole; nothing of the second
+    monkeypatch.setattr(safetensors.torch, "save_file", real_save)
+
+    real_sendfile = os.sendfile  # shutil's copy of a file on Linux: half of it, then an I/O error
+
+    def dies_half_way(out_fd, in_fd, offset, count):
+        size = os.fstat(in_fd).st_size
+        os.write(out_fd, os.pread(in_fd, size // 2, 0))
+        raise OSError(errno.EIO, "disk failed")
+
+    monkeypatch.setattr(os, "sendfile", dies_half_way)
+    with pytest.raises(OSError, match="disk failed"):
+        soup(dirs, out, overwrite=True)
+    assert whole_files_only(out) == shards  # every shard whole, no copied file begun
+    monkeypatch.setattr(os, "sendfile", real_sendfile)
+
+    soup(dirs, out, overwrite=True)
+    names = whole_files_only(out)
+    assert {"config.json", "model.safetensors.index.json", "soup.json", *shards} <= set(names)
+    AutoModelForImageTextToText.from_pretrained(out)

@@ -1,6 +1,7 @@
 """`olmocr-rl report RUN_DIR`: a training run as one self-contained HTML file (RUN_DIR/report.html).
 
-* The verdict first: the reward of the first and the last logged step (and of the evaluations),
+* The verdict first: the reward of the first and the last logged step, said to be within the
+  step-to-step noise when it is (`step_noise`), and of the evaluations,
   the share of groups with zero reward spread, whether the weights moved (train_summary.json's
   `weights_moved`) and the warnings the console printed at the end of the run (its `warnings`).
 * Curves, one metric per panel with its own axis, train solid and eval dashed, on a shared step
@@ -364,18 +365,56 @@ def _ends(logs: list[dict], key: str) -> tuple[tuple[float, float], tuple[float,
     return (pts[0], pts[-1]) if pts else None
 
 
+# A change of the train reward below this is "stayed level", whatever the noise.
+LEVEL = 0.005
+# The step-to-step noise of a first-to-last change: this many times the root mean square of the
+# changes between consecutive logged steps (for steps whose rewards scatter independently with
+# spread s, the first-to-last change scatters with spread s·√2, which that root mean square
+# estimates: twice it is the usual 95 % bound). A change at most this large is "within the noise".
+NOISE_TIMES = 2.0
+
+
+def step_noise(rewards: list[float]) -> float | None:
+    """The noise bound of the change between the first and the last of `rewards` (the train reward
+    of each logged step, in order): NOISE_TIMES × the root mean square of the step-to-step
+    changes; None for fewer than two steps. Two steps give twice their own change: two points
+    cannot tell a trend from noise."""
+    if len(rewards) < 2:
+        return None
+    changes = [b - a for a, b in zip(rewards, rewards[1:])]
+    return NOISE_TIMES * math.sqrt(sum(d * d for d in changes) / len(changes))
+
+
+def _reward_sentence(rewards: list[tuple[float, float]]) -> tuple[str, str]:
+    """The headline's clause on the train reward and its fact line, from (step, reward) of every
+    logged step."""
+    (s0, r0), (s1, r1) = rewards[0], rewards[-1]
+    if len(rewards) == 1:
+        return (f"one training step logged: the reward {r0:.3f} at step {s0:g} (no change to judge yet)",
+                f"train reward (mean over the step's completions): {r0:.3f} at step {s0:g}, the only logged step")  # fmt: skip
+    noise = step_noise([r for _, r in rewards]) or 0.0
+    change, ends = r1 - r0, f"{r0:.3f} at step {s0:g} → {r1:.3f} at step {s1:g}"
+    how = (f"step-to-step noise ±{noise:.3f}: {NOISE_TIMES:g} × the root mean square of the {len(rewards) - 1} "
+           f"change{'s' if len(rewards) > 2 else ''} between consecutive logged steps")  # fmt: skip
+    fact = f"train reward (mean over the step's completions): {r0:.3f} at step {s0:g}, {r1:.3f} at step {s1:g} ({change:+.3f}; {how})"
+    if abs(change) <= LEVEL:
+        return f"the reward stayed level: {ends}", fact
+    if abs(change) <= noise:
+        return f"the reward moved {ends}, within the step-to-step noise (±{noise:.3f})", fact
+    return f"the reward {'rose' if change > 0 else 'fell'}: {ends}, beyond the step-to-step noise (±{noise:.3f})", fact
+
+
 def verdict(logs: list[dict], summary: dict) -> tuple[str, list[str], list[str]]:
     """The run in a sentence, its facts, and its warnings: the train reward of the first and last
-    logged step, the evaluations' likewise, the mean share of groups with zero reward spread, the
-    weights moved, and the console's warnings (train_summary.json)."""
+    logged step against the step-to-step noise (`step_noise`), the evaluations' likewise, the mean
+    share of groups with zero reward spread, the weights moved, and the console's warnings
+    (train_summary.json)."""
     facts, warned = [], [str(w) for w in summary.get("warnings") or [] if isinstance(w, str)]
     head = []
-    if (ends := _ends(logs, "reward")) is not None:
-        (s0, r0), (s1, r1) = ends
-        change = "rose" if r1 - r0 > 0.005 else "fell" if r0 - r1 > 0.005 else "stayed level"
-        head.append(f"the reward {change}: {r0:.3f} at step {s0:g} → {r1:.3f} at step {s1:g}")
-        facts.append(f"train reward (mean over the step's completions): {r0:.3f} at step {s0:g}, {r1:.3f} at step {s1:g} "
-                     f"({r1 - r0:+.3f})")  # fmt: skip
+    if rewards := [(s, v) for s, v in _points(logs, "reward") if v is not None]:
+        clause, fact = _reward_sentence(rewards)
+        head.append(clause)
+        facts.append(fact)
     else:
         head.append("no training step was logged yet")
     if (ends := _ends(logs, "eval_reward")) is not None:

@@ -22,6 +22,8 @@ The overrides (trl 1.11 through 1.16; transformers' Trainer 5.17 through 5.23 fo
   _prepare_inputs(generation_batch)  timed: its generation and rewards are not forward/backward
   log(logs, start_time)  the compact completions table (olmocr_rl/train/console.py) in place of trl's;
         the loop stop's metrics (loops.METRICS) since the last log
+  create_model_card(model_name, dataset_name, tags)  ours (olmocr_rl/train/card.py) in place of
+        trl's text-model card: the base model named, an OCR example with the run's instruction
   _load_from_checkpoint(resume_from_checkpoint, model)  skipped when the resumed checkpoint's
         weights were loaded with from_pretrained (`weights_loaded`; transformers#43701)
 
@@ -85,6 +87,7 @@ SEAMS: dict[str, tuple[tuple[str, ...], ...]] = {
     "_prepare_inputs": (("self", "generation_batch"),),
     "log": (("self", "logs", "start_time"),),
     "_load_from_checkpoint": (("self", "resume_from_checkpoint", "model"),),
+    "create_model_card": (("self", "model_name", "dataset_name", "tags"),),
 }
 # trl's trainer state the overrides read or set (tests/test_trainer.py checks a built trainer has each).
 TRL_STATE = ("_metrics", "_pending_extra_logs", "_logs", "reward_weights", "num_generations", "num_iterations", "shuffle_dataset",
@@ -269,6 +272,44 @@ class OlmocrGRPOTrainer(GRPOTrainer):
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: Any = None) -> None:
         if not self.weights_loaded:
             super()._load_from_checkpoint(resume_from_checkpoint, model)
+
+    def create_model_card(self, model_name: str | None = None, dataset_name: str | None = None, tags: Any = None) -> None:
+        """Ours (olmocr_rl/train/card.py) where trl writes its own (output_dir/README.md, at each
+        checkpoint), written whole: the base model as the run named it, the run's instruction."""
+        if not self.is_world_process_zero():
+            return
+        import os
+
+        from olmocr_rl.atomic import write_text
+        from olmocr_rl.train.card import model_card
+
+        write_text(os.path.join(self.args.output_dir, "README.md"), model_card(self._card_facts(model_name)))
+
+    def _card_facts(self, model_name: str | None) -> Any:
+        import torch
+        import transformers
+        import trl
+        from PIL import Image
+
+        from olmocr_rl._core import __version__
+        from olmocr_rl.prompts import PROMPT_NAMES, PromptError, resolve_prompt
+        from olmocr_rl.train.card import CardFacts
+
+        table = self.train_dataset.data  # the rows as build_dataset wrote them, without loading their images
+        instruction, layout = table.column("prompt_text")[0].as_py(), table.column("prompt_layout")[0].as_py()
+        with Image.open(table.column("image_path")[0].as_py()) as page:
+            longest = max(page.size)
+        option = " --prompt-file INSTRUCTION.txt"  # the instruction above, in a file
+        for name in PROMPT_NAMES:
+            with contextlib.suppress(PromptError):
+                if (known := resolve_prompt(name)).text == instruction and known.layout == layout:
+                    option = "" if name == PROMPT_NAMES[0] else f" --prompt {name}"
+        base = self.engine_settings.model if self.engine_settings is not None else getattr(self.model.config, "_name_or_path", "")
+        return CardFacts(name=model_name or Path(self.args.output_dir).name, base_model=str(base),
+                         model_id=self.args.hub_model_id or str(self.args.output_dir), instruction=instruction, layout=layout,
+                         longest_side=longest, max_new_tokens=int(self.args.max_completion_length), pages=len(self.train_dataset),
+                         prompt_option=option, versions={"olmocr-rl": __version__, "TRL": trl.__version__,
+                                                         "Transformers": transformers.__version__, "PyTorch": torch.__version__})  # fmt: skip
 
     # -- online filtering (olmocr_rl/train/filtering.py) ------------------------------------------------
 

@@ -371,7 +371,9 @@ def print_result(result: ProbeResult, console: Any = None) -> None:
     flagged = {(f.candidate, f.guard, f.type) for f in result.flags}
     share = f"{result.flag_share * 100:g}%"
     counts = ", ".join(f"{k} {v}" for k, v in sorted(result.suite.type_counts().items()))
-    console.print(f"probe: {for_rich(result.source)}: {len(result.pages)} pages, {len(result.suite)} tests ({counts})", highlight=False)
+    pages, tests = len(result.pages), len(result.suite)
+    console.print(f"probe: {for_rich(result.source)}: {pages} page{'' if pages == 1 else 's'}, {tests} test{'' if tests == 1 else 's'} ({counts})",
+                  highlight=False)  # fmt: skip
     console.print(verdict_line(result), style="bold", highlight=False, markup=False)
     exploits = [f for f in result.flags if not f.expected]
     for f in exploits:
@@ -380,12 +382,14 @@ def print_result(result: ProbeResult, console: Any = None) -> None:
             f"of the {for_rich(f.type)} tests with guard {f.guard}",
             highlight=False,
         )
-    if not exploits:
+    floors = sorted({f.type for f in result.flags if f.expected})
+    if not exploits:  # "but by design:" only when expected floors follow
         console.print(
-            f"no exploit: no degenerate candidate passes more than {share} of a test type's tests, but by design:", highlight=False
+            f"no exploit: no degenerate candidate passes more than {share} of a test type's tests{', but by design:' if floors else '.'}",
+            highlight=False,
         )
     guards = list(dict.fromkeys(e.guard for e in result.earned))
-    for kind in sorted({f.type for f in result.flags if f.expected}):
+    for kind in floors:
         who = []
         for name in dict.fromkeys(f.candidate for f in result.flags if f.type == kind):
             under = [g for g in guards if (name, g, kind) in flagged]

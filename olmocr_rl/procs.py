@@ -267,3 +267,16 @@ class SigtermAsInterrupt:
                 self.generating = False
 
         return run
+
+
+def stdout_gone() -> None:
+    """stdout's reader went away (`| head -1`): points stdout at the null device, as the Python docs
+    advise (signal module, "Note on SIGPIPE"), so that nothing written later, nor the flush at exit,
+    fails again. Nothing to do when stdout is no file (a test captures it)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)

@@ -480,7 +480,8 @@ def test_run_report_views(tmp_path):
         # weights moved, and the console's warnings (train_summary.json).
         assert page.evaluate("document.querySelector('h1').nextElementSibling.nextElementSibling.id") == "verdict"
         assert page.evaluate("document.querySelector('#verdict p.answer').textContent") == (
-            "The reward rose: 0.300 at step 1 → 0.600 at step 4; eval 0.300 → 0.300; 38% of groups without reward spread; "
+            "The reward rose: 0.300 at step 1 → 0.600 at step 4, beyond the step-to-step noise (±0.200); eval 0.300 → 0.300; "
+            "38% of groups without reward spread; "
             "2.0% of sampled weights moved. 1 warning."
         )
         assert page.evaluate("document.querySelector('#verdict p.warning').textContent") == f"warning: {barely}"
@@ -528,6 +529,56 @@ def test_run_report_views(tmp_path):
         assert_local_only(page, html)
     res = invoke(["report", str(tmp_path / "nothing")])
     assert res.exit_code == 1 and "no logs/metrics.jsonl" in res.stderr
+
+
+def _headline(run: Path, rewards: list[float]) -> str:
+    """The run report's headline for train rewards logged by hand, one row a step, read from the
+    HTML `report` writes."""
+    import html as html_lib
+    import re
+
+    (run / "logs" / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "reward": r}) + "\n" for s, r in enumerate(rewards, 1)))
+    res = invoke(["report", str(run)])
+    assert res.exit_code == 0, res.output
+    return html_lib.unescape(re.search(r'<p class="answer[^"]*">(.*?)</p>', (run / "report.html").read_text()).group(1))
+
+
+def test_run_report_says_when_the_reward_change_is_within_noise(tmp_path, monkeypatch):
+    """Issue 49, item 7: the headline's first-to-last change is held against the step-to-step
+    noise, NOISE_TIMES x the root mean square of the changes between consecutive steps: two steps
+    are always within it; exactly at the bound is within; just past it, in either direction, is a
+    rise or a fall. Exact binary fractions, so that "exactly" is exact."""
+    import olmocr_rl.report.run as run_report
+
+    run = fake_run(tmp_path)
+    (run / "train_summary.json").write_text(json.dumps({"weights_moved": {"elements_sampled": 10, "share": 0.5}}))
+    assert _headline(run, [0.159, 0.167]).startswith(  # the issue's two steps: noise 2 x 0.008
+        "The reward moved 0.159 at step 1 → 0.167 at step 2, within the step-to-step noise (±0.016); "
+    )
+    # 0.25 then 0.5 four times: one change of 0.25 in four, noise 2 x sqrt(0.25² / 4) = 0.25 = the change.
+    at = [0.25, 0.5, 0.5, 0.5, 0.5]
+    assert _headline(run, at).startswith("The reward moved 0.250 at step 1 → 0.500 at step 5, within the step-to-step noise (±0.250)")
+    eps = 2.0**-10
+    assert _headline(run, [*at[:-1], 0.5 + eps]).startswith("The reward rose: 0.250 at step 1 → 0.501 at step 5, beyond the "
+                                                           "step-to-step noise (±0.250)")  # fmt: skip
+    assert _headline(run, [*at[:-1], 0.5 - eps]).startswith("The reward moved 0.250 at step 1 → 0.499 at step 5, within")
+    down = [0.5, 0.25, 0.25, 0.25, 0.25 - eps]
+    assert _headline(run, down).startswith("The reward fell: 0.500 at step 1 → 0.249 at step 5, beyond the step-to-step noise (±0.250)")
+    assert _headline(run, [0.3, 0.302, 0.301]).startswith("The reward stayed level: 0.300 at step 1 → 0.301 at step 3; ")
+    assert _headline(run, [0.3]).startswith("One training step logged: the reward 0.300 at step 1 (no change to judge yet); ")
+    # A non-default bound, exactly: 4 x the root mean square of one 0.25 change in sixteen = 0.25.
+    monkeypatch.setattr(run_report, "NOISE_TIMES", 4.0)
+    flat = [0.25] + [0.5] * 16
+    assert run_report.step_noise(flat) == 0.25
+    assert _headline(run, flat).startswith("The reward moved 0.250 at step 1 → 0.500 at step 17, within the step-to-step noise (±0.250)")
+    assert _headline(run, [*flat[:-1], 0.5 + eps]).startswith("The reward rose: ")
+    monkeypatch.setattr(run_report, "NOISE_TIMES", 1.0)  # two steps at a bound of 1 x their change: within, exactly
+    assert _headline(run, [0.25, 0.5]).startswith(
+        "The reward moved 0.250 at step 1 → 0.500 at step 2, within the step-to-step noise (±0.250)"
+    )
+    facts = run_report.verdict([{"step": 1, "reward": 0.25}, {"step": 2, "reward": 0.5}], {})[1]
+    assert facts[0] == ("train reward (mean over the step's completions): 0.250 at step 1, 0.500 at step 2 (+0.250; step-to-step "
+                        "noise ±0.250: 1 × the root mean square of the 1 change between consecutive logged steps)")  # fmt: skip
 
 
 def test_run_report_names_the_split_and_labels_axes_apart(tmp_path):

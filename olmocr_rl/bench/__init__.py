@@ -7,7 +7,7 @@ It reads a bench folder exactly as upstream `olmocr.bench.benchmark` does (docs/
 * a `baseline` test `<pdfkey>_baseline` (page 1, defaults) is added for every PDF that has no
   baseline test, filed under the pseudo-category "baseline"; `skip_baseline` drops all of them;
 * every page 1..N of every PDF must have a test, unless `force` (N as pypdf counts it: the core
-  reads plain PDFs itself, pypdf the rest; see `_pypdf_page_count`);
+  reads plain PDFs itself, pypdf the rest; see `olmocr_rl.pdfs.page_counts`);
 * candidates: every sub-directory except `pdfs`; a candidate's page files are the `*.md` whose
   path relative to the candidate folder fully matches `<pdf key without .pdf>_pg<N>_repeat<M>.md`;
   a test on page P uses those whose basename contains `_pg<P>_`, each one a repeat; files are
@@ -34,7 +34,10 @@ Where we differ, on purpose:
   record of every file is listed at once (the reference stops at the first).
 * `--compare` (not in the reference): each candidate against the first, B − A per JSONL file, per
   type and overall with a paired bootstrap interval over tests, and the tests gained and lost
-  (`olmocr_rl.bench.compare`).
+  (`olmocr_rl.bench.compare`). Candidates named with `-c` keep the order given (the reference
+  sorts them), in every table, `--json` and the report, so B − A is the pair as named.
+* `--bootstrap-samples 0` computes no interval and says so (`ci` None); the reference's
+  interval then has no resamples to take percentiles of.
 * Page files are taken in sorted order (the reference uses the file system's order), so the
   first failure explanation of a test is deterministic.
 * A corrupt PDF is an error naming the file (the reference crashes); a PDF that is not readable

@@ -16,7 +16,8 @@ takes the same tests for both candidates; the differences of that resample follo
 per-test differences. Per type, the resample's mean over the type's drawn tests (a resample that
 draws none of a type's tests is left out of that type's percentiles). Percentiles are numpy's
 linear ones, as for the score's interval. With two identical candidates every per-test
-difference is 0, so is every resample, and the interval is exactly (0, 0).
+difference is 0, so is every resample, and the interval is exactly (0, 0). With no resamples
+(`--bootstrap-samples 0`) there is no interval (`ci` None) and no verdict on the difference.
 
 A candidate with errors (FAILED, score 0 in the reference) is compared on its figures ignoring
 errors (an error counts as a failed repeat), and the verdict says so first.
@@ -28,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from olmocr_rl.bench.results import BenchSummary, CandidateResult
+from olmocr_rl.bench.stats import NO_INTERVAL
 from olmocr_rl.paths import for_rich
 
 
@@ -40,7 +42,7 @@ class Difference:
     a: float
     b: float
     diff: float
-    ci: tuple[float, float]
+    ci: tuple[float, float] | None  # None: no resamples, no interval
     gained: int
     lost: int
 
@@ -64,8 +66,8 @@ class Comparison:
     def to_dict(self) -> dict:
         out = asdict(self)
         for row, d in zip([out["overall"], *out["by_jsonl"], *out["by_type"]], [self.overall, *self.by_jsonl, *self.by_type]):
-            row["ci"] = list(row["ci"])
-            row["interval_excludes_zero"] = significance(d) != 0
+            row["ci"] = None if d.ci is None else list(d.ci)
+            row["interval_excludes_zero"] = None if d.ci is None else significance(d) != 0
         out["verdict"] = verdict(self)
         return out
 
@@ -117,9 +119,11 @@ def compare(a: CandidateResult, b: CandidateResult, *, samples: int = 1000, leve
         boot_jsonl[name] = means
     alpha = (1 - level) / 2 * 100
 
-    def interval(values: np.ndarray) -> tuple[float, float]:
+    def interval(values: np.ndarray) -> tuple[float, float] | None:
+        if samples <= 0:
+            return None
         values = values[~np.isnan(values)]
-        if samples <= 0 or not len(values):
+        if not len(values):
             return (0.0, 0.0)
         lo, hi = np.percentile(values, [alpha, 100 - alpha])
         return (float(lo), float(hi))
@@ -182,8 +186,15 @@ def _points(x: float) -> str:
 
 def significance(d: Difference) -> int:
     """+1 when B − A's interval lies above 0, -1 when below, 0 when it holds 0 (no clear
-    difference, whatever the sign of B − A)."""
+    difference, whatever the sign of B − A) or there is no interval."""
+    if d.ci is None:
+        return 0
     return 1 if d.ci[0] > 0 else -1 if d.ci[1] < 0 else 0
+
+
+def interval_text(d: Difference) -> str:
+    """B − A's interval in points, as every table shows it (NO_INTERVAL without resamples)."""
+    return NO_INTERVAL if d.ci is None else f"{_points(d.ci[0])} … {_points(d.ci[1])}"
 
 
 def verdict(c: Comparison) -> str:
@@ -193,12 +204,15 @@ def verdict(c: Comparison) -> str:
     o = c.overall
     pct = f"{c.level * 100:g}%"
     sig = significance(o)
-    if sig:
+    if o.ci is None:
+        what = f"{NO_INTERVAL}, so no verdict on the difference"
+    elif sig:
         what = f"{c.b} is {'higher' if sig > 0 else 'lower'} (the {pct} interval excludes 0)"
     else:
         what = f"no clear difference (the {pct} interval includes 0)"
     gained = f"{o.gained} test{'' if o.gained == 1 else 's'} gained"
-    line = f"{c.b} − {c.a} = {_points(o.diff)} points ({pct} interval {_points(o.ci[0])} … {_points(o.ci[1])}), {gained}, {o.lost} lost: {what}"
+    interval = "" if o.ci is None else f" ({pct} interval {interval_text(o)})"
+    line = f"{c.b} − {c.a} = {_points(o.diff)} points{interval}, {gained}, {o.lost} lost: {what}"
     if not c.failed:
         return line
     who = " and ".join(c.failed)
@@ -229,20 +243,21 @@ def print_comparisons(comparisons: list[Comparison], console: Any = None) -> Non
         ):
             t = tables.table()
             tables.name_column(t, label)
-            for col in ("tests", "A %", "B %", "B − A", f"{pct} interval", "gained", "lost"):
+            for col in ("tests", "A %", "B %", "B − A", *([f"{pct} interval"] if c.samples > 0 else []), "gained", "lost"):
                 tables.figure_column(t, col)
             for d in rows:
                 sig = significance(d)
                 style = "green" if sig > 0 else "red" if sig < 0 else ""
                 diff = f"[{style}]{_points(d.diff)}{SIGNIFICANT}[/]" if sig else f"{_points(d.diff)} "
                 name = "score" if d is c.overall else for_rich(d.name)
-                ci = f"{_points(d.ci[0])} … {_points(d.ci[1])}"
-                t.add_row(name, str(d.tests), f"{d.a * 100:.1f}", f"{d.b * 100:.1f}", diff, ci, str(d.gained), str(d.lost),
+                ci = [interval_text(d)] if c.samples > 0 else []
+                t.add_row(name, str(d.tests), f"{d.a * 100:.1f}", f"{d.b * 100:.1f}", diff, *ci, str(d.gained), str(d.lost),
                           end_section=d is c.by_jsonl[-1] if c.by_jsonl else False)  # fmt: skip
             tables.show(console, t, title)
+        interval = (f"{pct} interval: {c.samples} bootstrap resamples of tests within each JSONL file, the same tests for A and B "
+                    f"(seed {c.seed}); {SIGNIFICANT}: the interval excludes 0" if c.samples > 0 else NO_INTERVAL)  # fmt: skip
         console.print(
-            f"{pct} interval: {c.samples} bootstrap resamples of tests within each JSONL file, the same tests for A and B "
-            f"(seed {c.seed}); {SIGNIFICANT}: the interval excludes 0; gained / lost: tests passing in B only / in A only.",
+            f"{interval}; gained / lost: tests passing in B only / in A only.",
             style="dim",
             highlight=False,
         )

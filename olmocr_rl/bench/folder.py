@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import olmocr_rl._core as _core
+import olmocr_rl.pdfs as pdfs
 from olmocr_rl.errors import UserError
 from olmocr_rl.jsonl import read_jsonl
 from olmocr_rl.paths import PAGE_FILE, is_utf8, page_stem, require_utf8, shown
@@ -47,18 +47,6 @@ class Bench:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. sub-folders that are not candidates
     uncovered: list[tuple[str, int]] = field(default_factory=list)  # (PDF, page) without a test: allowed by `force`
-
-
-def _pypdf_page_count(path: str | os.PathLike[str]) -> int:
-    """Pages in a PDF as the reference counts them: `len(pypdf.PdfReader(path).pages)`, the leaves
-    of the page tree. Only for the files the core's own reader (`_core.pdf_page_counts`, the same
-    number without importing pypdf, ~80 ms) declines."""
-    import logging
-
-    from pypdf import PdfReader
-
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
-    return len(PdfReader(path).pages)
 
 
 def load_bench(path: str | os.PathLike[str], *, skip_baseline: bool = False, force: bool = False, guard: Guard = "none") -> Bench:
@@ -160,13 +148,11 @@ def _coverage(
     warnings: list[str] = []
     uncovered: list[tuple[str, int]] = []
     page_counts: dict[str, int] = {}
-    known = _core.pdf_page_counts([pdf_dir / k for k in pdf_keys])
-    for k, n in zip(pdf_keys, known):
-        try:
-            page_counts[k] = n if n is not None else _pypdf_page_count(pdf_dir / k)
-        except Exception as e:  # noqa: BLE001 - pypdf raises many types on a corrupt file
-            (warnings if force else problems).append(f"{pdf_dir / k}: cannot read the PDF ({type(e).__name__}: {e})")
+    for k, n in zip(pdf_keys, pdfs.page_counts([pdf_dir / k for k in pdf_keys])):
+        if isinstance(n, pdfs.PdfUnreadable):
+            (warnings if force else problems).append(f"{pdf_dir / k}: cannot read the PDF ({n})")
             continue
+        page_counts[k] = n
         for page in range(1, page_counts[k] + 1):
             if (k, page) not in covered:
                 uncovered.append((k, page))
@@ -178,10 +164,11 @@ def _coverage(
 
 
 def find_candidates(bench: Bench, names: Sequence[str] | None = None) -> list[Path]:
-    """Candidate folders: the ones named, else every sub-directory of the bench folder except
-    `pdfs` that holds a page file of one of its PDFs (sorted; the others, such as a run's
-    `logs/` or `checkpoint-N/`, are named once in `bench.notes`). A folder whose name is not
-    UTF-8 is skipped with a warning."""
+    """Candidate folders: the ones named, in the order named (a name given twice counts once:
+    `--compare` and the report take B − A in this order), else every sub-directory of the bench
+    folder except `pdfs` that holds a page file of one of its PDFs (sorted; the others, such as a
+    run's `logs/` or `checkpoint-N/`, are named once in `bench.notes`). A folder whose name is
+    not UTF-8 is skipped with a warning."""
     folders = sorted(e.name for e in os.scandir(bench.root) if e.is_dir() and e.name != "pdfs")
     odd = [n for n in folders if not is_utf8(n)]
     bench.warnings += [f"{shown(bench.root / n)}: skipped: the folder's name is not UTF-8 text; rename it" for n in odd]
@@ -191,7 +178,7 @@ def find_candidates(bench: Bench, names: Sequence[str] | None = None) -> list[Pa
         if unknown:
             found = ", ".join(available) or "none"
             raise BenchError(f"no candidate folder {shown(unknown[0])!r} in {bench.root} (found: {found})")
-        return [bench.root / n for n in available if n in set(names)]
+        return [bench.root / n for n in dict.fromkeys(names)]
     empty = [n for n in available if not any(_page_files(bench.root / n, bench.pdf_keys).values())]
     if empty:
         bench.notes.append(f"not candidates (no page file of a PDF in pdfs/): {', '.join(empty)}")

@@ -9,6 +9,7 @@ from typing import Any
 from olmocr_rl.bench.compare import Comparison
 from olmocr_rl.bench.folder import Bench
 from olmocr_rl.bench.results import BenchSummary, describe_semantics
+from olmocr_rl.bench.stats import NO_INTERVAL
 from olmocr_rl.paths import for_rich
 from olmocr_rl.suite import TestInfo
 
@@ -46,8 +47,8 @@ def summary_dict(summary: BenchSummary, comparisons: Sequence[Comparison] = ()) 
                 "reference_status": c.status,
                 "score": c.score,
                 "score_ignoring_errors": c.score_ignoring_errors,
-                "ci": list(c.ci),
-                "ci_half_width": (c.ci[1] - c.ci[0]) / 2,
+                "ci": None if c.ci is None else list(c.ci),  # None: no interval (--bootstrap-samples 0)
+                "ci_half_width": None if c.ci is None else (c.ci[1] - c.ci[0]) / 2,
                 "tests": len(c.outcomes),
                 "by_type": {k: {"score": s, "tests": n} for k, (s, n) in c.by_type.items()},
                 "by_jsonl": {k: {"passed": p, "total": t, "rate": p / t} for k, (p, t) in sorted(c.by_jsonl.items())},
@@ -84,13 +85,20 @@ def summary_dict(summary: BenchSummary, comparisons: Sequence[Comparison] = ()) 
     }
 
 
+def interval_text(ci: tuple[float, float] | None) -> str:
+    """A score's interval as the tables show it ("88.1 – 95.0%"), or NO_INTERVAL."""
+    return NO_INTERVAL if ci is None else f"{ci[0] * 100:.1f} – {ci[1] * 100:.1f}%"
+
+
 def score_line(c: Any, level: float) -> str:
     """A candidate's score in one line: the score with its interval and tests, or FAILED with why
-    and its score ignoring errors."""
+    and its score ignoring errors. The console and the report print it."""
     if c.failed:
         return (f"{c.name}: FAILED ({len(c.errors)} error(s): the reference scores it 0); {c.score_ignoring_errors * 100:.1f}% "
                 f"ignoring errors, {len(c.outcomes)} tests")  # fmt: skip
-    return f"{c.name}: {c.status} ({level * 100:g}% interval {c.ci[0] * 100:.1f} – {c.ci[1] * 100:.1f}%), {len(c.outcomes)} tests"
+    if c.ci is None:
+        return f"{c.name}: {c.status}, {len(c.outcomes)} tests; {NO_INTERVAL}"
+    return f"{c.name}: {c.status} ({level * 100:g}% interval {interval_text(c.ci)}), {len(c.outcomes)} tests"
 
 
 def print_summary(
@@ -123,16 +131,17 @@ def print_summary(
     pct = f"{summary.confidence_level * 100:g}%"
     scores = tables.table()
     tables.name_column(scores, "candidate")
-    for col in ("score", f"± ({pct} CI)", f"{pct} interval", "tests"):
+    intervals = summary.bootstrap_samples > 0  # without resamples, no interval columns (NO_INTERVAL in the title)
+    for col in ("score", *((f"± ({pct} CI)", f"{pct} interval") if intervals else ()), "tests"):
         tables.figure_column(scores, col)
     for c in summary.candidates:
-        interval = f"{c.ci[0] * 100:0.1f} – {c.ci[1] * 100:0.1f}%"
         if c.failed:
-            cells = ["[red]FAILED (errors)[/]", "", f"[dim]{c.score_ignoring_errors * 100:0.1f}% ignoring errors[/]"]
+            ignoring = f"[dim]{c.score_ignoring_errors * 100:0.1f}% ignoring errors[/]"
+            cells = ["[red]FAILED (errors)[/]", "", ignoring] if intervals else [f"[red]FAILED (errors)[/] {ignoring}"]
         else:
-            cells = [c.status, f"{(c.ci[1] - c.ci[0]) / 2 * 100:0.1f}%", interval]
+            cells = [c.status, *((f"{(c.ci[1] - c.ci[0]) / 2 * 100:0.1f}%", interval_text(c.ci)) if c.ci is not None else ())]
         scores.add_row(for_rich(c.name), *cells, str(len(c.outcomes)))
-    tables.show(console, scores, "score: the mean of the per-JSONL pass rates")
+    tables.show(console, scores, "score: the mean of the per-JSONL pass rates" + ("" if intervals else f"; {NO_INTERVAL}"))
 
     cands = summary.candidates
     by_file, by_type = tables.table(), tables.table()

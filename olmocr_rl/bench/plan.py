@@ -11,7 +11,10 @@
                              wrote: it works as printed
 
 The summary is printed before the optional outputs are written, so a failing output loses no
-score; `--strict` fails after everything else is done.
+score; a closed stdout (`| head -1`) stops the printing only: the outputs are still written and
+named on stderr; `--strict` fails after everything else is done. The report states the
+comparisons the terminal and `--json` state (with `--compare`: the same pairs, B − A in the order
+`-c` named them).
 """
 
 from __future__ import annotations
@@ -103,9 +106,19 @@ def progress_display() -> Iterator[Any]:
         bar.stop()
 
 
-def _say(message: str, as_json: bool) -> None:
-    """A line beside the summary: on stdout, or on stderr when stdout holds `--json`."""
-    print(shown(message), file=sys.stderr if as_json else sys.stdout, flush=True)
+def _say(message: str, aside: bool) -> bool:
+    """A line beside the summary: on stdout, or on stderr (`aside`) when stdout holds `--json` or
+    was closed. Returns `aside` for the next line: True once stdout is found closed."""
+    if not aside:
+        try:
+            print(shown(message), flush=True)
+            return False
+        except BrokenPipeError:  # the reader read what it wanted and went away
+            from olmocr_rl.procs import stdout_gone
+
+            stdout_gone()
+    print(shown(message), file=sys.stderr, flush=True)
+    return True
 
 
 def execute(options: BenchOptions) -> None:
@@ -125,19 +138,20 @@ def execute(options: BenchOptions) -> None:
     except OSError as e:  # e.g. the details file cannot be written
         raise BenchError(str(e)) from None
     comparisons = _comparisons(options, summary)
-    _print(options, summary, comparisons)  # the summary first: a failing optional output below loses no score
+    # The summary first: a failing optional output below loses no score. A closed stdout loses
+    # only the rest of the summary: the lines below go to stderr then.
+    aside = not _print(options, summary, comparisons) or options.as_json
     if options.report is not None:
         from olmocr_rl.report import bench_report
 
         try:
-            _say(
-                f"report: {bench_report(summary, options.report, max_reports=options.max_reports, workers=options.workers)}",
-                options.as_json,
-            )
+            written = bench_report(summary, options.report, max_reports=options.max_reports, workers=options.workers,
+                                   comparisons=comparisons if options.compare else None)  # fmt: skip
         except OSError as e:
             raise BenchError(f"cannot write the report {options.report}: {e}") from None
+        aside = _say(f"report: {written}", aside)
     if options.output_failed is not None:
-        _write_failed(options, summary)
+        _write_failed(options, summary, aside)
     bad = [c.name for c in summary.candidates if c.failed]
     if options.strict and bad:
         raise BenchError(f"--strict: {len(bad)} candidate(s) FAILED (errors): {', '.join(bad)}")
@@ -170,7 +184,21 @@ def _comparisons(options: BenchOptions, summary: Any) -> list[Any]:
     return compare_summary(summary, options.candidates[0] if options.candidates else None)
 
 
-def _print(options: BenchOptions, summary: Any, comparisons: list[Any]) -> None:
+def _print(options: BenchOptions, summary: Any, comparisons: list[Any]) -> bool:
+    """The summary on stdout; False when stdout was closed before it was all written (its reader
+    went away, as `| head -1` does): stdout is then pointed at the null device, as the Python docs
+    advise for SIGPIPE, so nothing written later fails."""
+    try:
+        _print_summary(options, summary, comparisons)
+    except BrokenPipeError:
+        from olmocr_rl.procs import stdout_gone
+
+        stdout_gone()
+        return False
+    return True
+
+
+def _print_summary(options: BenchOptions, summary: Any, comparisons: list[Any]) -> None:
     from olmocr_rl.bench.output import print_summary, summary_dict
 
     if options.as_json:
@@ -183,21 +211,27 @@ def _print(options: BenchOptions, summary: Any, comparisons: list[Any]) -> None:
     else:
         from rich.console import Console
 
-        print_summary(summary, Console(), show_failures=options.show_failures, comparisons=comparisons)
+        class PipedConsole(Console):
+            def on_broken_pipe(self) -> None:  # rich's own ends the process (SystemExit(1)): the outputs are still to write
+                self.quiet = True
+                raise BrokenPipeError
+
+        print_summary(summary, PipedConsole(), show_failures=options.show_failures, comparisons=comparisons)
     sys.stdout.flush()
 
 
-def _write_failed(options: BenchOptions, summary: Any) -> None:
-    """--output-failed: the records of the tests no candidate passed, as their files hold them."""
+def _write_failed(options: BenchOptions, summary: Any, aside: bool) -> None:
+    """--output-failed: the records of the tests no candidate passed, as their files hold them;
+    `aside`: say so on stderr."""
     from olmocr_rl.atomic import write_text
     from olmocr_rl.bench.output import failed_everywhere, test_records
 
     failed = failed_everywhere(summary)
     if not failed:
-        _say("no test failed for every candidate: no file written", options.as_json)
+        _say("no test failed for every candidate: no file written", aside)
         return
     try:
         write_text(options.output_failed, "".join(line + "\n" for line in test_records(summary.bench, failed)))
     except OSError as e:
         raise BenchError(f"cannot write --output-failed {options.output_failed}: {e}") from None
-    _say(f"{len(failed)} test(s) that no candidate passed: {options.output_failed}", options.as_json)
+    _say(f"{len(failed)} test(s) that no candidate passed: {options.output_failed}", aside)

@@ -41,7 +41,7 @@ class CandidateResult:
     outcomes: list[TestOutcome]
     errors: list[str]
     missing: list[str]
-    ci: tuple[float, float]
+    ci: tuple[float, float] | None  # None: no interval computed (--bootstrap-samples 0)
     details: list[dict] = field(default_factory=list)  # the details rows, when run_bench keeps them
 
     @property

@@ -38,12 +38,21 @@ def _binomial_cdf(n: int, k: int) -> list[float]:
     return [c / acc for c in cdf]
 
 
-def bootstrap_ci(groups: Sequence[Sequence[float]], *, samples: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+# What every output says instead of an interval when none was computed (`--bootstrap-samples 0`).
+NO_INTERVAL = "no interval (--bootstrap-samples 0)"
+
+
+def bootstrap_ci(
+    groups: Sequence[Sequence[float]], *, samples: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float] | None:
     """Bootstrap CI of the mean of group means over 0/1 scores, resampling within each group
     (the reference's `calculate_bootstrap_ci` with splits), seeded. Each resampled group's pass
-    count is drawn from Binomial(n, passed/n), the law of a with-replacement resample's sum."""
+    count is drawn from Binomial(n, passed/n), the law of a with-replacement resample's sum.
+    None with no resamples (`samples` 0): no interval, rather than a made-up (0, 0)."""
+    if samples <= 0:
+        return None
     groups = [g for g in groups if len(g)]
-    if not groups or samples <= 0:
+    if not groups:
         return (0.0, 0.0)
     rng = random.Random(seed)
     # Per group: its size and the cumulative Binomial(n, passed/n) law (None: constant group).

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from olmocr_rl.cli import app, fail
+from olmocr_rl.cli import app, example, fail
 
 DESCRIPTION = """Score built-in degenerate candidates (empty, one newline, a repetition loop, common
 words, a stray letter by each footnote marker) and an upper bound (the page's own present/order
@@ -15,7 +15,12 @@ verdict first, then each exploit (a test type a degenerate candidate passes too 
 from the expected floors (absent and baseline tests)."""
 
 
-@app.command("probe", help=DESCRIPTION, short_help="Show how much degenerate outputs earn on a test set (no model needed).")
+@app.command(
+    "probe",
+    epilog=example("olmocr-rl probe olmOCR-bench/bench_data"),
+    help=DESCRIPTION,
+    short_help="Show how much degenerate outputs earn on a test set (no model needed).",
+)
 def probe_command(
     tests: Annotated[
         Path,

@@ -3,10 +3,12 @@
 NAME.html holds what a researcher reads first, as plain HTML: the run's facts (bench folder,
 versions, date, the options that change what is scored or shown), each candidate's score with its
 interval, per-JSONL and per-type tables, and with two or more candidates the paired comparison of
-each pair (`olmocr_rl.bench.compare`). Below, the pages: a list with filters (failing tests, tests
-that flip between the chosen pair, errors; candidate, test type, JSONL file, a search) and one page
-at a time: its image (click to enlarge), every test with its definition and each candidate's
-verdict per repeat with every failing repeat's explanation, and the candidates' texts side by side.
+each pair (`olmocr_rl.bench.compare`: with `--compare`, the pairs it prints; else every pair, B − A
+with A named first), candidates in the summary's order (as `-c` named them). Below, the pages: a
+list with filters (failing tests, tests that flip between the chosen pair, errors; candidate, test
+type, JSONL file, a search) and one page at a time: its image (click to enlarge), every test with
+its definition and each candidate's verdict per repeat with every failing repeat's explanation,
+and the candidates' texts side by side.
 
 NAME_files/ holds each page image once (WebP), `data.js` (tests, verdicts, explanations) and the
 texts in chunks (`text/<k>.js`, loaded when a page of the chunk is shown). Why a folder: at
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from olmocr_rl.atomic import staged_folder, write_text
+from olmocr_rl.bench.stats import NO_INTERVAL
 from olmocr_rl.report.common import asset, document, esc, render_page, script_json
 
 # Fields whose default decides the verdict (docs/checks.md §1.3), shown when a record leaves them
@@ -138,18 +141,16 @@ def _header_html(summary: Any, comparisons: list[Any]) -> str:
     """What a researcher reads first: each pair's verdict (with one candidate, its score), then
     every choice that changed the scores (`olmocr_rl.bench.results.semantics`)."""
     from olmocr_rl.bench.compare import significance, verdict
+    from olmocr_rl.bench.output import score_line
     from olmocr_rl.bench.results import describe_semantics
 
     b = summary.bench
-    pct = f"{summary.confidence_level * 100:g}%"
     out = [f'<h1>olmOCR-bench report</h1><p class="sub">{esc(b.root)}</p><section id="verdicts">']
     for k, c in enumerate(comparisons):
         out.append(f'<p class="answer {_SIGNIFICANCE[significance(c.overall)]}" data-pair="{k}">{esc(verdict(c))}</p>')
-    if not comparisons:
+    if not comparisons:  # each candidate's score, as the console's first lines state it
         for c in summary.candidates:
-            score = "FAILED (errors)" if c.failed else c.status
-            out.append(f'<p class="answer" data-cand="{esc(c.name)}">{esc(c.name)}: {esc(score)} ({pct} interval '
-                       f"{_fmt_pct(c.ci[0])} – {_fmt_pct(c.ci[1])}), {len(c.outcomes)} tests</p>")  # fmt: skip
+            out.append(f'<p class="answer" data-cand="{esc(c.name)}">{esc(score_line(c, summary.confidence_level))}</p>')
     sem = summary.semantics
     lines = describe_semantics(sem)
     guarded = sem["guard"] != "none"
@@ -172,15 +173,19 @@ def _scores_html(summary: Any, loops: list[list[int]]) -> str:
             score = f'<span class="bad">FAILED (errors)</span><br><span class="muted">{_fmt_pct(c.score_ignoring_errors)} ignoring errors</span>'
             half = ""
         else:
-            score, half = esc(c.status), f"{(c.ci[1] - c.ci[0]) / 2 * 100:.1f}"
+            score, half = esc(c.status), "" if c.ci is None else f"{(c.ci[1] - c.ci[0]) / 2 * 100:.1f}"
         first = f'<span class="muted small">{len(c.errors)}: {esc(c.errors[0])}</span>' if c.errors else "0"
-        out.append(f'<tr data-cand="{esc(c.name)}" data-score="{c.score!r}" data-ci="{c.ci[0]!r},{c.ci[1]!r}"><td>{esc(c.name)}</td>'
-                   f'<td class="num">{score}</td><td class="num">{_fmt_pct(c.ci[0])} – {_fmt_pct(c.ci[1])}</td><td class="num">{half}</td>'
+        ci = "" if c.ci is None else f' data-ci="{c.ci[0]!r},{c.ci[1]!r}"'  # none without resamples
+        shown = "—" if c.ci is None else f"{_fmt_pct(c.ci[0])} – {_fmt_pct(c.ci[1])}"  # (NO_INTERVAL below the table)
+        out.append(f'<tr data-cand="{esc(c.name)}" data-score="{c.score!r}"{ci}><td>{esc(c.name)}</td>'
+                   f'<td class="num">{score}</td><td class="num">{shown}</td><td class="num">{half}</td>'
                    f'<td class="num">{len(c.outcomes)}</td><td class="num">{pages}</td>'
                    f'<td class="num{" bad" if looping else ""}" data-loops="{len(looping)}">{len(looping)}</td><td class="errors">{first}</td></tr>')  # fmt: skip
     out.append("</table></div>")
+    interval = (f"{pct} interval: {summary.bootstrap_samples} bootstrap resamples within each JSONL file (seed {summary.seed})"
+                if summary.bootstrap_samples > 0 else NO_INTERVAL)  # fmt: skip
     out.append(f'<p class="muted small">score: the mean of the per-JSONL pass rates (a test passes when most of its repeats pass); '
-               f"{pct} interval: {summary.bootstrap_samples} bootstrap resamples within each JSONL file (seed {summary.seed}). "
+               f"{esc(interval)}. "
                "FAILED (errors): the candidate has errors and the reference scores it 0. loops: pages with a file that ends in a "
                f"repetition loop, marked ⟳ in the page list (the loop stop's rule, one character a token: {esc(_loop_rule())}).</p>")  # fmt: skip
     head = "".join(f'<th class="num">{esc(c.name)}</th>' for c in cands)
@@ -220,14 +225,17 @@ def _loop_rule() -> str:
 def _comparison_html(summary: Any, comparisons: list[Any]) -> str:
     """The pair chosen in the header's select: per JSONL file, per type and the score, each section
     stating the rule its figures follow; B − A coloured by whether its interval excludes 0."""
-    from olmocr_rl.bench.compare import FILE_RULE, SIGNIFICANT, TYPE_RULE, significance
+    from olmocr_rl.bench.compare import FILE_RULE, SIGNIFICANT, TYPE_RULE, interval_text, significance
 
     pct = f"{summary.confidence_level * 100:g}%"
+    if summary.bootstrap_samples > 0:
+        how = (f"paired over tests: {pct} interval of {summary.bootstrap_samples} bootstrap resamples of tests within each JSONL "
+               f"file, the same tests for both; differences in percentage points; {SIGNIFICANT} and colour: the interval excludes 0")  # fmt: skip
+    else:
+        how = f"paired over tests; differences in percentage points; {NO_INTERVAL}"
     out = ['<section id="compare"><h2>Comparison</h2><div class="controls"><label>pair <select id="f-pair">'
            + "".join(f'<option value="{k}">{esc(c.b)} − {esc(c.a)}</option>' for k, c in enumerate(comparisons))
-           + f'</select></label><span class="muted small">paired over tests: {pct} interval of {summary.bootstrap_samples} '
-           "bootstrap resamples of tests within each JSONL file, the same tests for both; differences in percentage points; "
-           f"{SIGNIFICANT} and colour: the interval excludes 0</span></div>"]  # fmt: skip
+           + f'</select></label><span class="muted small">{esc(how)}</span></div>']  # fmt: skip
     for k, c in enumerate(comparisons):
         out.append(f'<div class="pair{" cur" if k == 0 else ""}" data-pair="{k}"><div class="scroll"><table class="cmp">'
                    f'<tr><th></th><th class="num">tests</th><th class="num">A: {esc(c.a)}</th><th class="num">B: {esc(c.b)}</th>'
@@ -240,10 +248,11 @@ def _comparison_html(summary: Any, comparisons: list[Any]) -> str:
                 sig = significance(d)
                 mark = SIGNIFICANT if sig else ""
                 label = "score" if not kind else f'{esc(d.name)} <span class="muted small">{kind}</span>'
+                ci = "" if d.ci is None else f' data-ci="{d.ci[0]!r},{d.ci[1]!r}"'
                 out.append(f'<tr class="{"total" if not kind else ""}" data-kind="{kind or "score"}" data-key="{esc(d.name)}" '
-                           f'data-diff="{d.diff!r}" data-ci="{d.ci[0]!r},{d.ci[1]!r}" data-gained="{d.gained}" data-lost="{d.lost}">'
+                           f'data-diff="{d.diff!r}"{ci} data-gained="{d.gained}" data-lost="{d.lost}">'
                            f'<td>{label}</td><td class="num">{d.tests}</td><td class="num">{_fmt_pct(d.a)}</td><td class="num">{_fmt_pct(d.b)}</td>'
-                           f'<td class="num diff {_SIGNIFICANCE[sig]}">{_points(d.diff)}{mark}</td><td class="num">{_points(d.ci[0])} … {_points(d.ci[1])}</td>'
+                           f'<td class="num diff {_SIGNIFICANCE[sig]}">{_points(d.diff)}{mark}</td><td class="num">{"—" if d.ci is None else esc(interval_text(d))}</td>'
                            f'<td class="num">{d.gained}</td><td class="num">{d.lost}</td></tr>')  # fmt: skip
         out.append("</table></div>")
         out.extend(f'<p class="bad small">{esc(n)}</p>' for n in c.notes)
@@ -402,8 +411,9 @@ def bench_report(
     image_quality: int = IMAGE_QUALITY,
 ) -> Path:
     """Writes the report (needs `run_bench(..., keep_details=True)`): `path` and its folder
-    `<stem>_files/` beside it, each through a temporary name. `comparisons`: default every pair
-    of candidates (`compare_summary(..., all_pairs=True)`). `workers`: processes rendering the
+    `<stem>_files/` beside it, each through a temporary name. `comparisons`: those the console
+    printed (`bench --compare`), default every pair of candidates (`compare_summary(...,
+    all_pairs=True)`, in the summary's order). `workers`: processes rendering the
     page images (default: the cores)."""
     from olmocr_rl.bench.compare import compare_summary
 

@@ -153,9 +153,9 @@ BREAKAGES = [
     Breakage(
         "train-no-suppression",
         "training without vLLM drops the placeholder suppression",
-        "train/worker.py",
-        [("suppression = vllm_suppression(model.config) if cfg.use_vllm else transformers_suppression(model.config)",
-          "suppression = vllm_suppression(model.config) if cfg.use_vllm else {}")],
+        "train/grpo.py",
+        [("suppression = vllm_suppression(config) if cfg.use_vllm else transformers_suppression(config)",
+          "suppression = vllm_suppression(config) if cfg.use_vllm else {}")],
         ["tests/test_engine_boundary.py::test_train_without_vllm_and_its_final_outputs"],
     ),
     Breakage(
@@ -230,7 +230,7 @@ BREAKAGES = [
         "transformers-mixes-pages",
         "the transformers engine puts several pages in one call (one random stream for all)",
         "engines.py",
-        [("token_counter(processor, max_new_tokens),\n                  mixes_pages=False)", "token_counter(processor, max_new_tokens),\n                  mixes_pages=True)")],
+        [("token_counter(processor, max_new_tokens), mixes_pages=False,", "token_counter(processor, max_new_tokens), mixes_pages=True,")],
         ["tests/test_page_workers.py::test_curate_one_and_two_workers_write_the_same_records",
          "tests/test_generate.py::test_batch_size_is_the_pages_per_generate_call"],
     ),

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from olmocr_rl.errors import ConfigError
@@ -34,11 +36,88 @@ def _vllm_only(name: str) -> bool:
     return name.startswith("vllm_") and name != "vllm_mode"
 
 
+def _model_files(cfg: TrainConfig, *, local: bool) -> tuple[Any, Callable[[], Any]]:
+    """(the model's transformers config, a loader of its tokenizer), each a ConfigError naming the
+    model when it cannot be read. `local`: from the folder or the Hugging Face cache only (a plan
+    downloads nothing beyond what it reads of the model: olmocr_rl/train/shape.py)."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    model, kw = str(cfg.model), {"trust_remote_code": cfg.trust_remote_code, **({"local_files_only": True} if local else {})}
+    where = " here (each rank reads it from the hub)" if local and not Path(model).is_dir() else ""
+    try:
+        config = AutoConfig.from_pretrained(model, **kw)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"cannot load the config of {model}{where}: {e}") from e
+
+    def tokenizer() -> Any:
+        # transformers 5 builds an empty tokenizer (one token) for a folder without tokenizer files:
+        # its end token would be a made-up 0.
+        try:
+            found = AutoTokenizer.from_pretrained(model, **kw)
+        except (OSError, ValueError, ImportError, KeyError) as e:
+            raise ConfigError(f"cannot load the tokenizer of {model}{where}: {e}") from e
+        if len(found) < 2:
+            raise ConfigError(f"{model} has no tokenizer files (transformers made an empty tokenizer)")
+        return found
+
+    return config, tokenizer
+
+
+def generation_kwargs(cfg: TrainConfig, *, strict: bool = True) -> tuple[dict[str, Any], list[str]]:
+    """(trl.GRPOConfig's `generation_kwargs`, what of it could not be read here): what every
+    generation request carries besides trl's own sampling options. Placeholder tokens are never
+    sampled, whichever engine generates (olmocr_rl/engines.py: `logit_bias` for vLLM,
+    `suppress_tokens` for transformers), their ids from the model's config; with vLLM each request
+    switches the loop stop on (`extra_args`, its end token from the model's tokenizer; the
+    transformers path stops loops with the trainer's stopping criterion); then trl.generation_kwargs
+    set for the run, its own extra_args beside ours. `strict` False (the plan, made before a rank
+    reads the model): read from the model folder or the Hugging Face cache only, a part whose source
+    cannot be read here left out and named in the second value; a source that says something wrong
+    (a tokenizer without an end token) raises either way."""
+    from olmocr_rl.engines import transformers_suppression, vllm_loop_stop, vllm_suppression
+    from olmocr_rl.loops import rule_from
+
+    suppression: dict[str, Any] = {}
+    stop: dict[str, Any] = {}
+    missing: list[str] = []
+    tokenizer: Callable[[], Any] | None = None
+    try:
+        config, tokenizer = _model_files(cfg, local=not strict)
+        suppression = vllm_suppression(config) if cfg.use_vllm else transformers_suppression(config)
+    except ConfigError as e:
+        if strict:
+            raise
+        missing.append(f"{'logit_bias' if cfg.use_vllm else 'suppress_tokens'} (the placeholder token ids, from the model's config: {e})")
+    if cfg.use_vllm and (rule := rule_from(cfg)) is not None:
+        try:
+            if tokenizer is None:
+                raise ConfigError("its config could not be read either")
+            found = tokenizer()
+        except ConfigError as e:
+            if strict:
+                raise
+            missing.append(f"extra_args (the loop stop's switch and end token, from the model's tokenizer: {e})")
+        else:
+            stop = vllm_loop_stop(rule, found, str(cfg.model))
+    own = dict(cfg.trl.get("generation_kwargs") or {})
+    if stop and isinstance(own.get("extra_args"), dict):  # trl.generation_kwargs' own extra_args keep theirs beside ours
+        stop = {"extra_args": {**own.pop("extra_args"), **stop["extra_args"]}}
+    return {**suppression, **stop, **own}, missing
+
+
 def grpo_kwargs(
-    cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = True, world_size: int | None = None, deepspeed: bool | None = None
+    cfg: TrainConfig,
+    *,
+    cuda: bool | None = None,
+    has_eval: bool = True,
+    world_size: int | None = None,
+    deepspeed: bool | None = None,
+    generation: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The keyword arguments for trl.GRPOConfig (for the installed trl), before construction.
-    Raises ConfigError on a `trl:` key the installed GRPOConfig does not have. `cuda` None: asked of torch."""
+    """The keyword arguments for trl.GRPOConfig (for the installed trl), before construction: every
+    one the ranks train with (nothing changes the config once built). Raises ConfigError on a `trl:`
+    key the installed GRPOConfig does not have. `cuda` None: asked of torch; `generation`: the run's
+    `generation_kwargs` (None: read here, leaving out what cannot be read)."""
     from trl import GRPOConfig
 
     if cuda is None:
@@ -73,6 +152,10 @@ def grpo_kwargs(
         if key not in names:
             raise ConfigError(f"trl.{key}: not a GRPOConfig option in trl {trl_version()}{suggest(key, sorted(names))}")
         kw[key] = value
+    if generation is None:
+        generation = generation_kwargs(cfg, strict=False)[0]
+    if generation:
+        kw["generation_kwargs"] = generation  # trl.generation_kwargs' own are in it (`generation_kwargs`)
     return kw
 
 
@@ -109,6 +192,8 @@ def _decided(
     if cfg.save_steps <= 0:
         kw.pop("save_steps", None)
     out["logging_strategy"] = "steps"
+    if cfg.progress:
+        out["disable_tqdm"] = True  # our rich display (olmocr_rl/train/callbacks.py) replaces the tqdm bar
     if cfg.eval_enabled and has_eval and cfg.eval_steps > 0:
         out["eval_strategy"] = "steps"
         out["eval_steps"] = cfg.eval_steps
@@ -119,13 +204,22 @@ def _decided(
 
 
 def build_grpo_config(
-    cfg: TrainConfig, *, cuda: bool | None = None, has_eval: bool = True, world_size: int | None = None, deepspeed: bool | None = None
+    cfg: TrainConfig,
+    *,
+    cuda: bool | None = None,
+    has_eval: bool = True,
+    world_size: int | None = None,
+    deepspeed: bool | None = None,
+    strict: bool = False,
 ) -> Any:
-    """THE builder: TrainConfig -> trl.GRPOConfig. trl's own checks (e.g. the divisibility of
-    the generation batch) surface as ConfigError with trl's message."""
+    """THE builder: TrainConfig -> trl.GRPOConfig, the config a rank trains with as built (the plan
+    prints the same arguments: `grpo_kwargs`). trl's own checks (e.g. the divisibility of the
+    generation batch) surface as ConfigError with trl's message. `strict` (a rank): the model's
+    config and tokenizer must be readable (`generation_kwargs`)."""
     from trl import GRPOConfig
 
-    kw = grpo_kwargs(cfg, cuda=cuda, has_eval=has_eval, world_size=world_size, deepspeed=deepspeed)
+    generation = generation_kwargs(cfg, strict=strict)[0]
+    kw = grpo_kwargs(cfg, cuda=cuda, has_eval=has_eval, world_size=world_size, deepspeed=deepspeed, generation=generation)
     try:
         return GRPOConfig(**kw)
     except (ValueError, TypeError) as e:

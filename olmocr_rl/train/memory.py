@@ -93,6 +93,7 @@ ZERO2_BUCKET = 500_000_000  # DeepSpeed's reduce_bucket_size default (our ZeRO-2
 ZERO3_SUB_GROUP = 1_000_000_000  # DeepSpeed's sub_group_size default: the float32 gradient built at a time
 RESERVED = 1.0 * GIB  # CUDA context, NCCL and allocator slack torch's allocation does not show
 EDGE = 0.9  # above this share of the card: a warning
+CLOSE = 1.0 * GIB  # a plan that fits with less to spare than this says how close it is (`Memory.close`)
 # The phases of a step, in the order they run, and how `Memory.lines` names them.
 PHASES = {"generate": "during generation", "loss": "during the loss", "step": "at the optimizer step"}
 
@@ -161,6 +162,23 @@ class Memory:
 
     def near_edge(self) -> bool:
         return self.usable is not None and self.peak > EDGE * self.usable
+
+    @property
+    def spare(self) -> int | None:
+        """Bytes left of the usable memory at the peak (negative: it does not fit)."""
+        return None if self.usable is None else self.usable - self.peak
+
+    def close(self, margin: float = CLOSE) -> bool:
+        """It fits, with less than `margin` bytes to spare: another CUDA or NCCL build (their own
+        allocations are the RESERVED guess) may not."""
+        return self.spare is not None and 0 <= self.spare < margin
+
+    def spare_words(self, margin: float = CLOSE) -> str:
+        """'' unless `close`; else how close, for the verdict."""
+        if not self.close(margin):
+            return ""
+        return (f"{self.spare / GIB:.2f} GiB spare of the {gib(self.usable or 0)} usable: within {margin / GIB:g} GiB, "
+                "a different CUDA/NCCL build may not fit")  # fmt: skip
 
     def lines(self) -> list[str]:
         """Each phase with its total; a part is listed in the first phase it lives in."""
@@ -359,8 +377,8 @@ def fused_loss_bytes(cfg: TrainConfig, shape: ModelShape, w: int, kept: int) -> 
 def _generation(z: _Sizes, tokens: Tokens) -> list[Part]:
     cfg, layout = z.cfg, z.layout
     if cfg.use_vllm and cfg.vllm_mode == "colocate" and not layout.vllm_server:
-        share = int(cfg.vllm_gpu_memory_utilization * (layout.gpu_bytes or 0))
-        how = f"vllm_gpu_memory_utilization={cfg.vllm_gpu_memory_utilization:g} of the card"
+        share, weights = colocated_share(cfg, z.shape, layout.gpu_bytes or 0)
+        how = f"vllm_gpu_memory_utilization={cfg.vllm_gpu_memory_utilization:g} of the card (its 16-bit weights: {gib(weights)})"
         if cfg.vllm_enable_sleep_mode:
             return [Part("vLLM (colocated)", share, how + "; asleep during the loss", "generate")]
         return [Part("vLLM (colocated)", share, how + ", held throughout")]
@@ -573,7 +591,35 @@ def run_record(cfg: TrainConfig, trainer, rows: list[dict], measured_peak: int |
     return record
 
 
+def engine_share(utilization: float, shape: ModelShape, gpu_bytes: int, tensor_parallel: int) -> tuple[int, int]:
+    """(bytes a vLLM engine takes of each of its GPUs at `utilization`, bytes its 16-bit weights need
+    there: one tensor-parallel shard): the rest of its share is KV cache and vLLM's own buffers."""
+    return int(utilization * gpu_bytes), 2 * shape.params // max(1, tensor_parallel)
+
+
 def server_share(cfg: TrainConfig, shape: ModelShape, gpu_bytes: int, tensor_parallel: int) -> tuple[int, int]:
-    """(bytes vLLM takes of each server GPU, bytes its 16-bit weights need there): the rest of its
-    share is KV cache and vLLM's own buffers."""
-    return int(cfg.vllm_server_gpu_memory_utilization * gpu_bytes), 2 * shape.params // max(1, tensor_parallel)
+    """`engine_share` of a --vllm-gpus server's GPU (vllm_server_gpu_memory_utilization)."""
+    return engine_share(cfg.vllm_server_gpu_memory_utilization, shape, gpu_bytes, tensor_parallel)
+
+
+def colocated_share(cfg: TrainConfig, shape: ModelShape, gpu_bytes: int) -> tuple[int, int]:
+    """`engine_share` of a colocated engine on each training GPU (vllm_gpu_memory_utilization,
+    vllm_tensor_parallel_size)."""
+    return engine_share(cfg.vllm_gpu_memory_utilization, shape, gpu_bytes, cfg.vllm_tensor_parallel_size)
+
+
+def share_fixes(cfg: TrainConfig, shape: ModelShape, gpu_bytes: int, world: int) -> list[str]:
+    """The changes that let a colocated engine's share hold its 16-bit weights (`colocated_share`):
+    a higher vllm_gpu_memory_utilization (when the weights leave room on the card), a tensor-parallel
+    size that divides the training ranks and shards them small enough, generation on GPUs of its own."""
+    share, weights = colocated_share(cfg, shape, gpu_bytes)
+    whole = 2 * shape.params  # one shard's bytes x the tensor parallel size
+    out = []
+    if (need := weights / gpu_bytes) < 0.95:
+        out.append(f"raise vllm_gpu_memory_utilization above {math.ceil(need * 100) / 100:.2f} (the weights alone; the KV cache takes the rest "
+                   "of the share, and training what the share leaves)")  # fmt: skip
+    tps = [t for t in range(cfg.vllm_tensor_parallel_size + 1, world + 1) if world % t == 0 and whole // t < share]
+    if tps:
+        out.append(f"set vllm_tensor_parallel_size={tps[0]} ({gib(whole // tps[0])} of weights a GPU)")
+    out.append("generate on GPUs of its own: --vllm-gpus K (a vLLM server on the node's last K GPUs)")
+    return out

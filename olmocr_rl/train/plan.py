@@ -60,6 +60,7 @@ class Plan:
     server_argv: list[str] | None = None  # on machine rank 0 with vllm_gpus
     target: Any = None  # memory.Target: the node planned for
     recipe: str | None = None  # the packaged recipe the config came from (--config olmocr2)
+    unresolved: tuple[str, ...] = ()  # parts of grpo_kwargs each rank reads from the model, unreadable here (grpo.generation_kwargs)
 
     @property
     def world_size(self) -> int:
@@ -89,7 +90,9 @@ class Plan:
         if show_config:
             lines += ["resolved config:", json.dumps(cfg.to_dict(), indent=2)]
             lines.append("trl.GRPOConfig: " + json.dumps({k: v for k, v in self.grpo_kwargs.items() if k != "output_dir"}, default=str))
-        lines.append(f"world size: {world}")
+        if self.unresolved:
+            lines.append(f"trl.GRPOConfig: each rank fills in generation_kwargs' {'; '.join(self.unresolved)}")
+        lines.append(f"world size: {world}" + self._idle_note())
         steps, batch = cfg.steps_per_generation or cfg.gradient_accumulation_steps, generation_batch(cfg, world)
         lines.append(
             f"generation batch: {cfg.per_device_train_batch_size} per device x {world} processes x {steps} steps = {batch} "
@@ -133,6 +136,19 @@ class Plan:
             lines.append(f"command: this process trains (config {self.config_path})")
         lines += self.verdict_lines(budget, memory, config_file, show_config)
         return "\n".join(lines)
+
+    def _idle_note(self) -> str:
+        """The GPUs of the planned node(s) no process uses (a --num-processes below them), in words."""
+        target, o = self.target, self.options  # without --num-processes every GPU trains (`_placement`): none idle
+        if target is None or not target.gpus:
+            return ""
+        machines = max(1, o.num_machines)
+        idle = (target.gpus - (o.vllm_gpus or 0)) * machines - self.world_size
+        if idle <= 0:
+            return ""
+        return (f" (--num-processes {self.world_size}: {idle} of the {target.gpus * machines} GPUs"
+                f"{' of the ' + str(machines) + ' machines' if machines > 1 else ''} would sit idle; "
+                f"leave --num-processes out to train on every one)")  # fmt: skip
 
     # --- the verdict: will it start, fit the GPUs and the disk, how long, how much generation ------
 
@@ -183,7 +199,8 @@ class Plan:
 
         if est.gpu_bytes is None:
             return f"memory {est.peak / GIB:,.1f} GiB per training GPU (the card's size unknown)"
-        share = f"{est.peak / GIB:,.1f} of {est.gpu_bytes / GIB:,.1f} GiB per training GPU ({100 * est.peak / est.gpu_bytes:.0f} %)"
+        close = f"; {words}" if (words := est.spare_words()) else ""  # a fit within 1 GiB says how close
+        share = f"{est.peak / GIB:,.1f} of {est.gpu_bytes / GIB:,.1f} GiB per training GPU ({100 * est.peak / est.gpu_bytes:.0f} %{close})"
         word = "fits" if est.fits() else "does NOT fit"
         return f"memory {word}, {share}" if short else f"{word}: {share} at the peak (an estimate; usable: the card less 1 GiB)"
 
@@ -332,7 +349,7 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
     from olmocr_rl.launch.launchers import PARENT_ENV, launch_env, launcher_argv
     from olmocr_rl.train.budget import training_steps
     from olmocr_rl.train.config import resolve
-    from olmocr_rl.train.grpo import grpo_kwargs
+    from olmocr_rl.train.grpo import generation_kwargs, grpo_kwargs
     from olmocr_rl.train.memory import node_target
     from olmocr_rl.train.preflight import preflight, run_inputs
 
@@ -365,9 +382,11 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
         elif gpus is not None:
             env.pop("CUDA_VISIBLE_DEVICES", None)  # the launcher's --include names them
     inputs = run_inputs(cfg)
+    has_eval = bool(inputs.eval_rows[: cfg.max_eval_pages])  # as each rank decides (worker._build)
+    generation, unresolved = generation_kwargs(cfg, strict=False)
     problems = preflight(cfg, num_processes, inputs, cuda=cuda, deepspeed=True if o.zero is not None else None, zero=o.zero,
                          target=target, vllm_server=split is not None, elsewhere=target.described and cuda and not here,
-                         server_tensor_parallel=split.tensor_parallel if split is not None else 1)  # fmt: skip
+                         server_tensor_parallel=split.tensor_parallel if split is not None else 1, probe_server=True)  # fmt: skip
     if server is not None:
         from olmocr_rl.train.vllm_server import port_problems
 
@@ -375,8 +394,9 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
     if strict:
         problems = [replace(p, severity="error") for p in problems]
     steps = training_steps(cfg, len(inputs.train_rows[: cfg.max_train_pages]), num_processes)
-    return Plan(cfg, o, cuda, distributed, grpo_kwargs(cfg, cuda=cuda, world_size=num_processes, deepspeed=o.zero is not None), inputs,
-                steps, tuple(problems), argv, env, split, server, target, recipe)  # fmt: skip
+    kwargs = grpo_kwargs(cfg, cuda=cuda, has_eval=has_eval, world_size=num_processes, deepspeed=o.zero is not None, generation=generation)
+    return Plan(cfg, o, cuda, distributed, kwargs, inputs, steps, tuple(problems), argv, env, split, server, target, recipe,
+                unresolved=tuple(unresolved))  # fmt: skip
 
 
 def _placement(cfg: TrainConfig, o: LaunchOptions, target: Any) -> tuple[int, Any, list[str] | None, dict[str, Any]]:
@@ -388,7 +408,8 @@ def _placement(cfg: TrainConfig, o: LaunchOptions, target: Any) -> tuple[int, An
     if not o.vllm_gpus:
         # The deepspeed launcher ignores CUDA_VISIBLE_DEVICES once told a count: name the GPUs.
         gpus = visible_gpus() if o.launcher == "deepspeed" and os.environ.get("CUDA_VISIBLE_DEVICES") else None
-        return o.num_processes or 1, None, gpus, {}
+        # Without a count: one process per GPU of the node(s) planned for (--gpus, or this machine's); 1 without GPUs.
+        return o.num_processes or (target.gpus * max(1, o.num_machines) if target.gpus else 1), None, gpus, {}
     from olmocr_rl.launch.server import client_host
 
     split = split_gpus(
@@ -420,6 +441,9 @@ def execute(plan: Plan, echo: Callable[[str], None] = print) -> dict | None:
     lock = folder_lock(cfg.output_dir, "train") if plan.options.num_machines == 1 else contextlib.nullcontext()
     with lock:
         cfg.to_json(plan.config_path)
+        from olmocr_rl.train.console import announce
+
+        announce(plan)  # what the run is and where it writes, before any process loads the model
         from olmocr_rl.train.worker import write_final_outputs
 
         try:

@@ -32,14 +32,18 @@ class Problem:
 
 def trl_problem() -> Problem | None:
     """trl missing, or outside the releases this project's trainer was read against (`TRL_READ`,
-    olmocr_rl/train/schema.py); checked before trl is imported, so before any model loads."""
+    olmocr_rl/train/schema.py); checked before trl is imported, so before any model loads. The
+    training extra first: without it (a scoring-only install) even packaging may be missing."""
+    from olmocr_rl.errors import extra_missing, install_hint
+    from olmocr_rl.train.schema import TRL_READ, trl_window
+
+    fix = f"{install_hint('train')} (trl{trl_window()})"
+    if missing := extra_missing("train"):
+        return Problem("trl", f"training needs the train extra ({', '.join(missing)} not installed)", fix)
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
-    from olmocr_rl.train.schema import TRL_READ, trl_window
-
     have = _dist_version("trl")
-    fix = f"pip install 'olmocr-rl[train]' (trl{trl_window()})"
     if have is None:
         return Problem("trl", "trl is not installed", fix)
     if not SpecifierSet(trl_window()).contains(Version(Version(have).base_version), prereleases=True):
@@ -101,6 +105,7 @@ class Context:
     vllm_server: bool = False  # generation on GPUs of its own
     elsewhere: bool = False  # the plan is for another machine (--gpus on a machine without CUDA)
     server_tensor_parallel: int = 1  # the --vllm-gpus server's tensor parallel size
+    probe_server: bool = False  # the plan (not a rank): connect to a vLLM server of the user's own (`server_problem`)
 
     @property
     def prepared(self) -> Path:
@@ -173,13 +178,10 @@ def check_inputs(ctx: Context) -> list[Problem]:
     """The prepared folder: its manifest, splits and tests (and the environment its tests need)."""
     cfg, prepared, inputs, out = ctx.cfg, ctx.prepared, ctx.inputs, []
     if "manifest" in inputs.problems:
-        return [
-            Problem(
-                "prepared_dir",
-                inputs.problems["manifest"],
-                f"run `olmocr-rl prepare BENCH_DIR {prepared}` first, or point at a prepared folder",
-            )
-        ]
+        from olmocr_rl.prepared import prepare_fix
+
+        fix = prepare_fix(prepared)  # said once: the reading's message may end with it
+        return [Problem("prepared_dir", inputs.problems["manifest"].removesuffix(f"; {fix}"), fix)]
     if "splits" in inputs.problems:
         out.append(Problem("prepared_dir", inputs.problems["splits"], "re-run `olmocr-rl prepare`"))
     if not ctx.train_rows:
@@ -274,6 +276,15 @@ def check_memory(ctx: Context) -> list[Problem]:
             out.append(Problem("vllm_server_gpu_memory_utilization",
                                f"the server's share of its GPU ({memory.gib(share)}) cannot hold the 16-bit weights ({memory.gib(weights)})",
                                "raise vllm_server_gpu_memory_utilization, or give the server more GPUs (--vllm-gpus) for tensor parallelism"))  # fmt: skip
+    elif cfg.use_vllm and cfg.vllm_mode == "colocate" and target.gpu_bytes:
+        share, weights = memory.colocated_share(cfg, shape, target.gpu_bytes)
+        if weights >= share:
+            tp = f" (tensor parallel {cfg.vllm_tensor_parallel_size})" if cfg.vllm_tensor_parallel_size > 1 else ""
+            out.append(Problem("vllm_gpu_memory_utilization",
+                               f"the colocated vLLM engine's share of each training GPU ({memory.gib(share)}: vllm_gpu_memory_utilization="
+                               f"{cfg.vllm_gpu_memory_utilization:g} x {memory.gib(target.gpu_bytes)}) cannot hold the 16-bit weights "
+                               f"({memory.gib(weights)} a GPU{tp})",
+                               "; or ".join(memory.share_fixes(cfg, shape, target.gpu_bytes, ctx.world_size))))  # fmt: skip
     layout = plan_layout(ctx)
     tokens = memory.tokens_of(cfg, ctx.train_rows, memory.planning_budget(cfg, shape)[0])
     est = memory.estimate_memory(cfg, shape, layout, tokens)
@@ -421,8 +432,12 @@ def check_generation(ctx: Context) -> list[Problem]:
     if not cfg.use_vllm:
         return []
     out = list(vllm_problems(ctx.has_cuda(), cfg.vllm_mode))
-    if ctx.elsewhere:  # this machine's installation says nothing of the node's
-        out = [replace(p, message=f"this machine: {p.message}", fix=f"on the node: {p.fix}", severity="warning") for p in out]
+    if ctx.elsewhere:
+        # A build that does not match this machine's says little of the node's; no vLLM at all in
+        # the environment `train` runs from (the launcher's ranks and server start from it) still
+        # stops the run, wherever the plan is for.
+        out = [p if p.message == NOT_INSTALLED else
+               replace(p, message=f"this machine: {p.message}", fix=f"on the node: {p.fix}", severity="warning") for p in out]  # fmt: skip
     tp = cfg.vllm_tensor_parallel_size
     if cfg.vllm_mode == "colocate" and (tp < 1 or world % tp):
         out.append(
@@ -440,7 +455,9 @@ def check_generation(ctx: Context) -> list[Problem]:
                 "unset VLLM_PORT (each engine then finds free ports of its own)",
             )
         )
-    if cfg.vllm_mode == "server" and not cfg.vllm_server_base_url and cfg.vllm_server_host == "0.0.0.0":
+    if cfg.vllm_mode == "server" and not ctx.vllm_server and ctx.probe_server and (problem := server_problem(cfg, ctx.elsewhere)):
+        out.append(problem)  # a server of the user's own that does not answer (said instead of the 0.0.0.0 warning)
+    elif cfg.vllm_mode == "server" and not cfg.vllm_server_base_url and cfg.vllm_server_host == "0.0.0.0":
         out.append(
             Problem(
                 "vllm_server_host",
@@ -450,6 +467,42 @@ def check_generation(ctx: Context) -> list[Problem]:
             )
         )
     return out
+
+
+SERVER_PROBE_S = 2.0  # how long the plan waits for a vLLM server's port to accept a connection
+
+
+def server_address(cfg: TrainConfig) -> tuple[str, int]:
+    """(host, port) trl's client connects to: vllm_server_base_url's, else vllm_server_host:vllm_server_port."""
+    if cfg.vllm_server_base_url:
+        from urllib.parse import urlsplit
+
+        url = urlsplit(cfg.vllm_server_base_url if "//" in cfg.vllm_server_base_url else f"http://{cfg.vllm_server_base_url}")
+        return url.hostname or "127.0.0.1", url.port or (443 if url.scheme == "https" else 80)
+    return cfg.vllm_server_host, cfg.vllm_server_port
+
+
+def server_problem(cfg: TrainConfig, elsewhere: bool = False, timeout: float = SERVER_PROBE_S) -> Problem | None:
+    """vllm_mode=server with a server of the user's own (not --vllm-gpus): its port accepts a TCP
+    connection within `timeout` seconds, or the run would wait vllm_server_timeout for nothing and
+    fail. Not asked of a loopback address when the plan is for another node (`elsewhere`: the server
+    would be there, not here)."""
+    import socket
+
+    host, port = server_address(cfg)
+    loopback = host in ("0.0.0.0", "localhost", "::", "::1") or host.startswith("127.")
+    if elsewhere and loopback:
+        return None
+    try:
+        with socket.create_connection(("127.0.0.1" if host == "0.0.0.0" else host, port), timeout=timeout):
+            return None
+    except OSError as e:
+        why = "nothing listens there (connection refused)" if isinstance(e, ConnectionRefusedError) else (
+            f"no answer within {timeout:g} s" if isinstance(e, TimeoutError) else str(e))  # fmt: skip
+    key = "vllm_server_base_url" if cfg.vllm_server_base_url else "vllm_server_host"
+    return Problem(key, f"vllm_mode=server: the vLLM server at {host}:{port} cannot be reached: {why}",
+                   f"start `trl vllm-serve --model {cfg.model}` on other GPUs there first, set {key} (and vllm_server_port) to its address, "
+                   "or give train --vllm-gpus K to start one on this node's last K GPUs")  # fmt: skip
 
 
 def check_packages(ctx: Context) -> list[Problem]:
@@ -503,19 +556,21 @@ def preflight(
     vllm_server: bool = False,
     elsewhere: bool = False,
     server_tensor_parallel: int = 1,
+    probe_server: bool = False,
 ) -> list[Problem]:
     """Everything that can be checked without loading the model (CHECKS, in order), over `inputs`
     (what `run_inputs` read; a folder, or None for cfg.prepared_dir: read here). `world_size` is the
     total number of training processes (all machines); `cuda`: whether CUDA is available (None: ask
     torch when needed); `deepspeed`: whether the ranks run DeepSpeed (None: this process's
-    environment says)."""
+    environment says); `probe_server`: connect to a server of the user's own (the plan only: a
+    rank may start while the server does)."""
     if deepspeed is None:
         from olmocr_rl.launch.launchers import deepspeed_active
 
         deepspeed = deepspeed_active()
     if not isinstance(inputs, Inputs):
         inputs = run_inputs(cfg, inputs)
-    ctx = Context(cfg, world_size, inputs, deepspeed, cuda, zero, target, vllm_server, elsewhere, server_tensor_parallel)
+    ctx = Context(cfg, world_size, inputs, deepspeed, cuda, zero, target, vllm_server, elsewhere, server_tensor_parallel, probe_server)
     return [p for check in CHECKS for p in check(ctx)]
 
 
@@ -570,6 +625,9 @@ def vllm_distribution() -> str | None:
     return "vllm" if "vllm" in names else (names[0] if names else None)
 
 
+NOT_INSTALLED = "vLLM is not installed"
+
+
 def vllm_problems(cuda: bool, mode: str = "colocate") -> list[Problem]:
     """vLLM generation needs vLLM installed at a version the installed trl accepts, built for the
     installed torch and transformers (vLLM pins torch exactly; its CUDA kernels do not load against
@@ -582,7 +640,7 @@ def vllm_problems(cuda: bool, mode: str = "colocate") -> list[Problem]:
     dist = vllm_distribution()
     vllm = _dist_version(dist) if dist else None
     if vllm is None or importlib.util.find_spec("vllm") is None:
-        out.append(Problem("use_vllm", "vLLM is not installed", fix))
+        out.append(Problem("use_vllm", NOT_INSTALLED, fix.replace(" (pip", " in the environment that runs `olmocr-rl train` (pip")))
         return out
     base = Version(Version(vllm).base_version)
     trl = _dist_version("trl")

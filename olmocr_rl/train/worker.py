@@ -167,7 +167,6 @@ def _build(cfg: TrainConfig, inputs: Inputs, cuda: bool) -> _Built:
     """The OlmocrGRPOTrainer of this run: config, model, rewards, datasets, callbacks, seeds."""
     from accelerate.utils import set_seed
 
-    from olmocr_rl.engines import transformers_suppression, vllm_loop_stop, vllm_suppression
     from olmocr_rl.launch.launchers import deepspeed_active
     from olmocr_rl.reward_registry import build_rewards
     from olmocr_rl.train.data import build_dataset
@@ -190,19 +189,12 @@ def _build(cfg: TrainConfig, inputs: Inputs, cuda: bool) -> _Built:
     # none, with only a warning (transformers#43701). It still restores optimizer, scheduler, RNG, step.
     full_ckpt = resume if resume and not cfg.lora and (Path(resume) / "config.json").is_file() else None
     # The trainer's config first: under ZeRO-3 it switches on partitioned loading (DeepSpeed's
-    # zero.Init), so that no rank holds the whole model in host memory.
-    args = build_grpo_config(cfg, cuda=cuda, has_eval=bool(eval_rows))
+    # zero.Init), so that no rank holds the whole model in host memory. Built once, as the plan
+    # printed it (olmocr_rl/train/grpo.py: the placeholder suppression and the loop stop's switch
+    # included), and not changed after.
+    args = build_grpo_config(cfg, cuda=cuda, has_eval=bool(eval_rows), strict=True)
     model = load_model(cfg, bf16=bool(args.bf16), deepspeed=deepspeed_active(), path=full_ckpt)
     partitioned = zero3_partitioned(model)
-    # Placeholder tokens are never sampled, whichever engine generates (olmocr_rl/engines.py); with
-    # vLLM each request switches the loop stop on (the transformers path: the trainer's stopping criterion).
-    suppression = vllm_suppression(model.config) if cfg.use_vllm else transformers_suppression(model.config)
-    stop, own = (vllm_loop_stop(settings.loop_rule, processor, cfg.model) if cfg.use_vllm else {}), dict(args.generation_kwargs or {})
-    if stop and isinstance(own.get("extra_args"), dict):  # trl.generation_kwargs' own extra_args keep theirs beside ours
-        stop = {"extra_args": {**own.pop("extra_args"), **stop["extra_args"]}}
-    args.generation_kwargs = {**suppression, **stop, **own}
-    if cfg.progress:
-        args.disable_tqdm = True  # our rich display replaces the tqdm bar
     world = world_size()
     recorder = (
         CompletionRecorder(cfg.output_dir, rank=rank(), world_size=world, every=cfg.logging_steps)

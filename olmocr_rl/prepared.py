@@ -38,8 +38,9 @@ def read_manifest(prepared_dir: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         manifest = orjson.loads(path.read_bytes())
     except FileNotFoundError:
-        raise PreparedError(f"{root}: no prepared.json (make this folder with `olmocr-rl prepare BENCH_DIR {root}`, "
-                            "or run it again if it did not finish)") from None  # fmt: skip
+        raise PreparedError(
+            f"{root}: no prepared.json (not a prepared folder, or its prepare did not finish); {prepare_fix(root)}"
+        ) from None
     except orjson.JSONDecodeError as e:
         raise PreparedError(f"{path}: invalid JSON ({e})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
@@ -49,6 +50,19 @@ def read_manifest(prepared_dir: str | os.PathLike[str]) -> dict[str, Any]:
             f"{path}: prepared format version {manifest.get('version')!r} is not supported (expected {VERSION}); re-run prepare"
         )
     return manifest
+
+
+def prepare_fix(folder: str | os.PathLike[str]) -> str:
+    """How to make a prepared folder of `folder`, which is not one: an olmOCR-bench folder (*.jsonl
+    tests beside pdfs/) is prepared into a new folder beside it; any other is the one to prepare into."""
+    import shlex
+
+    root = Path(folder)
+    if (root / "pdfs").is_dir() and any(root.glob("*.jsonl")):
+        new = root.parent / f"{root.name}-prepared"
+        return (f"it is a bench folder: prepare it with `olmocr-rl prepare {shlex.quote(str(root))} {shlex.quote(str(new))}`, "
+                f"then give {new} in its place")  # fmt: skip
+    return f"make it with `olmocr-rl prepare BENCH_DIR {shlex.quote(str(root))}` (or run that again if it did not finish)"
 
 
 def read_split(prepared_dir: str | os.PathLike[str], split: str) -> list[dict[str, Any]]:

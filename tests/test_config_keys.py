@@ -33,6 +33,19 @@ def test_the_source_read_equals_the_imported_grpo_config():
     assert trl_field_names() == frozenset(trl_fields())
 
 
+def test_the_source_read_types_equal_the_imported_grpo_configs():
+    """The annotations read as source (the early type check's) are trl's own; only those naming
+    another class (an enum: lr_scheduler_type, the strategies) are left to the full check."""
+    from olmocr_rl.train.keys import trl_field_types
+    from olmocr_rl.train.schema import trl_fields
+
+    types = trl_field_types()
+    assert {name: typ for name, typ in types.items()} == {name: trl_fields()[name][0] for name in types}
+    assert "learning_rate" in types and "num_generations" in types and len(types) >= 0.9 * len(trl_fields()), sorted(
+        set(trl_fields()) - set(types)
+    )
+
+
 @pytest.mark.parametrize("lines, overrides", TYPOS)
 def test_a_typo_is_refused_early_with_the_full_checks_message(tmp_path, lines, overrides):
     from olmocr_rl.errors import ConfigError

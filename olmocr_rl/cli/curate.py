@@ -20,6 +20,7 @@ from olmocr_rl.cli import (
     WorkersOption,
     app,
     echo,
+    example,
     fail,
     loop_rule_option,
     page_progress,
@@ -30,7 +31,12 @@ reward (the config's bench rewards and guard), write PREPARED/difficulty.jsonl (
 write the pages whose samples disagree as a split that `train` reads (train_split=NAME)."""
 
 
-@app.command("curate", help=ABOUT, short_help="Choose training pages by difficulty: keep those whose sampled rewards disagree.")
+@app.command(
+    "curate",
+    epilog=example("olmocr-rl curate prepared --model M --config olmocr2"),
+    help=ABOUT,
+    short_help="Choose training pages by difficulty: keep those whose sampled rewards disagree.",
+)
 def curate_command(
     prepared_dir: Annotated[Path, typer.Argument(help="A folder made by `olmocr-rl prepare`.", show_default=False)],
     overrides: Annotated[
@@ -42,7 +48,7 @@ def curate_command(
     engine: Annotated[str, typer.Option("--engine", help="transformers, or vllm (its offline engine), as `generate`.")] = "transformers",
     config: Annotated[
         Optional[str],
-        typer.Option("--config", "-c", help="The training recipe (YAML/TOML or a packaged name): rewards, guard, temperature, length."),
+        typer.Option("--config", help="The training recipe (YAML/TOML or a packaged name): rewards, guard, temperature, length."),
     ] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Config override (repeatable).")] = None,
     include_eval: Annotated[bool, typer.Option("--eval", help="Score the eval pages too (recorded, never selected).")] = False,
@@ -76,12 +82,14 @@ def curate_command(
 
     from olmocr_rl.curate import CurateJob, KeepRule, file_model, run_job
     from olmocr_rl.engines import engine_kind
+    from olmocr_rl.errors import need_extra
     from olmocr_rl.launch.launchers import LaunchOptions
     from olmocr_rl.launch.pages import Workers, vllm_port_problem
     from olmocr_rl.model_ref import resolve_model
     from olmocr_rl.prepared import read_manifest
     from olmocr_rl.prompts import resolve_prompt
     from olmocr_rl.train.config import engine_settings, load_config
+    from olmocr_rl.train.config_file import read_config
     from olmocr_rl.train.keys import check_keys
 
     engine_kind(engine, tensor_parallel)  # a name the table knows, and an engine that spans GPUs if asked to, before anything is read
@@ -93,17 +101,19 @@ def curate_command(
     path = output or prepared_dir / "difficulty.jsonl"
     try:
         read_manifest(prepared_dir)  # a prepared folder, before anything else is read or written
+        need_extra("train", "curate")  # its engines and the training config (trl's keys): not "a bug" in a scoring-only install
         model = model or file_model(path)
         if not model:
             fail("--model is required (there is no difficulty file to take it from)")
         # Answered in a second, before trl is imported: a key no config has, a model that is nowhere.
-        check_keys(config, [*(set_ or []), *(overrides or [])])
+        recipe = read_config(config)  # read once: the early check and the config read the same mapping
+        check_keys(recipe, [*(set_ or []), *(overrides or [])])
         resolve_model(model)
         local = Path(model)
         model = str(local.resolve()) if local.exists() else model  # the same folder, whatever the working directory
         # The training config, for the rewards, guard, temperature, length, prompt and the engine's
         # settings (output_dir is the trainer's, unused here).
-        cfg = load_config(config, [*(set_ or []), *(overrides or [])], prepared_dir=str(prepared_dir), model=model,
+        cfg = load_config(recipe, [*(set_ or []), *(overrides or [])], prepared_dir=str(prepared_dir), model=model,
                           output_dir=str(prepared_dir))  # fmt: skip
         from olmocr_rl.loops import rule_from
 

@@ -9,7 +9,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from olmocr_rl.cli import MachineRankOption, MainProcessIpOption, MainProcessPortOption, NumMachinesOption, app, echo, fail
+from olmocr_rl.cli import (
+    MachineRankOption,
+    MainProcessIpOption,
+    MainProcessPortOption,
+    NumMachinesOption,
+    QuietOption,
+    app,
+    echo,
+    example,
+    fail,
+)
 
 ABOUT = "Train a VLM with GRPO, the olmOCR-bench pass rate as the reward (olmOCR 2 recipe defaults)."
 
@@ -22,7 +32,7 @@ def _options(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.command("train", help=ABOUT, short_help=ABOUT)
+@app.command("train", epilog=example("olmocr-rl train prepared --model M -o run --config olmocr2 --dry-run"), help=ABOUT, short_help=ABOUT)
 def train_command(
     prepared_dir: Annotated[Path, typer.Argument(help="A folder made by `olmocr-rl prepare`.", show_default=False)],
     # KEY=VALUE words anywhere on the line (click collects positionals between options).
@@ -33,18 +43,33 @@ def train_command(
     model: Annotated[str, typer.Option("--model", help="Model path or hub id (an image-text-to-text VLM).")] = "",
     output_dir: Annotated[Optional[Path], typer.Option("--output-dir", "-o", help="Checkpoints, logs, outputs.")] = None,
     config: Annotated[
-        Optional[str], typer.Option("--config", "-c", help="A recipe: a YAML/TOML file, or a packaged one by name (olmocr2).")
+        Optional[str], typer.Option("--config", help="A recipe: a YAML/TOML file, or a packaged one by name (olmocr2).")
     ] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Config override (repeatable).")] = None,
     resume: Annotated[
-        Optional[str], typer.Option("--resume", help="'auto' (latest checkpoint in --output-dir) or a checkpoint folder.")
+        Optional[str],
+        typer.Option(
+            "--resume",
+            help="'auto' (latest checkpoint in --output-dir) or a checkpoint folder: continue the run there (its logged rows "
+            "after that checkpoint are dropped, and logged again).",
+        ),
     ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="When --output-dir holds a run (a checkpoint-N folder, logs/metrics.jsonl, runs/, train_summary.json, "
+            "outputs/, completions/ or report.html): delete everything in it and train from scratch. Without it (or --resume) such a folder "
+            "is refused; a folder with none of these is trained into beside what it holds.",
+        ),
+    ] = False,
     num_processes: Annotated[
         Optional[int],
         typer.Option(
             "--num-processes",
             min=1,
-            help="Training processes in total (all machines). Default 1, or every training GPU with --vllm-gpus.",
+            help="Training processes in total (all machines). Default: one per GPU of the node(s) planned for "
+            "(--gpus, else this machine's; less --vllm-gpus), 1 without GPUs.",
             show_default=False,
         ),
     ] = None,
@@ -89,11 +114,11 @@ def train_command(
         bool,
         typer.Option(
             "--show-config",
-            "-v",
             help="With --dry-run: print the resolved config and trl.GRPOConfig's arguments too (else only the file it is written to).",
         ),
     ] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show the traceback when the training stack refuses the configuration.")] = False,
+    quiet: QuietOption = False,  # no bar, step lines or completions tables (every rank: olmocr_rl/engines.py QUIET_ENV); the metrics go on
     strict: Annotated[
         bool, typer.Option("--strict", help="Pre-flight warnings (e.g. checkpoints that will not fit on the disk) stop the run.")
     ] = False,
@@ -108,27 +133,52 @@ def train_command(
 ) -> int:
     if debug:
         os.environ["OLMOCR_RL_DEBUG"] = "1"  # also for the launched ranks; main() restores it afterwards
+    from olmocr_rl.launch.launchers import LaunchOptions
     from olmocr_rl.model_ref import resolve_model
-    from olmocr_rl.train.keys import check_keys
+    from olmocr_rl.prepared import read_manifest
+    from olmocr_rl.train.config_file import read_config
+    from olmocr_rl.train.keys import early_values
     from olmocr_rl.train.preflight import trl_problem
     from olmocr_rl.train.rank import launched_rank
+    from olmocr_rl.train.run_folder import reuse_problem
 
     rank = launched_rank(local_rank)
-    # Answered in a second, before trl is imported: a trl the trainer was not read against, a key no
-    # config has, a model that is nowhere.
+    # Answered in a second, before trl is imported: options that contradict each other, the launch
+    # options, a trl the trainer was not read against (or no training extra), a key no config has or a
+    # value of the wrong type, a required value not given, a folder that is not prepared, an output
+    # folder that holds a run, a model that is nowhere.
+    if show_config and not dry_run:
+        fail("--show-config needs --dry-run (it prints the plan's config; without --dry-run the run would train)", 2)
+    if overwrite and resume is not None:
+        fail("--overwrite deletes the run that --resume continues: give one of them", 2)
+    options_ = LaunchOptions(num_processes=num_processes, zero=zero, launcher=launcher, vllm_gpus=vllm_gpus, num_machines=num_machines,
+                             machine_rank=machine_rank, main_process_ip=main_process_ip, main_process_port=main_process_port,
+                             hostfile=str(hostfile) if hostfile else None, gpus=gpus, gpu_memory=gpu_memory)  # fmt: skip
     if (problem := trl_problem()) is not None:
         fail(f"{problem.message}; {problem.fix}")
-    configured = check_keys(config, [*(set_ or []), *(overrides or [])])
-    if (model or configured) and not rank:
-        resolve_model(model or configured, "--model" if model else "model")
-    from olmocr_rl.launch.launchers import LaunchOptions
+    recipe = read_config(config)  # read once: the early check and the config read the same mapping
+    early = early_values(recipe, [*(set_ or []), *(overrides or [])])
+    reuse = None
+    if not rank:
+        configured, out = model or early.get("model"), output_dir or early.get("output_dir")
+        if not configured:
+            fail("--model is required (a model folder or hub id; or model: in the config)")
+        if not out:
+            fail("--output-dir (-o) is required (the run's folder; or output_dir: in the config)")
+        if not dry_run:  # a prepared folder, before anything heavy (a dry run plans without one, naming the problem)
+            read_manifest(prepared_dir)
+        if machine_rank == 0:  # another machine's copy of the command finds machine 0's run starting there (shared storage)
+            reuse = reuse_problem(out, resume=resume or early.get("resume"), overwrite=overwrite)
+            if reuse is not None and not dry_run:
+                fail(": ".join(reuse))
+        resolve_model(configured, "--model" if model else "model", trains=True)
     from olmocr_rl.train.config import load_config
     from olmocr_rl.train.plan import build_plan, execute
     from olmocr_rl.train.preflight import errors
     from olmocr_rl.train.rank import rank_main
 
     cfg = load_config(
-        config,
+        recipe,
         [*(set_ or []), *(overrides or [])],
         prepared_dir=str(prepared_dir),
         model=model or None,
@@ -137,13 +187,22 @@ def train_command(
     )
     if rank:
         return rank_main(cfg, zero, dry_run=dry_run, echo=echo)
-    options_ = LaunchOptions(num_processes=num_processes, zero=zero, launcher=launcher, vllm_gpus=vllm_gpus, num_machines=num_machines,
-                             machine_rank=machine_rank, main_process_ip=main_process_ip, main_process_port=main_process_port,
-                             hostfile=str(hostfile) if hostfile else None, gpus=gpus, gpu_memory=gpu_memory)  # fmt: skip
     from olmocr_rl.recipes import recipe_path
 
     packaged = config if config and not Path(config).is_file() and recipe_path(config) else None
     plan = build_plan(cfg, options_, strict=strict, recipe=packaged)
+    if dry_run and machine_rank == 0:  # the run folder, as a problem: reused, "will NOT start"; to be deleted, a warning
+        from dataclasses import replace
+
+        from olmocr_rl.train.preflight import Problem
+        from olmocr_rl.train.run_folder import run_marks
+
+        if reuse is not None:
+            plan = replace(plan, problems=(Problem("output_dir", *reuse), *plan.problems))
+        elif overwrite and (marks := run_marks(cfg.output_dir)):
+            deleted = Problem("output_dir", f"{cfg.output_dir} holds a run ({', '.join(marks)}): --overwrite deletes everything in it "
+                              "when training starts", "drop --overwrite to keep it (and --resume auto to continue it)", "warning")  # fmt: skip
+            plan = replace(plan, problems=(deleted, *plan.problems))
     if dry_run:  # the verdict in a line, the problems, the plan, the verdict in full
         from olmocr_rl.train.plan import write_config
 
@@ -155,7 +214,29 @@ def train_command(
         return 1 if errors(plan.problems) else 0
     for p in plan.problems:
         echo(str(p), err=True)
+    if not errors(plan.problems):
+        _prepare_output_dir(plan.cfg, overwrite=overwrite, machine_rank=machine_rank)
     outputs = execute(plan, echo)
     if outputs:
         echo(f"outputs: {outputs['candidate']}  (score them: {outputs['bench_command']})")
     return 0
+
+
+def _prepare_output_dir(cfg, *, overwrite: bool, machine_rank: int) -> None:
+    """Before the run writes: with --overwrite, the run in the output folder deleted (the folder's
+    lock held: not under a run that is writing it); with --resume, its logged rows after the
+    checkpoint resumed from dropped (olmocr_rl/train/run_folder.py). Machine 0's to do."""
+    from olmocr_rl.folder_lock import LOCK_NAME, folder_lock
+    from olmocr_rl.train.run_folder import clear_run, trim_metrics
+
+    if machine_rank != 0:
+        return
+    if overwrite:
+        with folder_lock(cfg.output_dir, "train"):
+            if clear_run(cfg.output_dir, keep=(LOCK_NAME,)):
+                echo(f"--overwrite: deleted the run in {cfg.output_dir}", err=True)
+    elif cfg.resume is not None:
+        from olmocr_rl.train.worker import resolve_resume
+
+        if (checkpoint := resolve_resume(cfg)) is not None and Path(checkpoint).parent.resolve() == Path(cfg.output_dir).resolve():
+            trim_metrics(cfg.output_dir, checkpoint)

@@ -75,6 +75,12 @@ def torch_extensions_dir() -> Path:
     return cache / "olmocr-rl" / "torch_extensions" / tag
 
 
+class LaunchUsageError(ConfigError):
+    """Launch options that contradict each other (a usage error: exit status 2)."""
+
+    code = 2
+
+
 @dataclass(frozen=True)
 class LaunchOptions:
     """How the ranks (or a page job's workers) are started: the launch options of `olmocr-rl train`,
@@ -82,7 +88,7 @@ class LaunchOptions:
     (olmocr_rl/train/plan.py, which resolves `num_processes`) and the page workers
     (olmocr_rl/launch/pages.py) read."""
 
-    num_processes: int | None = None  # total over all machines; None: 1, or (train) every training GPU with vllm_gpus
+    num_processes: int | None = None  # total over all machines; None: 1, or (train) every training GPU of the node(s) planned for
     zero: int | None = None  # DeepSpeed ZeRO stage
     launcher: str = "accelerate"  # a name of LAUNCHERS
     vllm_gpus: int | None = None  # train: serve generation on this node's last K GPUs
@@ -97,6 +103,9 @@ class LaunchOptions:
     def __post_init__(self) -> None:
         if self.launcher not in LAUNCHERS:
             raise ConfigError(f"--launcher {self.launcher!r}: choose {' or '.join(LAUNCHERS)}")
+        if not 0 <= self.machine_rank < self.num_machines:  # the one check, for every command with these options
+            raise LaunchUsageError(f"--machine-rank must be in [0, {self.num_machines}) with --num-machines {self.num_machines} "
+                                   f"(machines are ranked 0 to {self.num_machines - 1}), got {self.machine_rank}")  # fmt: skip
 
     @property
     def processes(self) -> int:
@@ -122,8 +131,6 @@ def accelerate_argv(
         raise ConfigError(
             f"--num-processes ({num_processes}) is the total over all machines and must be divisible by --num-machines ({o.num_machines})"
         )
-    if not 0 <= o.machine_rank < o.num_machines:
-        raise ConfigError(f"--machine-rank must be in [0, {o.num_machines}), got {o.machine_rank}")
     if o.num_machines > 1 and not o.main_process_ip:
         raise ConfigError(f"--num-machines {o.num_machines} needs --main-process-ip (the address of the rank-0 machine)")
     preset = ["--config_file", str(ddp_config_file())]

@@ -12,8 +12,9 @@ trl's GRPOConfig.
 
 Defaults follow olmOCR 2's GRPO recipe where it is known (28 generations per page, beta 0,
 temperature 0.8, bnpo loss with group-scaled rewards, lr 2e-6, 8000-token completions). Unknown
-keys are errors naming the key and the closest known ones: a typo must not silently train with
-a default.
+keys are errors naming the key and the closest known ones, or ours where trl calls it otherwise
+(olmocr_rl/train/schema.py `unknown_key`, `ALIASES`; keys.py's early check raises the same): a typo must not
+silently train with a default.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from olmocr_rl.atomic import write_text
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.loops import LOOP_OPTIONS, rule_from
 from olmocr_rl.reward_registry import REWARDS, unknown_reward
-from olmocr_rl.train.config_file import load_config_file, parse_override
-from olmocr_rl.train.schema import coerce, suggest, trl_fields, trl_value, trl_version
+from olmocr_rl.train.config_file import ConfigFile, parse_override, read_config
+from olmocr_rl.train.schema import ALIASES, coerce, trl_fields, trl_value, trl_version, unknown_key, unknown_trl_key  # noqa: F401 (ALIASES)
 
 REPORT_TO = ("tensorboard", "wandb", "none")
 
@@ -296,7 +297,7 @@ def set_option(cfg: TrainConfig, key: str, value: Any, source: str) -> None:
         for k, v in value.items():
             k = str(k)
             if not is_trl_key(k):
-                raise ConfigError(f"{source}: trl.{k}: not a GRPOConfig option in trl {trl_version()}{suggest(k, sorted(trl_fields()))}")
+                raise unknown_trl_key(k, source, trl_fields(), trl_version())
             _set_trl(cfg, k, v, source)
     elif name in _OWN_NAMES:
         if name == "rewards" and isinstance(value, dict):
@@ -322,7 +323,7 @@ def known_keys() -> list[str]:
 
 
 def unknown_key_error(key: str, source: str) -> ConfigError:
-    return ConfigError(f"{source}: unknown key {key!r}{suggest(key, known_keys())}: neither an olmocr-rl option nor a trl.GRPOConfig one")
+    return unknown_key(key, source, known_keys())
 
 
 def apply_mapping(cfg: TrainConfig, data: dict, *, source: str) -> None:
@@ -351,15 +352,16 @@ def apply_overrides(cfg: TrainConfig, overrides: list[str]) -> None:
 
 
 def load_config(
-    path: str | os.PathLike[str] | None = None,
+    path: str | os.PathLike[str] | ConfigFile | None = None,
     overrides: list[str] | None = None,
     **explicit: Any,
 ) -> TrainConfig:
-    """Defaults ← config file ← `key=value` overrides ← explicit keyword arguments (the CLI's
-    own options, None meaning "not given"). Validates the result (`validate`)."""
+    """Defaults ← config file (a path, a packaged recipe's name, or the ConfigFile a command read
+    once: olmocr_rl/train/config_file.py `read_config`) ← `key=value` overrides ← explicit keyword
+    arguments (the CLI's own options, None meaning "not given"). Validates the result (`validate`)."""
     cfg = TrainConfig()
-    if path is not None:
-        apply_mapping(cfg, load_config_file(path), source=str(path))
+    if (recipe := read_config(path)) is not None:
+        apply_mapping(cfg, recipe.data, source=recipe.source)
     apply_overrides(cfg, list(overrides or []))
     given = {k: v for k, v in explicit.items() if v is not None}
     if given:
@@ -373,11 +375,7 @@ def validate(cfg: TrainConfig) -> None:
     for name in ("prepared_dir", "model", "output_dir"):
         if not getattr(cfg, name):
             raise ConfigError(f"{name} is required")
-    for name, weight in cfg.rewards.items():
-        if (error := unknown_reward(name)) is not None:
-            raise error
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            raise ConfigError(f"reward {name!r}: the weight must be a number, got {weight!r}")
+    check_rewards(cfg.rewards)
     if not cfg.rewards:
         raise ConfigError(f"no rewards configured; set e.g. rewards.bench=1.0 (choose from {', '.join(REWARDS)})")
     bad = [r for r in cfg.report_to if r not in REPORT_TO]
@@ -396,6 +394,15 @@ def validate(cfg: TrainConfig) -> None:
     except ValueError as e:  # the rule's message starts with the field's name: the key is loop_ + it
         raise ConfigError("loop_" + str(e).removeprefix("loop rule: ")) from None
     validate_filter(cfg)
+
+
+def check_rewards(rewards: dict) -> None:
+    """Each reward a name the registry knows (or a function of the user's), with a number as its weight."""
+    for name, weight in rewards.items():
+        if (error := unknown_reward(name)) is not None:
+            raise error
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise ConfigError(f"reward {name!r}: the weight must be a number, got {weight!r}")
 
 
 def validate_filter(cfg: TrainConfig) -> None:

@@ -1,17 +1,34 @@
 """What a training config says, read: a config file (YAML, TOML or JSON, or a packaged recipe by its
 name: olmocr_rl/recipes/) into a mapping, and a `KEY=VALUE` override into its key and value. Only
-the reading; olmocr_rl/train/config.py checks the keys and values and applies them, and
-olmocr_rl/train/keys.py checks the keys early with the same reading.
+the reading; olmocr_rl/train/keys.py checks the keys and values early (before trl is imported) and
+olmocr_rl/train/config.py checks and applies them. A command reads its recipe once (`read_config`)
+and hands the `ConfigFile` to both.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from olmocr_rl.errors import ConfigError
 from olmocr_rl.recipes import recipe_names, recipe_path
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A recipe file, read once: `source` (the name it was given by, which errors name) and its mapping."""
+
+    source: str
+    data: dict
+
+
+def read_config(config: str | os.PathLike[str] | ConfigFile | None) -> ConfigFile | None:
+    """`config` read (`load_config_file`); a ConfigFile or None as it is."""
+    if config is None or isinstance(config, ConfigFile):
+        return config
+    return ConfigFile(str(config), load_config_file(config))
 
 
 def load_config_file(path: str | os.PathLike[str]) -> dict:

@@ -23,9 +23,11 @@ KATEX_JS = $(shell $(PY) -c 'from olmocr_rl._katex import find_katex_js; print(f
 
 setup: $(VENV)/.installed $(VENV)/.katex
 
-# Rebuild the extension in place (incremental) so Python sees the current Rust sources.
+# Rebuild the extension in place (incremental) so Python sees the current Rust sources. No install:
+# setup's `pip install -e` installed the dependencies (maturin's own pip run printed 51 "Ignoring ...:
+# markers ... don't match your environment" lines).
 build: setup
-	$(VENV)/bin/maturin develop --release -q
+	$(VENV)/bin/maturin develop --release -q --skip-install
 
 # The main job on the bundled fixtures: prepare -> a few GRPO steps on CPU with a tiny random
 # VLM -> bench the trained model's outputs (and the bundled candidate outputs).

@@ -67,6 +67,38 @@ GenerateFn = Callable[[list, list[list[dict]], float, list[int]], list[str]]
 PLACEHOLDER_KEYS = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
 # vLLM clamps a logit bias to [-100, 100].
 VLLM_BAN = -100.0
+# Set by a command's --quiet (generate, curate, train) for itself and every process it starts: no
+# weight-loading or download bars from transformers, huggingface_hub or vLLM (`quiet_loading`).
+QUIET_ENV = "OLMOCR_RL_QUIET"
+
+
+def quiet() -> bool:
+    """Whether the command was given --quiet (QUIET_ENV), here or in the command that started this process."""
+    import os
+
+    return os.environ.get(QUIET_ENV, "").lower() in ("1", "true", "yes")
+
+
+def quiet_loading() -> None:
+    """--quiet (olmocr_rl/cli `QuietOption`): the weight-loading and download bars off, here and in
+    the processes this one starts: transformers' "Loading weights" and huggingface_hub's downloads
+    (HF_HUB_DISABLE_PROGRESS_BARS, read when they are imported; switched off here when they already
+    are), vLLM's "Loading safetensors checkpoint shards" (`use_tqdm_on_load`, which
+    `vllm_engine_kwargs` and `colocated_llm_kwargs` give when QUIET_ENV is set). Imports nothing
+    heavy: `prepare --quiet` stays fast."""
+    import os
+    import sys
+
+    os.environ[QUIET_ENV] = "1"
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
 
 def rank_seed(seed: int, rank: int) -> int:
@@ -179,6 +211,8 @@ def vllm_engine_kwargs(settings: EngineSettings, *, cuda: bool) -> dict[str, Any
                               "trust_remote_code": settings.trust_remote_code, "tensor_parallel_size": settings.tensor_parallel}  # fmt: skip
     if bounds := settings.pixel_bounds():
         kwargs["mm_processor_kwargs"] = bounds
+    if quiet():
+        kwargs["use_tqdm_on_load"] = False  # vLLM's "Loading safetensors checkpoint shards" bar
     return kwargs
 
 
@@ -197,6 +231,8 @@ def colocated_llm_kwargs(settings: EngineSettings, kwargs: dict[str, Any]) -> di
         out["enforce_eager"] = True
     if settings.loop_rule is not None:
         out["logits_processors"] = [*(kwargs.get("logits_processors") or []), VLLM_PROCESSOR]
+    if quiet():
+        out["use_tqdm_on_load"] = False
     return out
 
 

@@ -132,11 +132,13 @@ def _render_task(task: tuple[str, list[int], list[str], int, str]) -> dict[str, 
     the PDF cannot be opened. Never raises for a bad PDF or page."""
     import pypdfium2 as pdfium
 
+    from olmocr_rl.pdfs import PdfUnreadable, open_document
+
     pdf_path, pages, outs, longest_side, tmp_dir = task
     try:
-        doc = pdfium.PdfDocument(pdf_path)
-    except (pdfium.PdfiumError, OSError, ValueError) as e:
-        return {"error": f"{type(e).__name__}: {e}"}
+        doc = open_document(pdf_path)
+    except PdfUnreadable as e:
+        return {"error": str(e)}
     results: list[tuple[int, int | None, int | None, str]] = []
     try:
         n = len(doc)
@@ -442,6 +444,20 @@ def prepare(
         }
         _write_bytes(out / "prepared.json", _dumps(meta, indent=True) + b"\n")
         return PrepareResult(out, splits["train"], splits["eval"], report, rendered)
+
+
+def interrupted_message(out_dir: str | os.PathLike[str], signal_name: str) -> str:
+    """What an interrupted `prepare` kept in `out_dir`, and how to go on: the folder untouched (its
+    prepared.json, which a run removes first and writes last, still there), or unfinished with the
+    pages rendered so far, which a re-run reuses (`_render_page`: same size, newer than the PDF)."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        return f"interrupted ({signal_name}) before anything was written; run the same command to prepare {shown(out)}"
+    if (out / "prepared.json").is_file():
+        return f"interrupted ({signal_name}) before anything was changed: {shown(out)} is as the last prepare left it"
+    rendered = sum(1 for d in ("images", f"{EVAL_PREFIX}images") if (out / d).is_dir() for _ in (out / d).rglob("*.png"))
+    return (f"interrupted ({signal_name}): {shown(out)} is unfinished (no prepared.json: train refuses it); {rendered} rendered "
+            f"page(s) are kept there, and the same command again reuses them and renders only the rest")  # fmt: skip
 
 
 def reference_file(root: Path, key: str, page: int) -> Path | None:
@@ -769,6 +785,6 @@ def _run_tasks(
                 results.append((key, fut.result()))
                 advance(n)
         except BaseException:  # Ctrl-C: stop at once; pages written so far are reused next run
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=True, cancel_futures=True)  # the pages in progress finish; no other starts
             raise
     return results

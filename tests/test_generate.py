@@ -5,6 +5,7 @@ parsed off; the vLLM engine at its boundary."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import types
@@ -313,6 +314,7 @@ def test_what_reaches_the_vllm_engine(tiny, tmp_path, monkeypatch):
     assert invoke([*base, "-c", "raw", "--raw"]).exit_code == 0
     assert set(texts(bench / "raw").values()) == {FRONT_MATTER + "Page text"}
     assert (calls[0]["init"]["seed"], calls[0]["init"]["enforce_eager"], calls[0]["params"][0]["temperature"]) == (0, True, 0.0)
+    assert calls[0]["init"]["use_tqdm_on_load"] is False  # -q: no "Loading safetensors checkpoint shards" bar from vLLM
 
     instruction = tmp_path / "prompt.txt"
     instruction.write_text("Say what the page says, nothing else.")
@@ -332,9 +334,64 @@ def test_what_reaches_the_vllm_engine(tiny, tmp_path, monkeypatch):
     assert all(v4 not in r["prompt"] for r in calls[0]["requests"])  # the default is ours
 
 
+def test_ctrl_c_says_what_was_written_and_how_to_go_on(tiny, tmp_path, monkeypatch):
+    """Ctrl-C (a KeyboardInterrupt where the engine generates) after the first page: status 130 and
+    one line with the files written and that the same command goes on, which it does (skipping the
+    page done). Before any page is written: that nothing was, and no candidate folder is left."""
+    stop_at: list[int] = [1]
+
+    class LLM:
+        def __init__(self, **kwargs):
+            self.calls = 0
+
+        def generate(self, requests, params, use_tqdm=True):
+            self.calls += 1
+            if self.calls > stop_at[0]:
+                raise KeyboardInterrupt
+            return [types.SimpleNamespace(outputs=[types.SimpleNamespace(text=FRONT_MATTER + "Page text")]) for _ in requests]
+
+    fake = types.ModuleType("vllm")
+    fake.LLM = LLM
+    fake.SamplingParams = lambda **kw: kw
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    bench = bench_copy(tmp_path / "bench")
+    args = [
+        "generate",
+        str(tiny),
+        str(bench),
+        "--engine",
+        "vllm",
+        "--max-new-tokens",
+        "8",
+        "--longest-side",
+        "84",
+        "--batch-size",
+        "1",
+        "-q",
+    ]
+    res = invoke([*args, "-c", "c"])
+    assert res.exit_code == 130 and res.stderr.strip().splitlines()[-1] == (
+        f"error: interrupted: 1 page file(s) are written in {bench / 'c'}; the same command again transcribes only the rest"
+    ), res.stderr
+    stop_at[0] = 100
+    res = invoke([*args, "-c", "c"])
+    assert res.exit_code == 0 and "3 files written, 1 pages already done" in res.stdout, res.output
+    stop_at[0] = 0
+    res = invoke([*args, "-c", "d"])
+    assert res.exit_code == 130 and "interrupted before any page was transcribed: nothing was written" in res.stderr, res.stderr
+    assert not (bench / "d").exists()
+
+
 def test_quiet_hides_the_progress_bar(tiny, tmp_path, monkeypatch):
-    """A progress bar (rich's) is started and advanced to every page, except with --quiet."""
+    """A progress bar (rich's) is started and advanced to every page, except with --quiet; which
+    also silences the weight-loading bars (transformers' "Loading weights", huggingface_hub's), for
+    this command only."""
+    import huggingface_hub.utils as hub_utils
     import rich.progress
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.is_progress_bar_enabled(), hub_utils.are_progress_bars_disabled()
+    hf_logging.enable_progress_bar()  # as a fresh process has it (an earlier test may have switched it off)
 
     bars: list[dict] = []
 
@@ -351,10 +408,17 @@ def test_quiet_hides_the_progress_bar(tiny, tmp_path, monkeypatch):
     monkeypatch.setattr(rich.progress, "Progress", Recording)
     bench = bench_copy(tmp_path / "bench")
     args = ["generate", str(tiny), str(bench), "--max-new-tokens", "2", "--longest-side", "84", "--batch-size", "2"]
-    assert invoke([*args, "-c", "a"]).exit_code == 0
-    assert bars == [{"updates": [1, 2, 3, 4], "stopped": True}]  # the transformers engine: one page a call
-    assert invoke([*args, "-c", "b", "--quiet"]).exit_code == 0
-    assert len(bars) == 1
+    try:
+        shown = invoke([*args, "-c", "a"])
+        assert shown.exit_code == 0 and "Loading weights" in shown.stderr, shown.stderr
+        assert bars == [{"updates": [1, 2, 3, 4], "stopped": True}]  # the transformers engine: one page a call
+        quiet = invoke([*args, "-c", "b", "--quiet"])
+        assert quiet.exit_code == 0 and "Loading weights" not in quiet.stderr and "%|" not in quiet.stderr, quiet.stderr
+        assert len(bars) == 1
+        assert hub_utils.are_progress_bars_disabled() and "OLMOCR_RL_QUIET" not in os.environ  # the environment as it was
+    finally:
+        hf_logging.enable_progress_bar() if before[0] else hf_logging.disable_progress_bar()
+        hub_utils.disable_progress_bars() if before[1] else hub_utils.enable_progress_bars()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -184,7 +184,7 @@ def test_transformers_path_stops_cuts_and_scores_the_loop_continued(prepared, ti
     assert m_on["completions/clipped_ratio"] == 1.0  # a cut completion has no end token: truncated, as at the limit
     assert m_on["reward"] == m_off["reward"] == 64.0
     assert not any(k.startswith("loops/") for k in m_off)
-    assert "loops/stopped=4" in capsys.readouterr().err  # the console's progress line
+    assert "  loops 4  " in capsys.readouterr().err  # the console's step line (STEP_METRICS: loops/stopped)
     assert trainer.loops_run.as_dict() == {"completions": 8, "stopped": 4, "tokens": stopped_tokens + 4 * 64,
                                            "loop_tokens": 4 * 40, "saved": 4 * 23}  # fmt: skip
 

@@ -421,6 +421,49 @@ def test_prepared_tests_score_like_the_bench(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_says_what_was_kept_and_how_to_go_on(tmp_path: Path, workers: int) -> None:
+    """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) while rendering: status
+    130 and one line that says the folder is unfinished, how many rendered pages it keeps (as many
+    as are there: the render workers start no page after it) and that the same command reuses them,
+    which the re-run does. Before the folder is touched: that nothing was written."""
+    bench = tmp_path / "bench"
+    (bench / "pdfs").mkdir(parents=True)
+    n = 150
+    (bench / "pdfs" / "long.pdf").write_bytes(pdf_bytes(n))
+    (bench / "long_tests.jsonl").write_text(
+        jsonl([{"pdf": "long.pdf", "page": p, "id": f"p{p}", "type": "present", "text": f"Page {p}"} for p in range(1, n + 1)])
+    )
+    out = tmp_path / "out"
+    code = "import sys; from olmocr_rl.cli import main; sys.exit(main())"
+    argv = [sys.executable, "-c", code, "prepare", str(bench), str(out), "--quiet", "--workers", str(workers)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(list((out / "images").glob("*.png"))) < 3 and proc.poll() is None:
+            time.sleep(0.005)
+        os.killpg(proc.pid, signal.SIGINT)
+        printed = proc.communicate(timeout=120)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    kept = len(list((out / "images").glob("*.png")))
+    assert 3 <= kept < n, "the run was not interrupted while rendering"
+    assert proc.returncode == 130, printed
+    assert printed.strip().splitlines()[-1] == (
+        f"error: interrupted (SIGINT): {out} is unfinished (no prepared.json: train refuses it); {kept} rendered page(s) are "
+        "kept there, and the same command again reuses them and renders only the rest"
+    ), printed
+    assert not (out / "prepared.json").exists()
+    result = prepare(bench, out, PrepareOptions(workers=1))
+    assert result.rendered == n - kept and len(result.train) == n
+
+    from olmocr_rl.prepare import interrupted_message  # the other two states the folder can be in
+
+    assert interrupted_message(out, "SIGINT") == f"interrupted (SIGINT) before anything was changed: {out} is as the last prepare left it"
+    assert "before anything was written" in interrupted_message(tmp_path / "none", "SIGTERM")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
 def test_progress_counts_every_page(tmp_path: Path, workers: int) -> None:
     bench = eval_bench(tmp_path)
     seen: list[int] = []

@@ -21,6 +21,7 @@ from olmocr_rl.cli import (
     WorkersOption,
     app,
     echo,
+    example,
     fail,
     loop_rule_option,
     page_progress,
@@ -29,7 +30,7 @@ from olmocr_rl.cli import (
 ABOUT = "Transcribe a bench folder's tested pages with a model into BENCH_DIR/NAME/ for `olmocr-rl bench`."
 
 
-@app.command("generate", help=ABOUT, short_help=ABOUT)
+@app.command("generate", epilog=example("olmocr-rl generate M olmOCR-bench/bench_data --candidate base"), help=ABOUT, short_help=ABOUT)
 def generate_command(
     model: Annotated[str, typer.Argument(help="Model folder or hub id (a checkpoint, a LoRA adapter, a soup).", show_default=False)],
     bench_dir: Annotated[Path, typer.Argument(help="olmOCR-bench folder: top-level *.jsonl tests and pdfs/**.pdf.", show_default=False)],
@@ -96,7 +97,10 @@ def generate_command(
     options = {"repeats": repeats, "temperature": temperature, "batch_size": batch_size, "raw": raw, "seed": seed}
     if machine_rank > 0:
         return _other_machine(out, workers, quiet)
-    summary = _transcribe(bench_dir, out, engine, settings, options, chosen, longest_side, workers, quiet)
+    try:
+        summary = _transcribe(bench_dir, out, engine, settings, options, chosen, longest_side, workers, quiet)
+    except KeyboardInterrupt:  # Ctrl-C in this process (the workers' stop is WorkersFailed, which says it)
+        fail(_interrupted(out), 130)
     from olmocr_rl.generate import write_summary
 
     path = write_summary(out, summary, given)
@@ -151,6 +155,14 @@ def _transcribe(bench_dir: Path, out: Path, engine: str, settings, options: dict
             raise
         finally:
             close()
+
+
+def _interrupted(out: Path) -> str:
+    """What a Ctrl-C left in the candidate folder, and how to go on (a re-run skips a page whose files are all there)."""
+    if not out.is_dir():
+        return f"interrupted before any page was transcribed: nothing was written (the same command starts {out} again)"
+    written = sum(1 for p in out.rglob("*.md") if ".render" not in p.relative_to(out).parts)
+    return f"interrupted: {written} page file(s) are written in {out}; the same command again transcribes only the rest"
 
 
 def _other_machine(out: Path, workers, quiet: bool) -> int:

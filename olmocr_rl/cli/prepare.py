@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from olmocr_rl.cli import QuietOption, app, echo, fail
+from olmocr_rl.cli import QuietOption, app, echo, example, fail
 
 if TYPE_CHECKING:
     from olmocr_rl.prepare import PrepareResult
@@ -17,7 +17,12 @@ DESCRIPTION = """Validate a bench folder, render every tested page once and writ
 Broken tests and PDFs are reported (a table here, report.json in OUT_DIR) and skipped."""
 
 
-@app.command("prepare", help=DESCRIPTION, short_help="Validate a bench folder, render every tested page once and write a training dataset.")
+@app.command(
+    "prepare",
+    epilog=example("olmocr-rl prepare olmOCR-bench/bench_data prepared --eval-fraction 0.05"),
+    help=DESCRIPTION,
+    short_help="Validate a bench folder, render every tested page once and write a training dataset.",
+)
 def prepare_command(
     bench_dir: Annotated[Path, typer.Argument(help="olmOCR-bench folder: top-level *.jsonl tests and pdfs/**.pdf.", show_default=False)],
     out_dir: Annotated[Path, typer.Argument(help="Where to write the prepared dataset (a re-run resumes).", show_default=False)],
@@ -86,7 +91,15 @@ def prepare_command(
         processor=processor,
         patch_size=patch_size,
     )
-    result = run_prepare(bench_dir, out_dir, options, progress=not quiet)
+    from olmocr_rl.procs import Interrupted, interrupts
+
+    try:
+        with interrupts():  # SIGTERM and SIGHUP as Ctrl-C: what was kept is said either way
+            result = run_prepare(bench_dir, out_dir, options, progress=not quiet)
+    except (KeyboardInterrupt, Interrupted) as e:
+        from olmocr_rl.prepare import interrupted_message
+
+        fail(interrupted_message(out_dir, str(e) or "SIGINT"), 130)
     print_report(result)
     echo(f"wrote {out_dir}: {len(result.train)} train + {len(result.eval)} eval pages, report in {out_dir / 'report.json'}")
     if not len(result.train) + len(result.eval):

@@ -7,25 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
-
-# Shown in the progress line, when logged. frac_reward_zero_std: trl's share of the step's groups
-# whose rewards are all equal (no advantage, no gradient); `olmocr-rl curate` drops such pages.
-# loops/stopped: completions the loop stop ended since the last log (olmocr_rl/loops.py METRICS).
-HEADLINE = ("loss", "reward", "rewards/olmocr_bench/mean", "frac_reward_zero_std", "eval_reward", "completions/mean_length",
-            "loops/stopped", "learning_rate")  # fmt: skip
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}" if math.isfinite(v) else str(v)
-    return str(v)
 
 
 class MetricsJsonlCallback(TrainerCallback):
@@ -44,73 +31,67 @@ class MetricsJsonlCallback(TrainerCallback):
 
 
 class RichProgressCallback(TrainerCallback):
-    """A progress bar with the headline metrics and per-type bench pass rates on a terminal; one
-    plain line per log elsewhere (CI logs, files). Rank 0 only."""
+    """Rank 0's view of the run, WIDTH columns (olmocr_rl/train/console.py `step_lines`): on a
+    terminal, a progress bar with each log's lines printed above it (through the bar's console, as
+    the completions tables are: nothing runs together); elsewhere (CI logs, files) the same lines,
+    plain. Nothing with --quiet (QUIET_ENV)."""
 
     def __init__(self) -> None:
-        self.live: Any = None
         self.progress: Any = None
         self.task: Any = None
         self.console: Any = None
-        self.status: Any = None
 
     def on_train_begin(self, args, state, control, **kwargs):
-        if not state.is_world_process_zero:
-            return
-        from rich.console import Console, Group
-        from rich.live import Live
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-        from rich.text import Text
+        from olmocr_rl.engines import quiet
 
-        self.console = Console(stderr=True)
+        if not state.is_world_process_zero or quiet():
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        from olmocr_rl.train.console import WIDTH, set_live
+
+        self.console = Console(stderr=True, highlight=False)
         if not self.console.is_terminal:
             return
         self.progress = Progress(
             TextColumn("[bold blue]GRPO"),
-            BarColumn(),
+            BarColumn(bar_width=min(40, WIDTH - 48)),
             MofNCompleteColumn(),
+            TextColumn("steps"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=self.console,
         )
         self.task = self.progress.add_task("train", total=state.max_steps, completed=state.global_step)
-        self.status = Text("waiting for the first log ...")
-        self.live = Live(Group(self.progress, self.status), console=self.console, refresh_per_second=4)
-        self.live.start()
+        self.progress.start()
+        set_live(self.console, True)
+        import atexit
+
+        atexit.register(self._stop)  # a run that ends in an error (Ctrl-C) leaves no bar drawn behind its last line
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.progress is not None:
             self.progress.update(self.task, completed=state.global_step)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not state.is_world_process_zero or not logs:
+        if self.console is None or not logs:
             return
-        parts = [f"{k}={_fmt(logs[k])}" for k in HEADLINE if k in logs]
-        parts += [
-            f"{k.removesuffix('/pass_rate')}={_fmt(v)}"
-            for k, v in sorted(logs.items())
-            if k.startswith(("bench/", "eval_bench/")) and "/jsonl/" not in k
-        ]
-        if not parts:  # e.g. the end-of-training runtime summary
-            return
-        line = f"step {state.global_step}/{state.max_steps}: " + "  ".join(parts)
-        if self.live is not None:
-            from rich.text import Text
+        from olmocr_rl.train.console import step_lines
 
-            self.status = Text(line)
-            self.live.update(self._group())
-        elif self.console is not None:
-            self.console.print(line, highlight=False, soft_wrap=True)
-
-    def _group(self) -> Any:
-        from rich.console import Group
-
-        return Group(self.progress, self.status)
+        for line in step_lines(logs, state.global_step, state.max_steps):
+            self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def on_train_end(self, args, state, control, **kwargs):
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
+        self._stop()
+
+    def _stop(self) -> None:
+        from olmocr_rl.train.console import set_live
+
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+            set_live(self.console, False)
 
 
 class StopOnSignal(TrainerCallback):

@@ -32,7 +32,7 @@ COMMANDS = {
         ("--bootstrap-samples", "--bootstrap_samples"): 1000, ("--confidence-level", "--confidence_level"): 0.95,
         ("--seed",): 0, ("--show-failures",): False,
         # #16: the reference runner's report, sample and failed-tests options
-        ("--report", "--test-report"): None, ("--max-reports", "--max_reports"): None, ("--sample",): None,
+        ("--report", "--test-report", "--test_report"): None, ("--max-reports", "--max_reports"): None, ("--sample",): None,
         ("--output-failed", "--output_failed"): None,
         ("--guard",): "none",  # #26: the published checks unless asked
         ("--compare",): False,  # #30: paired differences against the first candidate
@@ -55,7 +55,7 @@ COMMANDS = {
         ("--seed",): 0, ("--keep-katex-math",): False,  # #42: the pages' seeds (0: upstream's), KaTeX's MathML copy not cut off
     },
     "train": {
-        "prepared_dir": None, "overrides": None, ("--model",): "", ("--output-dir", "-o"): None, ("--config", "-c"): None,
+        "prepared_dir": None, "overrides": None, ("--model",): "", ("--output-dir", "-o"): None, ("--config",): None,
         ("--set",): None, ("--resume",): None, ("--num-machines",): 1,
         ("--machine-rank",): 0, ("--main-process-ip",): None, ("--main-process-port",): None, ("--dry-run",): False,
         ("--debug",): False,  # new: the traceback of a refused configuration
@@ -66,7 +66,9 @@ COMMANDS = {
         ("--gpus",): None, ("--gpu-memory",): None,  # #34: the node planned for (default: this machine's)
         ("--options",): None,  # #17: every config key with its type, default and help
         ("--strict",): False,  # #25: pre-flight warnings (checkpoint disk) stop the run
-        ("--show-config", "-v"): False,  # #42: the dry run prints the resolved config (else only its file)
+        ("--show-config",): False,  # #42: the dry run prints the resolved config (else only its file); #49: no -v
+        ("--overwrite",): False,  # #49: a folder holding a run is refused without it (or --resume)
+        ("--quiet", "-q"): False,  # #49: no bar, step lines or completions tables
     },
     "generate": {  # #16: new
         "model": None, "bench_dir": None, ("--candidate", "-c"): "generated", ("--repeats",): 1, ("--temperature",): 0.0,
@@ -80,7 +82,7 @@ COMMANDS = {
     },
     "curate": {  # #26: new
         "prepared_dir": None, "overrides": None, ("--model",): "", ("--samples", "-n"): 8, ("--engine",): "transformers",
-        ("--config", "-c"): None, ("--set",): None, ("--eval",): False, ("--batch-size",): 16, ("--output", "-o"): None,
+        ("--config",): None, ("--set",): None, ("--eval",): False, ("--batch-size",): 16, ("--output", "-o"): None,
         ("--name",): "curated", ("--min-std",): 0.0, ("--min-mean",): None, ("--max-mean",): None, ("--eager", "--no-eager"): None,
         ("--quiet", "-q"): False,
         **{("--num-processes",): 1, ("--tensor-parallel",): 1, ("--dry-run",): False},  # #36: workers, vLLM tensor parallel
@@ -319,3 +321,16 @@ def test_readme_walks_a_user_through_commands_that_exist(monkeypatch):
     printed = invoke(["bench", "bench_fixtures", "-c", "demo_model", "-c", "other_model", "--compare"], env={"COLUMNS": "200"})
     said = " ".join(line.removeprefix("# ") for line in quoted.splitlines())
     assert said == " ".join(printed.stdout.splitlines()[:2])
+
+
+def test_a_ctrl_c_no_command_caught_is_one_error_line(tmp_path, monkeypatch):
+    """typer turns a KeyboardInterrupt its command does not catch into a silent status 130: the
+    command line says it was interrupted (issue 49: `prepare` printed nothing)."""
+    import olmocr_rl.report
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(olmocr_rl.report, "run_report", interrupted)
+    res = invoke(["report", str(tmp_path)])
+    assert res.exit_code == 130 and res.stderr == "error: interrupted\n", res.output

@@ -181,12 +181,42 @@ def trained(prepared, tiny_model, tmp_path_factory):
     res = invoke(["train", str(prepared), "--model", str(tiny_model), "-o", str(out), "--config", str(RECIPE)])
     assert res.exit_code == 0, res.output
     assert f"score them: olmocr-rl bench {out} --candidate outputs" in res.output
-    assert "step 2/2: loss=" in res.output  # the progress display's plain-line mode (not a terminal)
+    assert "step 2/2  loss " in res.stderr  # the progress display's plain-line mode (not a terminal)
+    _start_block_then_short_lines(res.stderr, prepared, tiny_model, out)
     cfg = TrainConfig.from_dict(json.loads((out / "train_config.json").read_text()))  # the resolved config round-trips
     assert cfg.output_dir == str(out) and cfg.num_generations == 4 and cfg.bf16 is False
     digest = tree_digest(out)
     yield cfg, out, json.loads((out / "train_summary.json").read_text())
     assert tree_digest(out) == digest, "a test changed the shared training run; tests that write copy it (own_copy)"
+
+
+def _start_block_then_short_lines(err: str, prepared: Path, model: Path, out: Path) -> None:
+    """What `train` printed (issue 49): the start block before any step line, its fields true (the
+    pages counted in the prepared folder, the steps those trl ran, the folders it names there), and
+    every line of the block and every step line within 100 columns."""
+    from rich.cells import cell_len
+
+    lines = err.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("train: "))
+    steps = [i for i, line in enumerate(lines) if line.startswith(("step ", "eval step ", "  pass rates: "))]
+    assert steps and first < steps[0], err[-3000:]
+    block = lines[first : lines.index("loading the model; a line per logged step follows") + 1]
+    fields = {k.strip(): v.strip() for k, v in (line.split(": ", 1) for line in block[1:-1])}
+    pages = [len((prepared / f"{split}.jsonl").read_text().splitlines()) for split in ("train", "eval")]
+    trained_steps = json.loads((out / "train_summary.json").read_text())["global_step"]
+    assert block[0] == f"train: {model}"
+    assert fields["pages"] == f"{pages[0]} train, {pages[1]} eval (evaluated every 2 steps and at the end)", fields
+    assert fields["prepared"] == str(prepared)
+    assert fields["steps"] == f"{trained_steps} optimizer steps, 4 completions a page", fields
+    assert fields["processes"] == "1 (this process trains)" and fields["generation"].startswith("transformers")
+    assert fields["output"] == f"{out} (a checkpoint every 2 steps)"
+    metrics = fields["metrics"].split(" (")[0]
+    assert metrics == str(out / "logs" / "metrics.jsonl") and Path(metrics).is_file()
+    runs = fields["tensorboard"].split(" (")[0]
+    assert runs == str(out / "runs") and list(Path(runs).rglob("events.out.tfevents.*"))
+    long = [line for line in [*block, *(lines[i] for i in steps)] if cell_len(line) > 100]
+    assert not long, long
+    assert "pass rates: " in err and "  lr " in err and "loss=" not in err  # abbreviated (the full set: metrics.jsonl)
 
 
 def own_copy(trained, tmp_path: Path):
@@ -251,6 +281,93 @@ def test_final_outputs_from_the_saved_model_batched_with_repeats(trained, tmp_pa
         assert after[name] == text == after[name.replace("_repeat1", "_repeat2")]
 
 
+def test_the_readme_compares_the_trained_model_with_its_start(trained, tiny_model, prepared, tmp_path):
+    """Issue 49, item 7: the README's step 6 (generate the base model into the run folder, then
+    bench base against outputs) run as written on the demo's run, with the tiny recipe's values
+    where the README's are olmOCR 2's (its prompt and completion length, held equal to the
+    recipe's here). `generate` so told writes the trained model's own final outputs again, file
+    for file (the same pages, told the same); the comparison is outputs − base over one set of tests."""
+    import shlex
+
+    import yaml
+    from test_first_sight_docs import readme_section
+
+    from olmocr_rl.cli import app
+    from olmocr_rl.prepared import read_manifest
+
+    cfg, out, _ = own_copy(trained, tmp_path)
+    block = readme_section("**6. Did training help?**").split("```bash\n")[1].split("```")[0]
+    lines = [shlex.split(line.split("  #")[0]) for line in block.splitlines() if line.startswith("olmocr-rl ")]
+    assert [w[:2] for w in lines] == [["olmocr-rl", "generate"], ["olmocr-rl", "bench"]]
+    generate, bench = lines[0][1:], lines[1][1:]
+    assert generate[1:4] == ["M", "run", "--candidate"] and bench[1] == "run"
+    # The README's values are the recipe's: its prompt, and generate's default length is its completion length.
+    recipe = yaml.safe_load((Path(__file__).resolve().parent.parent / "olmocr_rl" / "recipes" / "olmocr2.yaml").read_text())
+    assert generate[generate.index("--prompt") + 1] == recipe["prompt"]
+    defaults = {p.name: p.default for p in typer_command(app, "generate").params}
+    assert defaults["max_new_tokens"] == recipe["max_completion_length"] and "--max-new-tokens" not in generate
+    assert defaults["longest_side"] == 1288 and "final_outputs=eval" in readme_section("**5. Train**")
+    # The demo's run: the prepared rows' own instruction (no prompt in its recipe), 16 tokens, 140 px pages.
+    assert cfg.prompt is None
+    del generate[generate.index("--prompt") : generate.index("--prompt") + 2]
+    tiny = ["--max-new-tokens", str(cfg.max_completion_length), "--longest-side", str(read_manifest(prepared)["options"]["longest_side"])]
+    where = {"M": str(tiny_model), "run": str(out)}
+    res = invoke([where.get(w, w) for w in generate] + tiny)
+    assert res.exit_code == 0, res.output
+    base = generate[generate.index("--candidate") + 1]
+    again = invoke(["generate", str(out), str(out), "--candidate", "again", *tiny])  # the trained model, told the same
+    assert again.exit_code == 0, again.output
+    mine = {p.relative_to(out / "outputs").as_posix(): p.read_text() for p in (out / "outputs").rglob("*.md")}
+    assert {p.relative_to(out / "again").as_posix(): p.read_text() for p in (out / "again").rglob("*.md")} == mine
+    assert sorted(p.relative_to(out / base).as_posix() for p in (out / base).rglob("*.md")) == sorted(mine)
+    res = invoke([where.get(w, w) for w in bench], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[1].startswith(f"outputs − {base} = "), res.stdout
+    as_json = invoke([where.get(w, w) for w in bench] + ["--json"])
+    summary = json.loads(as_json.stdout[as_json.stdout.index("{") :])
+    tests = sum(len(f.read_text().splitlines()) for f in out.glob("*.jsonl"))  # and bench's own baseline tests
+    assert [(c["name"], c["tests"]) for c in summary["candidates"]] == [(base, summary["tests"]), ("outputs", summary["tests"])]
+    assert summary["tests"] >= tests
+
+
+def typer_command(app, name: str):
+    import typer
+
+    return typer.main.get_command(app).commands[name]
+
+
+def test_the_model_card_names_the_base_model_and_runs_an_ocr_example(trained, tiny_model, prepared, tmp_path, monkeypatch):
+    """Issue 49, item 7: the run folder's README.md (trl's slot, written at each checkpoint) is
+    ours, not trl's text-model card ("fine-tuned version of [None]", a text-generation pipeline):
+    it names the base model (a folder here: by its path, no hub link), the pages, and an OCR
+    example with the run's instruction, whose code runs as written on one of the run's pages and
+    prints what the final outputs hold for it."""
+    import contextlib
+    import io
+
+    from olmocr_rl.prepared import read_split
+    from olmocr_rl.prompts import DEFAULT_PROMPT
+
+    cfg, out, _ = trained
+    card = (out / "README.md").read_text()
+    _, meta, body = card.split("---\n", 2)
+    assert "[None]" not in card and "text-generation" not in card and "pipeline(" not in card
+    assert "pipeline_tag: image-text-to-text" in meta and "base_model" not in meta  # a local folder: nothing to link
+    assert f"fine-tuned version of the model in `{tiny_model}` (a local folder), trained on 3 pages with GRPO" in " ".join(body.split())
+    code = body.split("```python\n")[1].split("```")[0]
+    assert f"model_id = {str(out)!r}" in code and f"instruction = {DEFAULT_PROMPT!r}" in code
+    assert f"max_new_tokens={cfg.max_completion_length}," in code
+    assert f"olmocr-rl generate {out} BENCH_DIR --candidate NAME   #" in body  # the default instruction: no --prompt
+    row = read_split(prepared, "train")[0]
+    shutil.copy(prepared / row["image"], tmp_path / "page.png")
+    monkeypatch.chdir(tmp_path)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, "README.md", "exec"), {})
+    written = out / "outputs" / f"{row['pdf'].removesuffix('.pdf')}_pg{row['page']}_repeat1.md"
+    assert printed.getvalue().strip() == written.read_text().strip()
+
+
 def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model, caplog, tmp_path):
     """Through the CLI, in-process (tests/test_resume.py compares a resumed run's weights with an
     uninterrupted run's)."""
@@ -270,9 +387,17 @@ def test_resume_continues_from_the_checkpoint(trained, prepared, tiny_model, cap
             "max_steps=3",
             "final_outputs=none",
             "eval_split=none",
+            "--quiet",
         ]
     )
     assert res.exit_code == 0, res.output
+    # --quiet: the start block, then no step line and no completions table (the metrics are logged all the same)
+    assert "train: " in res.stderr and "  resume:      auto" in res.stderr and "no evaluation" in res.stderr, res.stderr
+    shown = [
+        line for line in res.output.splitlines() if line.startswith(("step ", "eval step ", "  pass rates")) or "completions, step" in line
+    ]
+    assert not shown, shown
+    assert any(r["step"] == 3 and "loss" in r for r in _logs(out))
     summary = json.loads((out / "train_summary.json").read_text())
     assert summary["resumed_from"].endswith("checkpoint-2")
     assert summary["global_step"] == 3

@@ -39,6 +39,34 @@ class GuardChoice(str, enum.Enum):
     short_output_footnote = "short-output+footnote"
 
 
+class OneNamePerOption(typer.core.TyperCommand):
+    """A command whose --help lists each option once: its first long name and its short one (`-c`).
+    Its other long spellings (bench's `--skip_baseline`, ..., the reference runner's flags) still
+    work, and are not listed (`@app.command(..., cls=OneNamePerOption)`)."""
+
+    @staticmethod
+    def listed(opts: list[str]) -> list[str]:
+        """The names --help shows of an option named `opts`: the short ones and the first long one."""
+        first = next((o for o in opts if o.startswith("--")), None)
+        return [o for o in opts if not o.startswith("--") or o == first]
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        import copy
+
+        args, opts = [], []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "option" and len(param.opts) > 1:
+                param = copy.copy(param)
+                param.opts = self.listed(param.opts)
+            record = param.get_help_record(ctx)
+            if record is not None and param.param_type_name in ("argument", "option"):
+                (args if param.param_type_name == "argument" else opts).append(record)
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
 class CliError(UserError):
     """Ends a command: `message` to stderr as `error: ...`, exit status `code`."""
 
@@ -52,7 +80,19 @@ EagerOption = Annotated[
     Optional[bool],
     typer.Option("--eager/--no-eager", help="vLLM without CUDA graphs or compilation (default: eager without CUDA).", show_default=False),
 ]
-QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+
+
+def _quiet(value: bool) -> bool:
+    if value:  # for this command and every process it starts (olmocr_rl/engines.py; main() restores the environment)
+        from olmocr_rl.engines import quiet_loading
+
+        quiet_loading()
+    return value
+
+
+QuietOption = Annotated[
+    bool, typer.Option("--quiet", "-q", callback=_quiet, help="No progress bars or progress lines (weight loading's included).")
+]
 # The launch options of every command that starts processes on several machines (train, curate, generate).
 NumMachinesOption = Annotated[int, typer.Option("--num-machines", min=1, help="Machines (nodes) in the run.")]
 MachineRankOption = Annotated[int, typer.Option("--machine-rank", min=0, help="This machine's rank, 0 to --num-machines - 1.")]
@@ -138,6 +178,22 @@ def page_progress(label: str, quiet: bool):
     return update, bar.stop
 
 
+def example(command_line: str) -> str:
+    """A command's --help epilog: its one example, the command line cut into shell-continued lines
+    (` \\`) that fit 60 columns, as click prints a `\\b` paragraph (unwrapped, indented 2)."""
+    words, units = command_line.split(), []  # an option and its value stay on one line
+    for w in words:
+        if units and units[-1].startswith("-") and " " not in units[-1] and not w.startswith("-"):
+            units[-1] += f" {w}"
+        else:
+            units.append(w)
+    lines = [units[0]]
+    for unit in units[1:]:
+        lines[-1:] = [f"{lines[-1]} {unit}"] if len(lines[-1]) + 1 + len(unit) <= 52 else [lines[-1], unit]
+    shown = [f"  {lines[0]}", *(f"    {line}" for line in lines[1:])]
+    return "\b\nExample:\n" + " \\\n".join(shown)
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     raise CliError(message, code)
 
@@ -177,15 +233,18 @@ from olmocr_rl.cli import check, bench, probe, prepare, synth, train, generate, 
 
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; returns its exit status (2 for a usage error). The caller's OLMOCR_RL_DEBUG is
-    as it was afterwards (`train --debug` sets it for the ranks it starts, and for its own errors)."""
-    saved = os.environ.get("OLMOCR_RL_DEBUG")
+    as it was afterwards (`train --debug` sets it for the ranks it starts, and for its own errors), and
+    so are the variables --quiet sets (olmocr_rl/engines.py `quiet_loading`)."""
+    names = ("OLMOCR_RL_DEBUG", "OLMOCR_RL_QUIET", "HF_HUB_DISABLE_PROGRESS_BARS")
+    saved = {name: os.environ.get(name) for name in names}
     try:
         return _main(argv)
     finally:
-        if saved is None:
-            os.environ.pop("OLMOCR_RL_DEBUG", None)
-        else:
-            os.environ["OLMOCR_RL_DEBUG"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _main(argv: list[str] | None) -> int:
@@ -193,8 +252,9 @@ def _main(argv: list[str] | None) -> int:
 
     command = typer.main.get_command(app)
     _state["debug"] = False
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        code = command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="olmocr-rl", standalone_mode=False)
+        code = command.main(args=args, prog_name="olmocr-rl", standalone_mode=False)
     except UserError as e:  # the one place user-facing errors end (olmocr_rl/errors.py)
         if debug_enabled():
             traceback.print_exc()
@@ -212,14 +272,25 @@ def _main(argv: list[str] | None) -> int:
         if name == "Abort":
             echo("error: aborted", err=True)
             return 130
+        if name == "NoSuchOption" and getattr(e, "ctx", None) is not None:  # `train --learning_rate 1e-6`: a config key, said so
+            from olmocr_rl.train.keys import option_hint
+
+            e.message += option_hint(e.ctx.command.name, str(e.option_name), args)  # type: ignore[attr-defined]
         if hasattr(e, "show") and isinstance(getattr(e, "exit_code", None), int):
             e.show(file=sys.stderr)
             return int(e.exit_code)
+        from olmocr_rl.errors import missing_module_error
+
+        if isinstance(e, ModuleNotFoundError) and (missing := missing_module_error(e)) is not None and not debug_enabled():
+            echo(f"error: {missing}", err=True)  # an extra not installed: its install line, not "a bug"
+            return 1
         if debug_enabled():  # a bug or an unexpected failure of a library: one line unless asked
             traceback.print_exc()
         else:
             echo(f"error: unexpected {name}: {e} (a bug in olmocr-rl or a library it uses; run with --debug for the traceback)", err=True)
         return 1
+    if code == 130:  # typer turns a KeyboardInterrupt its command did not catch into a silent Exit(130)
+        echo("error: interrupted", err=True)
     return int(code or 0)
 
 

@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from olmocr_rl.cli import app, echo, fail
+from olmocr_rl.cli import app, echo, example, fail
 
 ABOUT = """Install KaTeX 0.16.21's katex.min.js, which math checks need (the file the reference renders
 with), and olmOCR's prompts.py (`--prompt olmocr-v4` reads olmOCR 2's instruction from it), with what
@@ -15,7 +15,12 @@ checked by sha256, and stored in the user cache, where every olmocr-rl entry poi
 OLMOCR_RL_KATEX_JS / OLMOCR_RL_OLMOCR_PROMPTS, when set, still take precedence."""
 
 
-@app.command("install-katex", help=ABOUT, short_help="Install KaTeX 0.16.21 for math checks (into the user cache).")
+@app.command(
+    "install-katex",
+    epilog=example("olmocr-rl install-katex"),
+    help=ABOUT,
+    short_help="Install KaTeX 0.16.21 for math checks (into the user cache).",
+)
 def install_katex_command(
     from_wheel: Annotated[
         Optional[Path], typer.Option("--from-wheel", help="Use this olmocr 0.4.27 wheel file instead of downloading it.")

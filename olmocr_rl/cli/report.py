@@ -5,12 +5,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from olmocr_rl.cli import app, echo, fail
+from olmocr_rl.cli import app, echo, example, fail
 
 ABOUT = "A training run at a glance: its verdict, curves, completions per page and step, the config (one HTML file)."
 
 
-@app.command("report", help=ABOUT, short_help=ABOUT)
+@app.command("report", epilog=example("olmocr-rl report run"), help=ABOUT, short_help=ABOUT)
 def report_command(
     run_dir: Annotated[Path, typer.Argument(help="The --output-dir of `olmocr-rl train`.", show_default=False)],
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="The HTML file (default: RUN_DIR/report.html).")] = None,

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from olmocr_rl.cli import app, echo, fail
+from olmocr_rl.cli import app, echo, example, fail
 
 DESCRIPTION = """Average the weights of checkpoints of one model (a model soup).
 
@@ -13,7 +13,12 @@ Architecture, tensor names and shapes must match; tensors are summed in float32 
 config, tokenizer and processor files are copied from the first checkpoint."""
 
 
-@app.command("soup", help=DESCRIPTION, short_help="Average the weights of checkpoints of one model (a model soup).")
+@app.command(
+    "soup",
+    epilog=example("olmocr-rl soup run/checkpoint-100 run/checkpoint-200 --output soup"),
+    help=DESCRIPTION,
+    short_help="Average the weights of checkpoints of one model (a model soup).",
+)
 def soup_command(
     checkpoints: Annotated[
         list[Path], typer.Argument(help="Two or more checkpoint folders (save_pretrained layout, safetensors).", show_default=False)

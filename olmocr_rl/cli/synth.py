@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from olmocr_rl.cli import QuietOption, app, echo, fail
+from olmocr_rl.cli import QuietOption, app, echo, example, fail
 
 if TYPE_CHECKING:
     from olmocr_rl.synth.run import SynthResult
@@ -27,7 +27,12 @@ ENDPOINT_ONLY = ("--endpoint", "--model", "--all-pages", "--exclude", "--concurr
                  "--max-tokens", "--budget")  # fmt: skip
 
 
-@app.command("synth", help=DESCRIPTION, short_help="HTML pages (or a model's HTML of PDF pages) to PDFs + olmOCR's synthetic tests.")
+@app.command(
+    "synth",
+    epilog=example("olmocr-rl synth html_pages my_bench"),
+    help=DESCRIPTION,
+    short_help="HTML pages (or a model's HTML of PDF pages) to PDFs + olmOCR's synthetic tests.",
+)
 def synth_command(
     ctx: typer.Context,
     paths: Annotated[

@@ -14,6 +14,7 @@
     callbacks.py  metrics.jsonl, rich progress on rank 0
     console.py    the compact completions table, library noise
     outputs.py    bench-style candidate files after training
+    card.py       the model card (output_dir/README.md) the trainer writes in place of trl's
     plan.py       the training plan (LaunchOptions -> a frozen Plan: the resolved config, world
                   size, steps, GPU split, commands, environment, pre-flight problems), its --dry-run
                   text, and `execute`

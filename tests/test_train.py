@@ -104,7 +104,7 @@ def test_preflight_rejects_bad_batch_and_names_the_fix(prepared, tmp_path):
     keys = {p.key: p for p in errors(preflight(bad, 2, prepared))}
     assert "per_device_eval_batch_size" in keys and "multiple of 2" in keys["per_device_eval_batch_size"].fix
     assert "rewards" in keys and "max_prompt_tokens" in keys and "vllm_tensor_parallel_size" in keys
-    assert "target-longest-image-dim" in keys["max_prompt_tokens"].fix
+    assert "prepare with a smaller --longest-side" in keys["max_prompt_tokens"].fix
     assert errors(preflight(cfg, 7, tmp_path / "nowhere"))[0].key == "prepared_dir"
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from olmocr_rl.cli import QuietOption, app, echo, example, fail
+from olmocr_rl.cli import OneNamePerOption, QuietOption, app, echo, example, fail
 
 if TYPE_CHECKING:
     from olmocr_rl.prepare import PrepareResult
@@ -19,6 +19,7 @@ Broken tests and PDFs are reported (a table here, report.json in OUT_DIR) and sk
 
 @app.command(
     "prepare",
+    cls=OneNamePerOption,
     epilog=example("olmocr-rl prepare olmOCR-bench/bench_data prepared --eval-fraction 0.05"),
     help=DESCRIPTION,
     short_help="Validate a bench folder, render every tested page once and write a training dataset.",
@@ -27,7 +28,13 @@ def prepare_command(
     bench_dir: Annotated[Path, typer.Argument(help="olmOCR-bench folder: top-level *.jsonl tests and pdfs/**.pdf.", show_default=False)],
     out_dir: Annotated[Path, typer.Argument(help="Where to write the prepared dataset (a re-run resumes).", show_default=False)],
     longest_side: Annotated[
-        int, typer.Option("--longest-side", "--target-longest-image-dim", min=1, help="Longest side of rendered pages, px.")
+        int,
+        typer.Option(
+            "--longest-side",
+            "--target-longest-image-dim",
+            min=1,
+            help="Longest side of rendered pages, px (olmOCR's target_longest_image_dim).",
+        ),
     ] = 1288,
     jsonl_filter: Annotated[
         Optional[str], typer.Option("--jsonl-filter", help="Only JSONL files whose name matches this regex (case-insensitive search).")

@@ -420,7 +420,7 @@ def check_prompt(ctx: Context) -> list[Problem]:
                 f"(worst: {worst[1]}, about {worst[0]} = image + instruction; image tokens at {budget.describe()}"
                 + (f"; {assumed}" if assumed else "")
                 + ")",
-                f"set max_pixels lower, re-run prepare with a smaller --target-longest-image-dim, or raise max_prompt_tokens to {worst[0]}",
+                f"set max_pixels lower, re-run prepare with a smaller --longest-side, or raise max_prompt_tokens to {worst[0]}",
             )
         )
     return out

@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: setup build demo test test-rust test-python test-vllm vllm-env test-lower lower-env browser lint bench gpu-kit clean
+.PHONY: setup build demo test test-rust test-python test-vllm vllm-env test-lower lower-env browser lint bench gpu-kit mutants clean
 
 $(VENV)/.installed: pyproject.toml Cargo.toml Cargo.lock
 	$(PYTHON) -m venv $(VENV)
@@ -129,6 +129,13 @@ bench: build
 	$(PY) benchmarks/bench_reward.py
 	$(PY) benchmarks/bench_medoid.py
 	$(PY) benchmarks/bench_prepare.py
+
+# Mutation testing of the core: tools/mutants.toml lists the files and the tests each one's mutants
+# run against; cargo-mutants (into target/tools) and mutmut (into the venv) install on first use;
+# scratch copies in target/mutants/, one build job. ONLY="loops keep_rule" narrows to the entries
+# whose file contains one of the words (docs/development.md, "Mutation testing").
+mutants: build
+	$(PY) tools/mutants.py $(if $(ONLY),--only $(ONLY))
 
 # The offline kit for the GPU machine (no package index there): the cp312 wheels it lacks, olmocr-rl
 # as an abi3 wheel and katex.min.js in target/gpu-kit/ (reused when the manifest matches), checked

@@ -288,6 +288,14 @@ mod tests {
     }
 
     #[test]
+    fn empty_until_a_token_is_fed() {
+        let mut d = LoopDetector::new(rule(4, 2, 6));
+        assert!(d.is_empty());
+        d.push(1);
+        assert!(!d.is_empty());
+    }
+
+    #[test]
     fn the_rule_refuses_what_is_no_rule() {
         assert!(LoopRule::new(0, 2, 10).is_err());
         assert!(LoopRule::new(MAX_PERIOD_BOUND + 1, 2, 10).is_err());

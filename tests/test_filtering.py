@@ -103,6 +103,25 @@ def test_zero_spread_is_trls_test():
     assert [g.kept for g in groups] == [not z for z in trl_zero]  # the default rule keeps what has spread
 
 
+def test_keep_rule_at_its_thresholds():
+    """Each bound is strict, tested exactly at a non-default value; the statistics are Bessel's
+    (n - 1) over rewards whose mean does not divide, one reward has no spread; describe names each
+    bound given, 0 included (mutation survivors of olmocr_rl/keep_rule.py, tools/mutants.toml)."""
+    from olmocr_rl.keep_rule import ZERO_STD, has_spread, statistics
+
+    assert not has_spread({"std": ZERO_STD}) and has_spread({"std": 2 * ZERO_STD})
+    stats = statistics([0.0, 1.0, 2.0, 4.0])  # mean 1.75; squared deviations sum to 8.75
+    assert stats == {"mean": 1.75, "std": pytest.approx(math.sqrt(8.75 / 3)), "min": 0.0, "max": 4.0}
+    assert statistics([0.7]) == {"mean": 0.7, "std": 0.0, "min": 0.7, "max": 0.7}
+    rule = KeepRule(min_std=0.25, min_mean=0.0, max_mean=0.8)
+    assert rule.keeps_stats({"mean": 0.5, "std": 0.26}) and not rule.keeps_stats({"mean": 0.5, "std": 0.25})
+    assert not rule.keeps_stats({"mean": 0.0, "std": 0.5}) and rule.keeps_stats({"mean": 1e-9, "std": 0.5})
+    assert not rule.keeps_stats({"mean": 0.8, "std": 0.5}) and rule.keeps_stats({"mean": 0.79, "std": 0.5})
+    assert rule.keeps([0.0, 0.5, 1.0]) and not rule.keeps([0.0, 0.0, 0.2]) and not KeepRule().keeps([0.3, 0.3])
+    assert rule.describe() == "reward std > 0.25, mean > 0, mean < 0.8"
+    assert KeepRule(max_mean=0.5).describe() == "reward std > 0, mean < 0.5" and KeepRule().describe() == "reward std > 0"
+
+
 def test_judge_band_and_named_reward():
     rows = [[0.0, 1.0], [1.0, 1.0], [0.0, 1.0], [1.0, 1.0]] * 3  # function 0 varies, function 1 does not
     rows[G : 2 * G] = [[1.0, 0.0], [1.0, 1.0], [1.0, 0.0], [1.0, 1.0]]  # group 1: the other way round

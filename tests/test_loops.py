@@ -256,6 +256,66 @@ def test_the_tally_counts_stops_and_the_saved_upper_bound():
                                             "loops/loop_token_share": 53 / 607}  # fmt: skip
 
 
+def test_the_rule_s_readers_and_writers_at_their_edges():
+    """An object config with keys missing, the plan line at min_span equal to the limit (every word
+    read), KEY=VALUE and extra_args errors word for word, token id 0, a period that ends at the cut,
+    a period of 0, ids and loops of different lengths (mutation survivors of olmocr_rl/loops.py)."""
+    from types import SimpleNamespace
+
+    from olmocr_rl.loops import stop_line
+
+    assert rule_from(SimpleNamespace(loop_stop=True, loop_min_span=100)) == LoopRule(min_span=100)
+    assert rule_from(SimpleNamespace(loop_stop=False)) is None and rule_from(SimpleNamespace()) == LoopRule()
+    rule = LoopRule(max_period=256, min_span=100, min_repeats=4)
+    assert stop_line(rule, 100) == (
+        "loop stop: on: a completion ends once it has a suffix repeating a period of 1-256 tokens exactly, over at least 100 "
+        "tokens and 4 periods: at most 1,024 tokens after the loop's start, instead of running on to max_completion_length "
+        "(100); trained as truncated, scored as the loop continued to the limit (docs/training.md, repetition loops)"
+    )
+    assert stop_line(rule, 99).startswith("loop stop: on (never within max_completion_length 99: a loop must span 100): ")
+    with pytest.raises(ValueError) as e:
+        rule_with(rule, ["span=3"])
+    assert str(e.value) == "'span=3': give KEY=VALUE with KEY one of max_period, min_span, min_repeats"
+    with pytest.raises(ValueError) as e:
+        rule_with(rule, ["min_span=1=2"])
+    assert str(e.value) == "'min_span=1=2': '1=2' is not a whole number"
+    extra = vllm_extra_args(rule, 0)
+    assert rule_from_extra_args(extra) == (rule, 0)
+    with pytest.raises(ValueError) as e:
+        rule_from_extra_args({**extra, "olmocr_rl_loop_end": -1})
+    assert str(e.value) == "extra_args['olmocr_rl_loop_end'] must be a token id, not -1"
+    with pytest.raises(ValueError) as e:
+        rule_from_extra_args({**extra, "olmocr_rl_loop_b": 1, "olmocr_rl_loop_a": 2})
+    assert str(e.value) == "extra_args: unknown key(s) olmocr_rl_loop_a, olmocr_rl_loop_b"
+    assert project(list(range(8)), Loop(4, 4, 8), 12) == [0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7]
+    with pytest.raises(ValueError, match="does not fit"):
+        project(list(range(8)), Loop(0, 0, 5), 12)
+    with pytest.raises(ValueError):
+        projected_completions([[1, 1, 1]], [None, None], 8, str)
+
+
+def test_the_tally_of_each_kind_of_completion_and_of_nothing():
+    """A stopped completion after one that was not, two stopped that add up, one cut exactly at the
+    limit (0 saved), a partial merge, every figure and the whole line read; an empty tally is zeros
+    (mutation survivors of olmocr_rl/loops.py, tools/mutants.toml)."""
+    empty = LoopTally()
+    assert empty.metrics() == dict.fromkeys(["loops/stopped", "loops/stopped_ratio", "loops/decode_tokens_saved_max",
+                                             "loops/loop_token_share"], 0.0)  # fmt: skip
+    assert empty.line() == ("loops: 0 of 0 completions stopped in a repetition loop; 0 decode tokens saved at most (the limit "
+                            "minus each stopped length: an upper bound); 0% of the 0 tokens generated were inside loops")  # fmt: skip
+    with pytest.raises(ValueError):
+        empty.add([1, 2], [None], 10)
+    t = LoopTally()
+    at_limit = Loop(0, 1, 5000)
+    t.add([30, 100, 5000], [None, Loop(10, 4, 60), at_limit], 5000)
+    assert t.as_dict() == {"completions": 3, "stopped": 2, "tokens": 5090, "loop_tokens": 5050, "saved": 4940}
+    assert t.last == [(None, 0), (Loop(10, 4, 60), 4940), (at_limit, 0)]
+    assert t.line() == ("loops: 2 of 3 completions stopped in a repetition loop; 4,940 decode tokens saved at most (the limit "
+                        "minus each stopped length: an upper bound); 99.2% of the 5,090 tokens generated were inside loops")  # fmt: skip
+    t.merge({"stopped": 1})
+    assert t.as_dict() == {"completions": 3, "stopped": 3, "tokens": 5090, "loop_tokens": 5050, "saved": 4940}
+
+
 # ---------------------------------------------------------------------------------------------
 # the transformers stopping criterion
 # ---------------------------------------------------------------------------------------------

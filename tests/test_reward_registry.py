@@ -35,6 +35,95 @@ def test_the_table_is_what_the_rest_reads():
     assert [f.__name__ for f in funcs] == ["rect_tables", "medoid_batch"] and weights == [2.0, 1.0]
 
 
+class NeedsArguments:
+    """A reward class the registry cannot build (it takes an argument)."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+
+def test_names_of_rewards_and_the_errors_for_wrong_ones():
+    """Which names are a user's reward, which rewards score the tests, and every word of the errors
+    (mutation survivors of olmocr_rl/reward_registry.py, tools/mutants.toml)."""
+    import pytest
+
+    from olmocr_rl.errors import ConfigError
+    from olmocr_rl.reward_registry import is_user_reward, load_user_reward, unknown_reward, uses_tests
+
+    assert is_user_reward("pkg.mod:fn") and not is_user_reward("1pkg.mod:fn") and not is_user_reward("pkg.mod:1fn")
+    assert not uses_tests(["eos"]) and not uses_tests(["pkg.mod:fn"]) and uses_tests(["eos", "bench-macro"])
+    assert unknown_reward("bench") is None and unknown_reward("pkg.mod:fn") is None
+    choose = f"; choose from {', '.join(REWARDS)}, or name a function of your own as 'package.module:function'"
+    # four names are close to bench-batch: the three closest are offered
+    assert (
+        str(unknown_reward("bench-batch")) == "unknown reward 'bench-batch' (did you mean 'bench-macro', 'bench', 'medoid-batch'?)" + choose
+    )
+    assert str(unknown_reward("zzz")) == "unknown reward 'zzz'" + choose
+    with pytest.raises(ConfigError) as e:
+        load_user_reward("no_such_module_here:fn")
+    assert str(e.value) == ("reward 'no_such_module_here:fn': cannot import no_such_module_here (ModuleNotFoundError: No module "
+                            "named 'no_such_module_here')")  # fmt: skip
+    with pytest.raises(ConfigError) as e:
+        load_user_reward("test_reward_registry:NeedsArguments")
+    assert str(e.value).startswith("reward 'test_reward_registry:NeedsArguments': NeedsArguments() failed (TypeError: ")
+    assert str(e.value).endswith("; a reward class must take no arguments")
+
+
+NOT_CALLABLE = 3
+
+
+def only_keywords(**kwargs):
+    return []
+
+
+def any_arguments(*args, **kwargs):
+    return []
+
+
+def test_user_reward_signatures_and_the_context_s_parts():
+    """A user's reward that is no function, or cannot take trl's call; an unknown name through
+    build_rewards; the context's bench reward with its threads and guard, its suite loaded from a
+    path, and each place the eos token is read from (mutation survivors of reward_registry.py)."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from olmocr_rl.errors import ConfigError
+    from olmocr_rl.reward_registry import load_user_reward
+    from olmocr_rl.suite import BenchSuite
+
+    with pytest.raises(ConfigError) as e:
+        load_user_reward("test_reward_registry:NOT_CALLABLE")
+    assert str(e.value) == "reward 'test_reward_registry:NOT_CALLABLE': int is not callable"
+    with pytest.raises(ConfigError) as e:
+        load_user_reward("test_reward_registry:only_keywords")
+    assert str(e.value) == ("reward 'test_reward_registry:only_keywords': its signature (**kwargs) cannot take trl's call; "
+                            "write it as def reward(prompts, completions, **kwargs) -> list[float]")  # fmt: skip
+    assert load_user_reward("test_reward_registry:any_arguments") is any_arguments
+    with pytest.raises(ConfigError, match=r"^unknown reward 'bogus'; choose from "):
+        build_rewards({"bogus": 1.0}, RewardContext(None))
+
+    tests = ROOT / "bench_fixtures" / "text_tests.jsonl"
+    ctx = RewardContext(tests, threads=3, guard="none")  # 3: not what no threads resolve to on these 2 cores
+    assert isinstance(ctx.suite(), BenchSuite) and ctx.suite() is ctx.suite()
+    reward = ctx.bench("macro")
+    assert (reward.suite, reward.average, reward.threads, reward.guard) == (ctx.suite(), "macro", 3, "none")
+
+    def eos(processor=None, model=None):
+        return RewardContext(None, processor=processor, model=model).eos_token_ids()
+
+    assert eos(SimpleNamespace(tokenizer=SimpleNamespace(eos_token_id=7))) == [7]
+    assert eos(SimpleNamespace(eos_token_id=5)) == [5]  # a tokenizer given as the processor
+    config = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=[9, 4, 9]))
+    assert eos(SimpleNamespace(tokenizer=SimpleNamespace()), config) == [4, 9]
+    assert eos(SimpleNamespace(tokenizer=SimpleNamespace(eos_token_id=None)), config) == [4, 9]
+    message = "the eos reward needs an end-of-sequence token, but neither the tokenizer nor the generation config has one"
+    for model in (SimpleNamespace(), SimpleNamespace(generation_config=SimpleNamespace())):
+        with pytest.raises(ConfigError) as e:
+            eos(SimpleNamespace(), model)
+        assert str(e.value) == message
+
+
 def example_diff() -> str:
     text = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
     section = text[text.index("## Adding a built-in reward") :]

@@ -44,29 +44,20 @@ def atomic_write(
     """A file open for writing (`mode` "w": UTF-8 text, "wb": bytes) that becomes `path` when the
     block ends without error. `durable`: fsync before the rename. `tmp_dir`: where the temporary
     file lives (on the same file system; default: `path`'s folder)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=tmp_dir or path.parent)
-    try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
-            yield f
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.chmod(tmp, _mode(0o666))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path, tmp_dir=tmp_dir) as tmp, open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+        yield f
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """`atomic_write` for a writer that takes a file name (safetensors' `save_file`,
-    `shutil.copyfile`): the path of a temporary file in the target's folder, renamed over the
-    target when the block ends without error, removed when it fails."""
+def atomic_path(path: str | os.PathLike[str], *, tmp_dir: str | os.PathLike[str] | None = None) -> Iterator[Path]:
+    """The path of a temporary file that becomes `path` when the block ends without error (renamed
+    over it), removed when it fails: for a writer that takes a file name (safetensors' `save_file`,
+    `shutil.copyfile`), and under `atomic_write`. `tmp_dir`: where it lives (default: `path`'s folder)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=tmp_dir or path.parent)
     os.close(fd)
     try:
         yield Path(tmp)

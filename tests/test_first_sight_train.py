@@ -360,3 +360,23 @@ def test_the_preflight_says_the_prepare_line_once(tmp_path):
     cfg = load_config(None, ["eval_split=none"], prepared_dir=str(BENCH), model="m", output_dir=str(tmp_path / "o"))
     (problem,) = [p for p in preflight(cfg, 1, cuda=False) if p.key == "prepared_dir"]
     assert str(problem).count("olmocr-rl prepare") == 1 and f"olmocr-rl prepare {BENCH} {BENCH}-prepared" in problem.fix, str(problem)
+
+
+def test_resume_drops_the_rows_logged_after_its_checkpoint(tmp_path):
+    """run_folder.trim_metrics (train --resume): the rows of logs/metrics.jsonl and of the recorded
+    completions with a step past checkpoint-N go (the resumed run logs them again); the rest, a row
+    that is not JSON and a row without a step included, stay; a folder not named checkpoint-N trims nothing."""
+    import json
+
+    from olmocr_rl.train.run_folder import trim_metrics
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "completions").mkdir()
+    metrics = [json.dumps({"step": s, "loss": 0.1 * s}) for s in (1, 2, 3, 4)] + ["not json", json.dumps({"note": 1})]
+    (tmp_path / "logs" / "metrics.jsonl").write_text("\n".join(metrics) + "\n")
+    (tmp_path / "completions" / "failing_0.jsonl").write_text("\n".join(json.dumps({"step": s}) for s in (2, 3)) + "\n")
+    assert trim_metrics(tmp_path, tmp_path / "latest") == 0
+    assert trim_metrics(tmp_path, tmp_path / "checkpoint-2") == 3
+    assert (tmp_path / "logs" / "metrics.jsonl").read_text().splitlines() == [metrics[0], metrics[1], "not json", metrics[5]]
+    assert (tmp_path / "completions" / "failing_0.jsonl").read_text().splitlines() == [json.dumps({"step": 2})]
+    assert trim_metrics(tmp_path, tmp_path / "checkpoint-2") == 0

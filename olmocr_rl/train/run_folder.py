@@ -81,8 +81,8 @@ def trim_metrics(folder: str | os.PathLike[str], checkpoint: str | os.PathLike[s
     for path in [root / METRICS, *sorted((root / "completions").glob("failing_*.jsonl"))]:
         if not path.is_file():
             continue
-        kept = []
-        for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        kept, lines = [], path.read_text(encoding="utf-8").splitlines(keepends=True)
+        for line in lines:
             try:
                 row_step = json.loads(line).get("step")
             except (ValueError, AttributeError):
@@ -91,6 +91,6 @@ def trim_metrics(folder: str | os.PathLike[str], checkpoint: str | os.PathLike[s
                 dropped += 1
             else:
                 kept.append(line)
-        if len(kept) < len(path.read_text(encoding="utf-8").splitlines()):
+        if len(kept) < len(lines):
             write_text(path, "".join(kept))
     return dropped

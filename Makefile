@@ -133,9 +133,11 @@ bench: build
 # Mutation testing of the core: tools/mutants.toml lists the files and the tests each one's mutants
 # run against; cargo-mutants (into target/tools) and mutmut (into the venv) install on first use;
 # scratch copies in target/mutants/, one build job. ONLY="loops keep_rule" narrows to the entries
-# whose file contains one of the words (docs/development.md, "Mutation testing").
+# whose file contains one of the words; SINCE=REF to the entries whose file differs from git ref REF
+# (Rust: the mutants on changed lines only), the step before a change lands (docs/development.md,
+# "Mutation testing").
 mutants: build
-	$(PY) tools/mutants.py $(if $(ONLY),--only $(ONLY))
+	$(PY) tools/mutants.py $(if $(ONLY),--only $(ONLY)) $(if $(SINCE),--since $(SINCE))
 
 # The offline kit for the GPU machine (no package index there): the cp312 wheels it lacks, olmocr-rl
 # as an abi3 wheel and katex.min.js in target/gpu-kit/ (reused when the manifest matches), checked

@@ -6,7 +6,8 @@ target/mutants/, each module's mutants run against the pytest arguments the tabl
 tools are installed on first use: cargo-mutants into target/tools (`cargo install --locked`),
 mutmut into the venv (pip). The working tree is never edited: mutants live in the scratch copies.
 
-Usage: python tools/mutants.py [--only SUBSTRING ...] [--jobs N] [--list]
+Usage: python tools/mutants.py [--only SUBSTRING ...] [--since REF] [--jobs N] [--list]
+(--since REF: the entries whose file differs from REF; for Rust files only the mutants on changed lines.)
 Prints one table: per file, mutants generated / killed / survived / timeout / not run /
 equivalent (entries in docs/mutants-equivalent.md) and the run time; survivors are listed by name
 (mutmut: `cd target/mutants/py/<module> && mutmut show NAME` prints the diff; cargo-mutants:
@@ -52,11 +53,16 @@ class Tally:
     note: str = ""
 
 
+EXTRA_EQUIVALENT: list[Path] = []  # --equivalent FILE: more entries (work in progress, not yet in the docs)
+
+
 def equivalent_names() -> set[str]:
     """The mutant names docs/mutants-equivalent.md explains: each entry's heading is `### NAME`."""
-    if not EQUIVALENT.exists():
-        return set()
-    return {m.group(1).strip() for m in re.finditer(r"^### `?([^`\n]+)`?\s*$", EQUIVALENT.read_text(), re.M)}
+    names: set[str] = set()
+    for path in [EQUIVALENT, *EXTRA_EQUIVALENT]:
+        if path.exists():
+            names |= {m.group(1).strip() for m in re.finditer(r"^### `?([^`\n]+)`?\s*$", path.read_text(), re.M)}
+    return names
 
 
 def run_bounded(cmd: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None) -> bool:
@@ -92,7 +98,16 @@ def cargo_mutants() -> Path:
     return exe
 
 
-def run_rust(entry: dict, jobs: int) -> Tally:
+def changed_files(since: str) -> set[str]:
+    """The files that differ from `since` (a git ref): committed, staged or not, and new ones."""
+    def git(*args: str) -> list[str]:
+        out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        return [line for line in out.splitlines() if line]
+
+    return set(git("diff", "--name-only", since)) | set(git("ls-files", "--others", "--exclude-standard"))
+
+
+def run_rust(entry: dict, jobs: int, since: str | None = None) -> Tally:
     file = entry["file"]
     tally = Tally(file)
     out = SCRATCH / "rust" / Path(file).stem
@@ -105,6 +120,11 @@ def run_rust(entry: dict, jobs: int) -> Tally:
            "--no-shuffle", "--baseline", "run", "--jobserver-tasks", str(jobs)]  # fmt: skip
     for feature in entry.get("features", []):
         cmd += ["--features", feature]
+    if since:  # only the mutants on lines the diff touches
+        diff = out / "since.diff"
+        diff.write_bytes(subprocess.run(["git", "diff", since, "--", file], cwd=ROOT, capture_output=True,
+                                        check=True).stdout)  # fmt: skip
+        cmd += ["--in-diff", str(diff)]
     cmd += ["--", *entry.get("tests", [])]
     start = time.monotonic()
     finished = run_bounded(cmd, ROOT, entry.get("timeout", 1800), env)
@@ -157,9 +177,11 @@ def mutmut(python: str) -> str:
 
 
 def scratch_tree(dest: Path) -> None:
-    """The tracked files (as they are in the working tree) and the built extension, copied."""
+    """The tracked files and the new ones git does not ignore (as they are in the working tree) and
+    the built extension, copied."""
     shutil.rmtree(dest, ignore_errors=True)
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout  # fmt: skip
     for name in files.decode().split("\0"):
         if not name or not (ROOT / name).is_file():
             continue
@@ -254,20 +276,32 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=[], help="run only the entries whose file contains one of these")
     parser.add_argument("--jobs", type=int, default=1, help="cargo build jobs (default 1)")
     parser.add_argument("--list", action="store_true", help="print the table's entries and stop")
+    parser.add_argument("--since", metavar="REF",
+                        help="only the entries whose file differs from this git ref (Rust: only the changed lines)")
+    parser.add_argument("--table", type=Path, default=TABLE, help="another table (default tools/mutants.toml)")
+    parser.add_argument("--equivalent", type=Path, action="append", default=[],
+                        help="more explained mutants, in docs/mutants-equivalent.md's form (repeatable)")  # fmt: skip
     args = parser.parse_args()
-    table = tomllib.loads(TABLE.read_text())
+    EXTRA_EQUIVALENT.extend(args.equivalent)
+    table = tomllib.loads(args.table.read_text())
     entries = [("rust", e) for e in table.get("rust", [])] + [("python", e) for e in table.get("python", [])]
     entries = [(k, e) for k, e in entries if not args.only or any(s in e.get("file", e.get("module")) for s in args.only)]
+    if args.since:
+        changed = changed_files(args.since)
+        entries = [(k, e) for k, e in entries if e.get("file", e.get("module")) in changed]
+        if not entries:
+            print(f"no file of {args.table.name} differs from {args.since}: no mutants to run")
+            return 0
     if args.list:
         for kind, e in entries:
             print(kind, e.get("file", e.get("module")), " ".join(e["tests"]))
         return 0
     if not entries:
-        print(f"error: no entry of {TABLE.relative_to(ROOT)} matches {args.only}", file=sys.stderr)
+        print(f"error: no entry of {args.table} matches {args.only}", file=sys.stderr)
         return 2
     tallies = []
     for kind, e in entries:
-        tally = run_rust(e, args.jobs) if kind == "rust" else run_python(e, sys.executable)
+        tally = run_rust(e, args.jobs, args.since) if kind == "rust" else run_python(e, sys.executable)
         tallies.append(tally)
         print_table([tally])
     print(f"\nmutants at {subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True, text=True).stdout.strip()}"

@@ -320,3 +320,257 @@ def test_a_ready_plan_within_1_gib_says_how_close(prepared, seven_b, tmp_path):
     assert verdict.startswith(f"  memory:     fits: 78.1 of 80.0 GiB per training GPU {close} at the peak")
     res = invoke([*args, "--gpu-memory", "81"])
     assert "memory fits, 78.4 of 81.0 GiB per training GPU (97 %);" in res.stdout.splitlines()[0] and "spare" not in res.stdout
+
+
+# --- the verdict's words, every branch (issue 50): pure calls on a plan's parts ------------------------
+
+
+def _bare_plan(problems=(), **fields):
+    """A Plan with only what the verdict reads: its problems, config and launch options."""
+    from olmocr_rl.train.config import TrainConfig
+    from olmocr_rl.train.plan import Plan
+
+    fields.setdefault("cfg", TrainConfig())
+    fields.setdefault("options", LaunchOptions())
+    fields.setdefault("grpo_kwargs", {})
+    return Plan(cuda=False, distributed=False, inputs=None, steps=0, problems=tuple(problems), **fields)
+
+
+def _problem(key, severity="error"):
+    from olmocr_rl.train.preflight import Problem
+
+    return Problem(key, "m", "f", severity)
+
+
+def _budget(steps=1, disk_gb=10.0, free_gb=20.0, train_tokens=1000, evaluations=0, eval_tokens=0, unknown=None):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(steps=steps, disk_gb=disk_gb, free_gb=free_gb, train_tokens=train_tokens, evaluations=evaluations,
+                           eval_tokens=eval_tokens, unknown=unknown)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "problems, first, starts",
+    [
+        ([], "plan: ready;", "yes"),
+        ([_problem("a", "warning")], "plan: ready (1 warning);", "yes, with 1 warning (printed above)"),
+        ([_problem("a", "warning"), _problem("b", "warning")], "plan: ready (2 warnings);", "yes, with 2 warnings (printed above)"),
+        ([_problem("a"), _problem("w", "warning")], "plan: will NOT start (1 error: a);", "no: 1 error (a; printed above)"),
+        ([_problem("a"), _problem("b"), _problem("a")], "plan: will NOT start (3 errors: a, b);", "no: 3 errors (a, b; printed above)"),
+    ],
+)  # fmt: skip
+def test_whether_it_starts_in_both_places(problems, first, starts):
+    """The first line and the verdict: errors counted and their keys named once each, warnings
+    counted, in the singular for one."""
+    from olmocr_rl.train.plan import MemoryPlan
+
+    plan, mem = _bare_plan(problems), MemoryPlan(why="w", cpu=True)
+    assert plan.summary_line(_budget(), mem).startswith(first)
+    assert plan.verdict_lines(_budget(), mem, None, False)[1] == f"  starts:     {starts}"
+
+
+@pytest.mark.parametrize("steps, words", [(0, "0 optimizer steps"), (1, "1 optimizer step"), (2, "2 optimizer steps")])
+def test_the_steps_in_both_places(steps, words):
+    from olmocr_rl.train.plan import MemoryPlan
+
+    plan, mem = _bare_plan(), MemoryPlan(why="w", cpu=True)
+    assert plan.summary_line(_budget(steps=steps), mem).endswith(f"; {words}")
+    line = next(ln for ln in plan.verdict_lines(_budget(steps=steps), mem, None, False) if ln.startswith("  steps:"))
+    assert line == f"  steps:      {words} (as trl counts them)" + (": nothing would train" if steps == 0 else "")
+
+
+@pytest.mark.parametrize(
+    "disk, free, short, long",
+    [
+        (None, 5.0, "disk size unknown", "size unknown (no shape)"),
+        (10.4, None, "disk 10 GB at the peak", "disk 10 GB at the peak, free space unknown"),
+        (20.0, 20.0, "disk fits, 20 GB at the peak, 20 GB free", "fits: 20 GB at the peak, 20 GB free"),  # exactly the free space fits
+        (20.001, 20.0, "disk does NOT fit, 20 GB at the peak, 20 GB free", "does NOT fit: 20 GB at the peak, 20 GB free"),
+    ],
+)  # fmt: skip
+def test_the_disk_verdict_at_the_free_space(disk, free, short, long):
+    budget = _budget(disk_gb=disk, free_gb=free, unknown="no shape")
+    assert _bare_plan()._disk_verdict(budget, short=True) == short
+    assert _bare_plan()._disk_verdict(budget) == long
+
+
+def test_the_memory_verdict_each_way():
+    """Not estimated (a CPU plan or why), the card's size unknown, fits (and how close) or not, short
+    and long; the server GPU's line in the verdict."""
+    from olmocr_rl.train.plan import MemoryPlan
+
+    plan = _bare_plan()
+    assert plan._memory_verdict(MemoryPlan(why="why", cpu=True), short=True) == "memory not estimated (a CPU plan)"
+    assert plan._memory_verdict(MemoryPlan(why="why"), short=True) == "memory not estimated (see above)"
+    assert plan._memory_verdict(MemoryPlan(why="why", cpu=True)) == "not estimated: why"
+    assert (
+        plan._memory_verdict(MemoryPlan(Memory([Part("weights", 3 * GIB, "")])))
+        == "memory 3.0 GiB per training GPU (the card's size unknown)"
+    )
+    roomy = Memory([Part("weights", 40 * GIB, "")], 80 * GIB)
+    assert plan._memory_verdict(MemoryPlan(roomy), short=True) == "memory fits, 40.0 of 80.0 GiB per training GPU (50 %)"
+    assert (
+        plan._memory_verdict(MemoryPlan(roomy))
+        == "fits: 40.0 of 80.0 GiB per training GPU (50 %) at the peak (an estimate; usable: the card less 1 GiB)"
+    )
+    over = Memory([Part("weights", 79.5 * GIB, "")], 80 * GIB)
+    assert plan._memory_verdict(MemoryPlan(over), short=True) == "memory does NOT fit, 79.5 of 80.0 GiB per training GPU (99 %)"
+    close = fit(0.5 * GIB)
+    assert plan._memory_verdict(MemoryPlan(close), short=True).endswith(f"(98 %; {close.spare_words()})")
+    lines = plan.verdict_lines(_budget(), MemoryPlan(roomy, server="vLLM takes half"), None, False)
+    assert lines[2].startswith("  memory:     fits: 40.0") and lines[3] == "  server GPU: vLLM takes half"
+    assert not any(ln.startswith("  server GPU") for ln in plan.verdict_lines(_budget(), MemoryPlan(roomy), None, False))
+
+
+def test_the_generation_and_config_lines_of_the_verdict():
+    """Training tokens; an evaluation's tokens times their count when there are evaluations; online
+    filtering's worst case first; where the resolved config is, and whether it was printed."""
+    from olmocr_rl.train.config import TrainConfig
+    from olmocr_rl.train.plan import MemoryPlan
+
+    mem = MemoryPlan(why="w", cpu=True)
+    lines = _bare_plan().verdict_lines(_budget(train_tokens=12345), mem, None, False)
+    assert lines[-1] == "  generation: up to 12,345 completion tokens for training"
+    lines = _bare_plan().verdict_lines(_budget(train_tokens=12345, evaluations=3, eval_tokens=4000), mem, "/tmp/c.json", False)
+    assert lines[-2:] == ["  generation: up to 12,345 completion tokens for training, 4,000 per evaluation x 3",
+                          "  config:     /tmp/c.json (the resolved config; --show-config prints it here)"]  # fmt: skip
+    assert _bare_plan().verdict_lines(_budget(), mem, "/tmp/c.json", True)[-1] == "  config:     /tmp/c.json"
+    cfg = TrainConfig(filter_groups=True, filter_extra_rounds=2, per_device_train_batch_size=2, gradient_accumulation_steps=3,
+                      num_generations=4)  # fmt: skip
+    line = _bare_plan(cfg=cfg, options=LaunchOptions(num_processes=2)).verdict_lines(_budget(train_tokens=5), mem, None, False)[-1]
+    assert line == ("  generation: at most 36 completions a generation batch (online filtering's worst case, 3 rounds); "
+                    "up to 5 completion tokens for training")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "gpus, vllm_gpus, machines, world, note",
+    [
+        (0, None, 1, 1, ""),
+        (8, None, 1, 8, ""),  # every GPU trains
+        (8, 1, 1, 7, ""),  # the server's GPU is not idle
+        (8, 1, 1, 5, " (--num-processes 5: 2 of the 8 GPUs would sit idle; leave --num-processes out to train on every one)"),
+        (8, 2, 2, 10, " (--num-processes 10: 2 of the 16 GPUs of the 2 machines would sit idle; leave --num-processes out to train on every one)"),
+    ],
+)  # fmt: skip
+def test_the_idle_gpus_of_the_planned_nodes(gpus, vllm_gpus, machines, world, note):
+    target = Target(gpus, 80 * GIB if gpus else None, "")
+    plan = _bare_plan(options=LaunchOptions(num_processes=world, vllm_gpus=vllm_gpus, num_machines=machines), target=target)
+    assert plan._idle_note() == note
+    assert _bare_plan(options=LaunchOptions(num_processes=1))._idle_note() == ""  # no node planned
+
+
+@pytest.mark.parametrize("launcher, machines, parent", [("accelerate", 1, True), ("accelerate", 2, True), ("deepspeed", 1, True),
+                                                        ("deepspeed", 2, False)])  # fmt: skip
+def test_who_writes_the_final_outputs(launcher, machines, parent):
+    from olmocr_rl.train.plan import parent_writes_outputs
+
+    assert parent_writes_outputs(LaunchOptions(launcher=launcher, num_machines=machines)) is parent
+    assert _bare_plan(options=LaunchOptions(launcher=launcher, num_machines=machines)).parent_writes_outputs is parent
+
+
+def test_the_prompt_line_each_way(monkeypatch):
+    """The prepared pages' own instruction, a named prompt in either layout, a name that does not
+    resolve (with why)."""
+    from olmocr_rl import prompts
+    from olmocr_rl.train.config import TrainConfig
+    from olmocr_rl.train.plan import prompt_line
+
+    assert prompt_line(TrainConfig(prompt=None)) == "each prepared page's own instruction (prepare --prompt / --prompt-file)"
+    ours = prompts.resolve_prompt("olmocr-rl")
+    assert prompt_line(TrainConfig(prompt="olmocr-rl")) == f"olmocr-rl: {ours.source}; the image, then the instruction"
+    assert prompt_line(TrainConfig(prompt="nope")).startswith("nope: unknown prompt 'nope'; choose from olmocr-rl, olmocr-v4")
+    monkeypatch.setattr(prompts, "resolve_prompt", lambda name: prompts.Prompt("olmocr-v4", "t", prompts.TEXT_FIRST, "src"))
+    assert prompt_line(TrainConfig(prompt="olmocr-v4")) == "olmocr-v4: src; the instruction before the image"
+
+
+def test_the_resume_hint(tmp_path):
+    from olmocr_rl.train.config import TrainConfig
+    from olmocr_rl.train.plan import resume_hint
+
+    assert resume_hint(TrainConfig(output_dir=str(tmp_path / "none"))) == "No checkpoint was written yet."
+    assert resume_hint(TrainConfig(output_dir=str(tmp_path))) == "No checkpoint was written yet."
+    for n in (2, 10):
+        (tmp_path / f"checkpoint-{n}").mkdir()
+    hint = resume_hint(TrainConfig(output_dir=str(tmp_path)))
+    assert hint == f"Last checkpoint: {tmp_path / 'checkpoint-10'}; continue with the same command and --resume auto."
+
+
+def test_the_dry_runs_config_file_is_named_after_its_content(tmp_path):
+    import hashlib
+
+    from olmocr_rl.train.config import TrainConfig
+    from olmocr_rl.train.plan import write_config
+
+    plan = _bare_plan(cfg=TrainConfig(output_dir=str(tmp_path / "never")))
+    path = write_config(plan)
+    text = json.dumps(plan.cfg.to_dict(), indent=2) + "\n"
+    assert path.read_text() == text and path.name == f"olmocr-rl-plan-{hashlib.sha1(text.encode()).hexdigest()[:12]}.json"
+    assert not (tmp_path / "never").exists()
+    assert write_config(_bare_plan(cfg=TrainConfig(output_dir="other"))) != path
+
+
+def test_the_dry_runs_lines_of_a_node_with_a_server(prepared, tiny_model, tmp_path):
+    """The generation batch as trl builds it (trl.generation_batch_size: 24 completions of 3 per device
+    x 2 processes is 4 steps, not the accumulation's 5); machine rank 0 runs the server and says its
+    ports, the launcher told which GPUs train; another machine's rank runs none and says where the
+    trainer connects."""
+    from olmocr_rl.train.vllm_server import weight_sync_port
+
+    cfg = cfg_for(prepared, tiny_model, tmp_path / "run", "per_device_train_batch_size=3", "gradient_accumulation_steps=5",
+                  "num_generations=4", "trl.generation_batch_size=24")  # fmt: skip
+    plan = build_plan(cfg, LaunchOptions(vllm_gpus=1, gpus=3, gpu_memory=80.0))
+    lines = plan.describe().splitlines()
+    assert "generation batch: 3 per device x 2 processes x 4 steps = 24 completions = 6 pages x 4 generations" in lines
+    port = plan.cfg.vllm_server_port
+    assert f"ports: server {port} (vllm_server_port), weight sync {weight_sync_port(plan.cfg)} (trl.vllm_group_port)" in lines
+    command = next(ln for ln in lines if ln.startswith("command: "))
+    assert "CUDA_VISIBLE_DEVICES=0,1 " in command
+    # The memory of the node planned: what was read of the model, the estimate per training GPU, the server's GPU.
+    from olmocr_rl.train.shape import read_shape
+
+    mem, shape = plan.memory_estimate(), read_shape(str(tiny_model))
+    assert mem.estimate is not None and mem.shape == shape and mem.layout.world == 2 and mem.pushes is None
+    assert mem.read[0] == f"model: {shape.source}" and mem.read[1].startswith("image tokens: ") and "for the largest page" in mem.read[1]
+    head = (f"memory per training GPU (estimate; {shape.params / 1e9:.2f} B parameters, 2 ranks, no ZeRO, bf16, "
+            f"longest sequence {mem.tokens.sequence:,} tokens):")  # fmt: skip
+    at = lines.index(head)
+    assert lines[at - 2 : at] == list(mem.read) and lines[at + 1 : at + 1 + len(mem.estimate.lines())] == mem.estimate.lines()
+    assert mem.server.startswith("vLLM takes ") and f"memory per server GPU: {mem.server}" in lines
+    assert f"  server GPU: {mem.server}" in lines and lines[0].startswith("plan: ") and "memory fits, " in lines[0]
+    assert lines[lines.index(head) - 3] == plan.target.describe()
+    other = build_plan(cfg, LaunchOptions(vllm_gpus=1, gpus=3, gpu_memory=80.0, num_machines=2, machine_rank=1, main_process_ip="10.0.0.1",
+                                          num_processes=4))  # fmt: skip
+    lines = other.describe().splitlines()
+    assert f"server: none on this machine (machine rank 1); the trainer connects to 10.0.0.1:{port}" in lines
+    assert not any(ln.startswith("ports: ") for ln in lines)
+
+
+def test_what_describe_shows_of_the_config_the_rules_and_the_recipe(tmp_path):
+    """--show-config: the resolved config as JSON after the first line, trl's arguments (any value
+    as a string, output_dir left out); what each rank fills in; the loop stop's and online
+    filtering's lines as their modules word them; the memory of a CPU plan; the recipe's departures
+    under their heading, one line each."""
+    from olmocr_rl.loops import rule_from, stop_line
+    from olmocr_rl.recipes import departures
+    from olmocr_rl.train.budget import filter_cost
+    from olmocr_rl.train.config import TrainConfig
+
+    model = tmp_path / "model.bin"
+    model.write_text("")
+    cfg = TrainConfig(model=str(model), output_dir=str(tmp_path / "run"), filter_groups=True, per_device_train_batch_size=2,
+                      gradient_accumulation_steps=2, num_generations=4)  # fmt: skip
+    plan = _bare_plan(cfg=cfg, grpo_kwargs={"output_dir": "o", "where": Path("/x")}, unresolved=("a", "b"), recipe="olmocr2")
+    text = plan.describe(show_config=True)
+    lines = text.splitlines()
+    assert lines[0].startswith("plan: ") and lines[1] == "resolved config:"
+    assert "\n".join(lines[2:]).startswith(json.dumps(cfg.to_dict(), indent=2) + "\ntrl.GRPOConfig: ")
+    assert 'trl.GRPOConfig: {"where": "/x"}' in lines and "trl.GRPOConfig: each rank fills in generation_kwargs' a; b" in lines
+    assert stop_line(rule_from(cfg), cfg.max_completion_length) in lines and not any(ln.startswith("loop stop: off") for ln in lines)
+    assert filter_cost(cfg, 1).line() in lines
+    assert "memory: not estimated for a CPU plan (give --gpus N --gpu-memory GIB to plan a GPU node)" in lines
+    made = departures(cfg)
+    assert made, "the defaults depart from upstream's runs somewhere"
+    at = lines.index("departures from upstream's olmOCR 2 runs (allenai/olmocr f7cfe4c; docs/training.md):")
+    assert lines[at + 1 : at + 1 + len(made)] == [f"  {d.what}: {d.ours} (upstream: {d.upstream}): {d.why}" for d in made]
+    assert "departures" not in _bare_plan(cfg=cfg).describe()
+    assert "resolved config:" not in _bare_plan(cfg=cfg).describe()

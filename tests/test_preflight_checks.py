@@ -96,6 +96,17 @@ def test_check_disk(prepared, tiny_model, monkeypatch):
     assert p.key == "save_total_limit" and p.severity == "warning" and "3 checkpoints of" in p.message and "the final model" in p.message
 
 
+def test_check_batch_reads_trls_generation_batch_size(prepared):
+    """trl.generation_batch_size sets the generation batch (trl's GRPOConfig requires it divisible by
+    num_generations): 24 with 8 generations passes where per-device x accumulation (2 x 2 = 4) would
+    not divide; 20 is refused naming that key, not gradient_accumulation_steps."""
+    base = {"num_generations": 8, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 2}
+    assert pf.check_batch(ctx(prepared, **base, trl={"generation_batch_size": 24})) == []
+    (p,) = pf.check_batch(ctx(prepared, **base, trl={"generation_batch_size": 20}))
+    assert p.key == "num_generations" and "trl.generation_batch_size (20)" in p.message and "multiple of 8" in p.fix
+    assert keys(pf.check_batch(ctx(prepared, **base))) == ["num_generations"]  # 4 completions, 8 generations
+
+
 def test_check_eval_batch(prepared):
     (p,) = pf.check_eval_batch(ctx(prepared, world=2, per_device_eval_batch_size=3, num_generations_eval=4))
     assert p.key == "per_device_eval_batch_size" and "multiple of 2" in p.fix

@@ -299,3 +299,152 @@ def test_the_final_outputs_have_one_writer(prepared, tmp_path, monkeypatch, laun
     written.clear()
     monkeypatch.delenv(PARENT_ENV, raising=False)
     assert rank_main(rank, None, echo=lambda *a, **k: None) == 0 and len(written) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# execute: each way a run ends, and what it hands the launcher (issue 50)
+# ---------------------------------------------------------------------------------------------
+
+
+def _execute_plan(prepared, tmp_path, *args, **launch):
+    from olmocr_rl.train.config import load_config
+    from olmocr_rl.train.plan import build_plan
+
+    cfg = load_config(None, ["num_generations=4", "gradient_accumulation_steps=2", *args], prepared_dir=str(prepared), model="org/model",
+                      output_dir=str(tmp_path / "run"))  # fmt: skip
+    from dataclasses import replace
+
+    return replace(build_plan(cfg, LaunchOptions(**launch)), problems=())  # what pre-flight says of "org/model" aside
+
+
+def test_execute_refuses_errors_and_trains_in_process(prepared, tmp_path, monkeypatch, capsys):
+    """Pre-flight errors: nothing runs, the count said; one process: the worker trains here on the
+    plan's config, inputs and device, its outputs returned, the config written first."""
+    from dataclasses import replace
+
+    from olmocr_rl.train import plan as plan_module
+    from olmocr_rl.train import worker
+    from olmocr_rl.train.preflight import Problem
+
+    plan = _execute_plan(prepared, tmp_path, "final_outputs=eval", gpus=0)
+    assert not plan.distributed
+    bad = replace(plan, problems=(Problem("a", "m", "f"), Problem("b", "m", "f"), Problem("c", "m", "f", "warning")))
+    with pytest.raises(ConfigError, match=r"^2 pre-flight problem\(s\); nothing was launched$"):
+        plan_module.execute(bad)
+    assert not plan.config_path.exists()
+    seen = []
+    monkeypatch.setattr(
+        worker, "run", lambda cfg, inputs, cuda: seen.append((cfg, inputs, cuda, plan.config_path.exists())) or {"outputs": {"o": 1}}
+    )
+    assert plan_module.execute(plan) == {"o": 1}
+    assert seen == [(plan.cfg, plan.inputs, plan.cuda, True)]
+
+
+def test_an_interrupted_run_in_process_stops_what_it_started(prepared, tmp_path, monkeypatch):
+    """SIGTERM while training here: the DataLoader workers stopped (10 s grace), the run a
+    TrainingFailed with status 130 and where to resume."""
+    from olmocr_rl import procs
+    from olmocr_rl.procs import Interrupted
+    from olmocr_rl.train import worker
+    from olmocr_rl.train.plan import TrainingFailed, execute
+
+    stopped = []
+
+    class Tree:
+        def stop(self, grace):
+            stopped.append(grace)
+
+    monkeypatch.setattr(procs, "ProcessTree", Tree)
+    monkeypatch.setattr(worker, "run", lambda *a, **k: (_ for _ in ()).throw(Interrupted(15)))
+    plan = _execute_plan(prepared, tmp_path, gpus=0)
+    with pytest.raises(TrainingFailed) as e:
+        execute(plan)
+    assert stopped == [10] and e.value.code == 130
+    assert str(e.value) == "interrupted (SIGTERM); every process it started was stopped. No checkpoint was written yet."
+
+
+@pytest.mark.parametrize("machines", [1, 2])
+def test_a_launched_runs_lock_status_and_outputs(prepared, tmp_path, monkeypatch, machines):
+    """The output folder locked for the launch on one machine (by `train`), not on several (shared
+    storage); a non-zero status is a TrainingFailed with it; status 0: the final outputs written
+    here from the run's config, none with final_outputs=none."""
+    import importlib
+
+    from olmocr_rl.folder_lock import LOCK_NAME
+    from olmocr_rl.train import worker
+    from olmocr_rl.train.plan import TrainingFailed, execute
+
+    plan_module = importlib.import_module("olmocr_rl.train.plan")
+    extra = dict(num_machines=2, main_process_ip="10.0.0.1") if machines == 2 else {}
+    plan = _execute_plan(prepared, tmp_path, "final_outputs=eval", num_processes=2 * machines, **extra)
+    lock = Path(plan.cfg.output_dir) / LOCK_NAME
+    launched, written, code = [], [], {"status": 3}
+
+    def launch(p, echo):
+        launched.append((p, echo, lock.read_text() if lock.exists() else None))
+        return code["status"]
+
+    monkeypatch.setattr(plan_module, "_launch", launch)
+    monkeypatch.setattr(worker, "write_final_outputs", lambda cfg: written.append(cfg) or {"w": 1})
+    echo = print
+    with pytest.raises(TrainingFailed, match=r"^training exited with status 3$") as e:
+        execute(plan, echo=echo)
+    assert e.value.code == 3 and not written
+    held = f"pid {os.getpid()} (olmocr-rl train)\n" if machines == 1 else None
+    assert launched == [(plan, echo, held)]
+    code["status"] = 0
+    assert execute(plan, echo=echo) == {"w": 1} and written == [plan.cfg]
+    from dataclasses import replace
+
+    assert execute(replace(plan, cfg=replace(plan.cfg, final_outputs="none")), echo=echo) is None and len(written) == 1
+
+
+def test_an_interrupted_launch_says_where_to_resume(prepared, tmp_path, monkeypatch):
+    import importlib
+
+    from olmocr_rl.procs import Interrupted
+    from olmocr_rl.train.plan import TrainingFailed, execute
+
+    plan_module = importlib.import_module("olmocr_rl.train.plan")
+    plan = _execute_plan(prepared, tmp_path, num_processes=2)
+    (Path(plan.cfg.output_dir) / "checkpoint-4").mkdir(parents=True)
+    monkeypatch.setattr(plan_module, "_launch", lambda p, echo: (_ for _ in ()).throw(Interrupted(2)))
+    with pytest.raises(TrainingFailed) as e:
+        execute(plan)
+    assert e.value.code == 130 and str(e.value) == (
+        f"interrupted (SIGINT); every process it started was stopped. Last checkpoint: {Path(plan.cfg.output_dir) / 'checkpoint-4'}; "
+        "continue with the same command and --resume auto."
+    )
+
+
+def test_the_launch_with_and_without_a_server(prepared, tmp_path, monkeypatch):
+    """No split: the launcher's command and environment, its status. With --vllm-gpus: the server
+    (its command, environment, log in the output folder, its address) supervised with the ranks,
+    the split said first; on a machine without the server, the ranks alone."""
+    from olmocr_rl.launch import launchers, server, supervise
+    from olmocr_rl.train.plan import _launch
+
+    calls = []
+    monkeypatch.setattr(launchers, "launch", lambda argv, env: calls.append(("launch", argv, env)) or 5)
+    plan = _execute_plan(prepared, tmp_path, num_processes=2)
+    assert _launch(plan, print) == 5 and calls == [("launch", plan.launcher_argv, plan.env)]
+
+    class Server:
+        def __init__(self, *args):
+            self.args = args
+
+    monkeypatch.setattr(server, "VLLMServer", Server)
+    monkeypatch.setattr(supervise, "supervise", lambda argv, env, **kw: calls.append(("supervise", argv, env, kw)) or 7)
+    split = _execute_plan(prepared, tmp_path, "vllm_server_timeout=123", vllm_gpus=1, gpus=3, gpu_memory=80.0)
+    said = []
+    calls.clear()
+    assert _launch(split, said.append) == 7
+    ((what, argv, env, kw),) = calls
+    assert (what, argv, env, said) == ("supervise", split.launcher_argv, split.env, [split.split.describe()])
+    assert kw["timeout"] == 123 and kw["echo"] == said.append
+    url = f"http://127.0.0.1:{split.cfg.vllm_server_port}"
+    assert kw["server"].args == (split.server_argv, server.server_env(split.split), Path(split.cfg.output_dir) / "logs" / "vllm.log", url)
+    from dataclasses import replace
+
+    calls.clear()
+    assert _launch(replace(split, server_argv=None), said.append) == 7 and calls[0][3]["server"] is None

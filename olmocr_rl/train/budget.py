@@ -71,10 +71,10 @@ def saved_weight_bytes(cfg: TrainConfig, *, deepspeed: bool) -> int:
 
 def filter_cost(cfg: TrainConfig, world_size: int) -> Cost | None:
     """With online filtering (`filter_groups`): the most generation one generation batch can cost
-    (1 + filter_extra_rounds rounds of trl's generation batch); None when off."""
+    (1 + filter_extra_rounds rounds of trl's generation batch, trl.generation_batch_size where set); None when off."""
     if not cfg.filter_groups:
         return None
-    batch = cfg.per_device_train_batch_size * world_size * (cfg.steps_per_generation or cfg.gradient_accumulation_steps)
+    batch = cfg.per_device_train_batch_size * world_size * steps_per_generation(cfg, world_size)
     return Cost(1 + cfg.filter_extra_rounds, batch, batch // max(1, cfg.num_generations or 1))
 
 
@@ -191,8 +191,11 @@ def estimate(
         ckpt = checkpoint_bytes(cfg, shape, deepspeed=deepspeed, zero=zero) / 1e9
         final = (model_bytes(cfg, shape, deepspeed=deepspeed) + shape.other_file_bytes) / 1e9
     free = free_bytes(cfg.output_dir)
-    # Each optimizer step trains on per_device x world x accumulation completions; num_iterations reuses them.
-    completions = steps * cfg.per_device_train_batch_size * world_size * cfg.gradient_accumulation_steps // max(1, int(cfg.num_iterations))
+    # trl generates a generation batch every steps_per_generation x num_iterations micro-steps (`_prepare_inputs`),
+    # an optimizer step takes gradient_accumulation_steps of them: the generations started, at most.
+    per_generation = steps_per_generation(cfg, world_size)
+    generations = math.ceil(steps * cfg.gradient_accumulation_steps / (per_generation * max(1, int(cfg.num_iterations))))
+    completions = generations * cfg.per_device_train_batch_size * world_size * per_generation
     train_tokens = completions * cfg.max_completion_length
     if not eval_pages:
         evaluations = 0

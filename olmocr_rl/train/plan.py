@@ -81,8 +81,7 @@ class Plan:
         trl.GRPOConfig's arguments too (else only the file they are written to, `config_file`)."""
         from olmocr_rl.launch.launchers import format_plan
         from olmocr_rl.loops import rule_from, stop_line
-        from olmocr_rl.train.budget import filter_cost
-        from olmocr_rl.train.preflight import generation_batch
+        from olmocr_rl.train.budget import filter_cost, steps_per_generation
 
         cfg, world = self.cfg, self.world_size
         budget, memory = self._budget(), self.memory_estimate()
@@ -93,7 +92,8 @@ class Plan:
         if self.unresolved:
             lines.append(f"trl.GRPOConfig: each rank fills in generation_kwargs' {'; '.join(self.unresolved)}")
         lines.append(f"world size: {world}" + self._idle_note())
-        steps, batch = cfg.steps_per_generation or cfg.gradient_accumulation_steps, generation_batch(cfg, world)
+        steps = steps_per_generation(cfg, world)  # trl.generation_batch_size's where it is set
+        batch = cfg.per_device_train_batch_size * world * steps
         lines.append(
             f"generation batch: {cfg.per_device_train_batch_size} per device x {world} processes x {steps} steps = {batch} "
             f"completions = {batch / cfg.num_generations:g} pages x {cfg.num_generations} generations"

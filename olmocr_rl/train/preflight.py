@@ -68,8 +68,10 @@ def precision_problem(cfg: TrainConfig, deepspeed: bool) -> Problem | None:
 
 
 def generation_batch(cfg: TrainConfig, world_size: int) -> int:
-    steps = cfg.steps_per_generation or cfg.gradient_accumulation_steps
-    return cfg.per_device_train_batch_size * world_size * steps
+    """The completions of one generation batch, as trl builds it (trl.generation_batch_size where set)."""
+    from olmocr_rl.train.budget import steps_per_generation
+
+    return cfg.per_device_train_batch_size * world_size * steps_per_generation(cfg, world_size)
 
 
 def _batch_fix(cfg: TrainConfig, world_size: int) -> str:
@@ -157,7 +159,16 @@ def check_batch(ctx: Context) -> list[Problem]:
                 "set num_generations=2 or more (olmOCR 2 uses 28)",
             )
         )
-    elif (batch := generation_batch(cfg, world)) % g:
+    elif (batch := generation_batch(cfg, world)) % g and not cfg.steps_per_generation and cfg.trl.get("generation_batch_size"):
+        out.append(
+            Problem(
+                "num_generations",
+                f"the generation batch trl.generation_batch_size ({cfg.trl['generation_batch_size']}) is not divisible by "
+                f"num_generations ({g})",
+                f"set trl.generation_batch_size to a multiple of {g}",
+            )
+        )
+    elif batch % g:
         steps_name = "steps_per_generation" if cfg.steps_per_generation else "gradient_accumulation_steps"
         out.append(
             Problem(

@@ -181,6 +181,109 @@ mod tests {
         assert_eq!((empty.reward(), empty.macro_reward()), (None, None));
     }
 
+    fn suite_of(lines: &[&str]) -> TestSuite {
+        let jsonl = lines.join("\n");
+        TestSuite::from_sources([("t.jsonl", jsonl.as_str())])
+    }
+
+    fn ids(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// The graded reward is the mean credit: a failed `present` earns best / threshold (the best
+    /// alignment of "abcdefghij" is the page's "abcdefghi": indel ratio 2·9/19, threshold 1.0), a
+    /// passed test 1, a failed `absent` 0; None without tests.
+    #[test]
+    fn graded_reward_is_the_mean_credit() {
+        let suite = suite_of(&[
+            r#"{"pdf":"a","page":1,"id":"p","type":"present","text":"abcdefghij"}"#,
+            r#"{"pdf":"a","page":1,"id":"a","type":"absent","text":"zzz"}"#,
+            r#"{"pdf":"a","page":1,"id":"x","type":"absent","text":"abcdefghi"}"#,
+        ]);
+        let s = score_page(&suite, "abcdefghiX", &ids(&["p", "a"]), Guard::None).unwrap();
+        assert_eq!((s.passed, s.total), (1, 2));
+        let credit = 18.0 / 19.0;
+        assert!((s.graded().unwrap() - (credit + 1.0) / 2.0).abs() < 1e-12, "{:?}", s.graded());
+        assert_eq!(
+            s.results[0].1.explanation,
+            "Expected 'abcdefghij...' with threshold 1.0 but best match ratio was 0.947"
+        );
+        let s = score_page(&suite, "abcdefghiX", &ids(&["p", "a", "x"]), Guard::None).unwrap();
+        assert!(
+            (s.credit - (credit + 1.0)).abs() < 1e-12 && (s.graded().unwrap() - (credit + 1.0) / 3.0).abs() < 1e-12
+        );
+        assert_eq!(s.results.iter().map(|(i, _)| *i).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(score_page(&suite, "x", &[], Guard::None).unwrap().graded(), None);
+    }
+
+    /// `check_page` runs the ids in the order given, a repeated id again; an unknown id is an
+    /// error, whatever comes before it.
+    #[test]
+    fn check_page_runs_the_ids_as_given() {
+        let suite = suite_of(&[
+            r#"{"pdf":"a","page":1,"id":"p","type":"present","text":"alpha"}"#,
+            r#"{"pdf":"a","page":1,"id":"a","type":"absent","text":"alpha"}"#,
+        ]);
+        let got = check_page(&suite, "alpha", &ids(&["a", "p", "a"]), Guard::None).unwrap();
+        assert_eq!(got.iter().map(|v| v.passed).collect::<Vec<_>>(), vec![false, true, false]);
+        assert_eq!(
+            got[0].explanation,
+            "Expected absence of 'alpha...' with threshold 1.0 but best match ratio was 1.000"
+        );
+        assert!(check_page(&suite, "alpha", &[], Guard::None).unwrap().is_empty());
+        assert_eq!(
+            check_page(&suite, "alpha", &ids(&["p", "q"]), Guard::None).unwrap_err(),
+            CoreError::UnknownId("q".into())
+        );
+    }
+
+    /// Many pages give one result each, in the pages' order, the same as scoring them one by
+    /// one, on any pool size (also one page, and none).
+    #[test]
+    fn score_pages_keeps_the_page_order() {
+        let suite = suite_of(&[
+            r#"{"pdf":"a","page":1,"id":"p","type":"present","text":"alpha"}"#,
+            r#"{"pdf":"a","page":1,"id":"b","type":"baseline"}"#,
+        ]);
+        let pages: Vec<(String, Vec<String>)> = (0..7)
+            .map(|i| (if i % 2 == 0 { "alpha".to_string() } else { format!("beta {i}") }, ids(&["p", "b"])))
+            .chain([("x".to_string(), ids(&["nope"]))])
+            .collect();
+        for threads in [None, Some(1), Some(3)] {
+            let got = score_pages(&suite, &pages, threads, Guard::None);
+            assert_eq!(got.len(), pages.len());
+            for (i, r) in got.iter().take(7).enumerate() {
+                assert_eq!(r.as_ref().unwrap().passed, if i % 2 == 0 { 2 } else { 1 }, "page {i}");
+            }
+            assert_eq!(got[7].as_ref().unwrap_err(), &CoreError::UnknownId("nope".into()));
+            let one = score_pages(&suite, &pages[1..2], threads, Guard::None);
+            assert_eq!(one.len(), 1);
+            assert_eq!(one[0].as_ref().unwrap().passed, 1);
+        }
+        assert!(score_pages(&suite, &[], None, Guard::None).is_empty());
+    }
+
+    /// Without a size the pool has as many threads as the process may use; a size of 0 means
+    /// the same. Its threads have a 16 MiB stack: a recursion needing more than the 2 MiB of a
+    /// default Rust thread runs on them.
+    #[test]
+    fn pool_defaults_and_stack() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(default_threads(), cores);
+        assert_eq!(pool(None).current_num_threads(), cores);
+        assert_eq!(pool(Some(0)).current_num_threads(), cores);
+        fn deep(n: u32) -> u64 {
+            let pad = std::hint::black_box([n as u8; 1024]);
+            if n == 0 {
+                u64::from(pad[0])
+            } else {
+                deep(n - 1) + u64::from(pad[7])
+            }
+        }
+        // ~6 MiB of frames.
+        assert_eq!(pool(Some(2)).install(|| deep(6000)), (1..=6000u64).map(|n| n as u8 as u64).sum::<u64>());
+    }
+
     #[test]
     fn pool_is_reused_and_resized() {
         let a = pool(Some(2));

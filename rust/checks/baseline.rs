@@ -195,5 +195,8 @@ mod tests {
     fn markdown_images() {
         let s = chars("a![alt](x.png)b ![no\n](y) ![x](y\n) ![a](b)(c)");
         assert_eq!(string(&strip_markdown_images(&s)), "ab ![no\n](y) ![x](y\n) (c)");
+        // `\](` is one token: a lone `]` on the first line and `](` on the next are no image.
+        assert_eq!(string(&strip_markdown_images(&chars("![a]\n](c)"))), "![a]\n](c)");
+        assert_eq!(string(&strip_markdown_images(&chars("x![a]b](c)y"))), "xy");
     }
 }

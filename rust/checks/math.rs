@@ -196,4 +196,82 @@ mod tests {
         assert!(run("x", "$\\color{red} x$"));
         assert!(!check("a+b", true, &chars("$a+b$")).passed);
     }
+
+    /// An equation that exceeds KaTeX's operation budget (katex.rs's bomb: nested macros).
+    fn bomb() -> String {
+        let mut bomb = format!("\\def\\za{{{}}}", "x+".repeat(250) + "y");
+        for (prev, name) in ["za", "zb", "zc", "zd"].iter().zip(["zb", "zc", "zd", "ze"]) {
+            bomb += &format!("\\def\\{name}{{{}}}", format!("\\{prev}").repeat(4));
+        }
+        bomb + "\\ze"
+    }
+
+    /// A hypothesis cut by a render bound is no match, and the failure says so; a second
+    /// hypothesis after it exceeds the page's budget (PAGE_LIMITED = 1): an error verdict that
+    /// says why and how many equations were compared.
+    #[test]
+    fn a_render_cut_by_a_bound_is_said_and_spends_the_budget() {
+        if !katex_or_skip() {
+            return;
+        }
+        let alone = check("x+y", false, &chars(&format!("${}$", bomb())));
+        assert_eq!(
+            (alone.passed, alone.error, alone.explanation.as_str()),
+            (false, false, "No match found for x+y anywhere in content (1 equation(s) of the page exceed the render limits and were not compared)")
+        );
+        // The bomb is the more similar to the target, so it is rendered first.
+        let two = check("x+y", false, &chars(&format!("${}$ and $\\beta$", bomb())));
+        assert!(two.error && !two.passed);
+        assert_eq!(
+            two.explanation,
+            "error: the page's equations exceed the math check's budget (1 of its equations exceed the render limits); 1 of its 2 distinct equations were compared"
+        );
+    }
+
+    /// A hypothesis whose MathML renders but whose layout render is cut by a bound (the bomb
+    /// with a short body: nested macros that the MathML render fits and the layout render does
+    /// not) is no match and is said so; a hypothesis after it exceeds the page's budget.
+    #[test]
+    fn a_layout_render_cut_by_a_bound_is_said_and_spends_the_budget() {
+        if !katex_or_skip() {
+            return;
+        }
+        let small = bomb().replacen(&"x+".repeat(250), &"x+".repeat(8), 1);
+        let alone = check("\\beta", false, &chars(&format!("${small}$")));
+        assert_eq!(
+            alone.explanation,
+            "No match found for \\beta anywhere in content (1 equation(s) of the page exceed the render limits and were not compared)"
+        );
+        // `7` shares nothing with the target: the bomb is tried first, `7` is over the budget.
+        let two = check("\\beta", false, &chars(&format!("${small}$ and $7$")));
+        assert_eq!(
+            two.explanation,
+            "error: the page's equations exceed the math check's budget (1 of its equations exceed the render limits); 1 of its 2 distinct equations were compared"
+        );
+    }
+
+    /// PAGE_RENDERS: 700 distinct equations that do not match stop after 600 MathML renders; the
+    /// same page with a matching equation passes, as it is the most similar and tried first.
+    #[test]
+    fn a_page_of_many_equations_stops_at_the_render_budget() {
+        if !katex_or_skip() {
+            return;
+        }
+        let page: Vec<String> = (0..700).map(|i| format!("$x_{{{i}}}^{{{}}}$", i % 7)).collect();
+        let v = check("\\alpha+\\beta=\\gamma", false, &chars(&page.join(" text ")));
+        assert!(v.error && !v.passed);
+        assert_eq!(
+            v.explanation,
+            "error: the page's equations exceed the math check's budget (it needs more than 600 renders); 600 of its 700 distinct equations were compared"
+        );
+        let with_match = page.join(" text ") + " $\\alpha + \\beta = \\gamma$";
+        assert!(check("\\alpha+\\beta=\\gamma", false, &chars(&with_match)).passed);
+        // 350 distinct: 350 MathML renders, then the layout stage's (the reference once, each
+        // hypothesis once) until 600: 249 of the 350 get their layout compared.
+        let v = check("\\alpha+\\beta=\\gamma", false, &chars(&page[..350].join(" text ")));
+        assert_eq!(
+            v.explanation,
+            "error: the page's equations exceed the math check's budget (it needs more than 600 renders); 249 of its 350 distinct equations were compared"
+        );
+    }
 }

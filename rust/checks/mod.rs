@@ -4,6 +4,8 @@
 pub mod baseline;
 pub mod footnote;
 pub mod format;
+#[cfg(test)]
+mod golden_tests;
 pub mod math;
 pub mod order;
 pub mod presence;

@@ -137,7 +137,7 @@ bench: build
 # (Rust: the mutants on changed lines only), the step before a change lands (docs/development.md,
 # "Mutation testing").
 mutants: build
-	$(PY) tools/mutants.py $(if $(ONLY),--only $(ONLY)) $(if $(SINCE),--since $(SINCE))
+	OLMOCR_RL_REQUIRE_KATEX=1 OLMOCR_RL_KATEX_JS="$(KATEX_JS)" $(PY) tools/mutants.py $(if $(ONLY),--only $(ONLY)) $(if $(SINCE),--since $(SINCE))
 
 # The offline kit for the GPU machine (no package index there): the cp312 wheels it lacks, olmocr-rl
 # as an abi3 wheel and katex.min.js in target/gpu-kit/ (reused when the manifest matches), checked

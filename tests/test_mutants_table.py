@@ -10,8 +10,9 @@ import ast
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = tomllib.loads((ROOT / "tools" / "mutants.toml").read_text())

@@ -406,3 +406,34 @@ def test_the_docs_table_of_keys_is_the_code_s():
     for o in LOOP_OPTIONS[1:]:
         assert f"| `{o.name}` | {o.default} |" in docs, o.name
     assert "| `loop_stop` | `true` in `train`" in docs
+
+
+def test_the_vllm_processor_forgets_a_request_whose_slot_a_new_one_takes(monkeypatch):
+    """vLLM's persistent batch reuses a freed slot in the same step (`InputBatch.add_request` takes
+    `BatchUpdateBuilder.pop_removed()`), and the reused index is then not in `BatchUpdate.removed`:
+    the new request, with or without the switch, starts afresh and the old one's loop is not its."""
+    torch = pytest.importorskip("torch")
+    import types
+
+    import vllm_interface
+    from vllm_interface import BatchUpdate
+
+    vllm_interface.install(monkeypatch)
+    from olmocr_rl.loop_stop_vllm import LoopStopProcessor
+
+    rule = LoopRule(max_period=4, min_span=6, min_repeats=2)
+    on = types.SimpleNamespace(extra_args=vllm_extra_args(rule, 3))
+    off = types.SimpleNamespace(extra_args=None)
+    proc = LoopStopProcessor(None, torch.device("cpu"), False)
+    looping = [9] * 8
+    proc.update_state(BatchUpdate(1, [], [(0, on, [0], looping)], []))
+    assert torch.isinf(proc.apply(torch.zeros(1, 5))[0]).any()
+    # the looping request finished; a request without the switch takes slot 0, removed not listed
+    proc.update_state(BatchUpdate(1, [], [(0, off, [0], [9] * 8)], []))
+    assert proc.requests == {} and not torch.isinf(proc.apply(torch.zeros(1, 5))).any()
+    proc.update_state(BatchUpdate(1, [], [(0, on, [0], looping)], []))
+    assert torch.isinf(proc.apply(torch.zeros(1, 5))[0]).any()
+    # a switched-on request takes the slot: its own detector, its own tokens, nothing forced
+    fresh = [1, 2]
+    proc.update_state(BatchUpdate(1, [], [(0, on, [0], fresh)], []))
+    assert not torch.isinf(proc.apply(torch.zeros(1, 5))).any() and proc.requests[0].fed == 2

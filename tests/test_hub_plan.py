@@ -159,3 +159,168 @@ def test_a_training_rank_reads_the_cache_only(repos, tmp_path, monkeypatch):
         with pytest.raises(ShapeUnknown, match="lacks allenai/olmOCR-2-7B-1025's config.json"):
             read_shape(REPO, fetch=False)
     assert hub.log == []
+
+
+def safetensors(path: Path, tensors: dict[str, tuple[list[int], str]], *, pad: int = 0) -> None:
+    """A safetensors file by its format (8 bytes little-endian header length, the JSON header, the
+    data), `pad` bytes of data after it."""
+    import json
+    import struct
+
+    header, at = {"__metadata__": {"format": "pt"}}, 0
+    for name, (shape, dtype) in tensors.items():
+        n = 2
+        for d in shape:
+            n *= d
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + n]}
+        at += n
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * (at + pad))
+
+
+@pytest.fixture
+def small_repos(tmp_path) -> dict[str, Path]:
+    """Three repos of a few KB: one weight file (o/single, a preprocessor config), two shards and
+    an index (o/sharded, a processor_config.json, a tokenizer and a dotfile), none (o/noconfig)."""
+    import json
+
+    single, sharded, noconfig = (tmp_path / n for n in ("single", "sharded", "noconfig"))
+    for f in (single, sharded, noconfig):
+        f.mkdir()
+    (single / "config.json").write_text('{"model_type": "qwen2_5_vl"}')
+    (single / "preprocessor_config.json").write_text('{"patch_size": 14}')
+    safetensors(single / "model.safetensors", {"a.weight": ([4, 3], "BF16"), "b": ([5], "F32")}, pad=3000)
+    (sharded / "config.json").write_text('{"model_type": "qwen3_vl"}' + " " * 1500)
+    (sharded / "processor_config.json").write_text('{"image_processor": {"patch_size": 16}}')
+    (sharded / "tokenizer.json").write_text("{}")
+    (sharded / ".gitattributes").write_text("*")
+    safetensors(sharded / "model-1.safetensors", {"x": ([2, 2], "BF16")})
+    safetensors(sharded / "model-2.safetensors", {"y": ([6], "F16")})
+    index = {"metadata": {}, "weight_map": {"x": "model-1.safetensors", "y": "model-2.safetensors"}}
+    (sharded / "model.safetensors.index.json").write_text(json.dumps(index))
+    (noconfig / "README.md").write_text("hi")
+    return {"o/single": single, "o/sharded": sharded, "o/noconfig": noconfig}
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """huggingface_hub reading an empty cache in tmp_path, online; returns its constants."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    return constants
+
+
+def point_at(monkeypatch, constants, url: str) -> None:
+    """HF_ENDPOINT as huggingface_hub read it at import (the endpoint and the file URL template)."""
+    monkeypatch.setattr(constants, "ENDPOINT", url)
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", url + "/{repo_id}/resolve/{revision}/{filename}")
+
+
+def test_hub_model_files_reads_the_small_files_and_the_headers(small_repos, hub_cache, monkeypatch):
+    """`hub_model_files` in this process against the stand-in: what it fetched and said, then the
+    same repo from the cache with no request (present), offline, and with the cache lacking things."""
+    from olmocr_rl.hub import HEADER_RANGE, HubUnavailable, hub_model_files
+
+    single = small_repos["o/single"]
+    with StandinHub(small_repos) as hub:
+        point_at(monkeypatch, hub_cache, hub.url)
+        got = hub_model_files("o/single")
+        assert got.repo == "o/single" and got.revision == SHA
+        assert {n: p.read_bytes() for n, p in got.files.items()} == {
+            n: (single / n).read_bytes() for n in ("config.json", "preprocessor_config.json")
+        }
+        assert got.tensors == {"a.weight": ((4, 3), "BF16"), "b": ((5,), "F32")}
+        weights = (single / "model.safetensors").stat().st_size
+        assert got.sizes == {p.name: p.stat().st_size for p in single.iterdir()} and got.weight_bytes == weights
+        assert got.other_bytes == sum(p.stat().st_size for p in single.iterdir()) - weights
+        small = sum((single / n).stat().st_size for n in ("config.json", "preprocessor_config.json"))
+        assert got.fetched == small + min(HEADER_RANGE, weights)
+        assert got.source == (f"o/single@{SHA[:12]} from {hub.url}: config.json, preprocessor_config.json, the headers of 1 "
+                              f"weight file(s), {(small + weights) / 1000:,.0f} KB fetched, no weights (the weights: 0.0 GB)")  # fmt: skip
+        n = len(hub.log)
+        # Present now, without the headers: no request, nothing fetched.
+        cached = hub_model_files("o/single", tensors=False)
+        assert len(hub.log) == n and cached.revision is None and cached.tensors is None and cached.sizes == {}
+        assert cached.files == got.files and cached.weight_bytes is None and cached.other_bytes is None
+        assert cached.source == "o/single: config.json, the processor config from the Hugging Face cache"
+        # The headers asked for and the weights not cached: the hub is asked again, the small files not fetched again.
+        again = hub_model_files("o/single")
+        assert again.fetched == min(HEADER_RANGE, weights) and again.tensors == got.tensors
+        # A rank (network=False) and offline read the cache alone.
+        n = len(hub.log)
+        rank = hub_model_files("o/single", network=False)
+        assert rank.tensors is None and rank.source.startswith("o/single: config.json, the processor config from the Hugging")
+        monkeypatch.setattr(hub_cache, "HF_HUB_OFFLINE", True)
+        off = hub_model_files("o/single")
+        assert off.source == "o/single: config.json, the processor config from the Hugging Face cache (HF_HUB_OFFLINE is set)"
+        assert len(hub.log) == n
+        monkeypatch.setattr(hub_cache, "HF_HUB_OFFLINE", False)
+        with pytest.raises(HubUnavailable, match="^o/noconfig has no config.json on the hub: not a transformers model$"):
+            hub_model_files("o/noconfig")
+        with pytest.raises(HubUnavailable, match=r"^o/nowhere: no such model on the hub, or a private one \(set HF_TOKEN\) \("):
+            hub_model_files("o/nowhere")
+    for bad in ("a--b", "a..b", "a.", "a-", "a/b/c", "-a", "a b", ""):
+        with pytest.raises(HubUnavailable, match="not a model folder, nor a hub id"):
+            hub_model_files(bad)
+
+
+def test_a_sharded_repo_and_a_fully_cached_one(small_repos, hub_cache, monkeypatch):
+    """Two shards: the index then each header; once every shard is cached (a downloaded model) the
+    headers are read from the cache with no request; a shard gone from the cache (stale) asks again."""
+    from huggingface_hub import hf_hub_download
+
+    from olmocr_rl.hub import HEADER_RANGE, INDEX, hub_model_files
+
+    sharded = small_repos["o/sharded"]
+    with StandinHub(small_repos) as hub:
+        point_at(monkeypatch, hub_cache, hub.url)
+        got = hub_model_files("o/sharded")
+        assert got.tensors == {"x": ((2, 2), "BF16"), "y": ((6,), "F16")} and set(got.files) == {"config.json", "processor_config.json"}
+        shards = [sharded / f"model-{i}.safetensors" for i in (1, 2)]
+        small = sum((sharded / n).stat().st_size for n in ("config.json", "processor_config.json"))
+        assert got.fetched == small + sum(min(HEADER_RANGE, p.stat().st_size) for p in shards) + (sharded / INDEX).stat().st_size
+        assert got.other_bytes == sum(
+            (sharded / n).stat().st_size for n in ("config.json", "processor_config.json", "tokenizer.json", INDEX)
+        )
+        assert "the headers of 2 weight file(s)" in got.source and f"{got.fetched / 1000:,.0f} KB fetched" in got.source
+        for name in (INDEX, "model-1.safetensors"):
+            hf_hub_download("o/sharded", name)
+        n = len(hub.log)
+        hub_model_files("o/sharded")  # one shard not cached: the hub is asked
+        assert len(hub.log) > n
+        hf_hub_download("o/sharded", "model-2.safetensors")
+        n = len(hub.log)
+        cached = hub_model_files("o/sharded")
+        assert len(hub.log) == n and cached.tensors == got.tensors
+        assert cached.source == "o/sharded: config.json, the processor config, the weights' headers from the Hugging Face cache"
+
+
+def test_what_the_cache_lacks_is_named_with_the_command(small_repos, hub_cache, monkeypatch, tmp_path):
+    """Offline over an empty cache: the error names both files and the command; a cached config.json
+    without a processor config says what is missing there; a hub that is down falls back to the cache."""
+    from huggingface_hub import hf_hub_download
+
+    from olmocr_rl.hub import HubUnavailable, fetch_command, hub_model_files, read_headers
+
+    cache = hub_cache.HF_HUB_CACHE
+    monkeypatch.setattr(hub_cache, "HF_HUB_OFFLINE", True)
+    with pytest.raises(HubUnavailable) as e:
+        hub_model_files("o/single")
+    assert str(e.value) == (f"HF_HUB_OFFLINE is set; the Hugging Face cache ({cache}) lacks o/single's config.json and its processor "
+                            f"config; fetch only those (a few KB, no weights): {fetch_command('o/single')}")  # fmt: skip
+    assert fetch_command("o/single") == "hf download o/single --include config.json --include '*processor_config.json'"
+    monkeypatch.setattr(hub_cache, "HF_HUB_OFFLINE", False)
+    with StandinHub(small_repos) as hub:
+        point_at(monkeypatch, hub_cache, hub.url)
+        hf_hub_download("o/single", "config.json")
+        part = hub_model_files("o/single", network=False)
+        assert part.source == (f"o/single: config.json from the Hugging Face cache; missing there: its processor config "
+                               f"({fetch_command('o/single')})")  # fmt: skip
+        with pytest.raises(HubUnavailable, match=r"^the Hugging Face cache \(.*\) lacks o/sharded's config.json and its processor"):
+            hub_model_files("o/sharded", network=False)
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x05\0\0\0\0\0\0\0{oops")
+    with pytest.raises(ValueError, match=f"^{bad}: not a readable safetensors file"):
+        read_headers([bad])

@@ -133,3 +133,162 @@ def tiny_qwen3(tmp_path_factory) -> Path:
     from training import build_model
 
     return build_model(tmp_path_factory.mktemp("q3") / "qwen3_vl", "qwen3_vl")
+
+
+# Sizes for the pure checks against transformers' own smart_resize: sides no token divides, the
+# round-half-to-even ties, pages exactly at a bound and one pixel over or under it, thin pages.
+EDGES = [(1288, 996), (1288, 994), (1288, 938), (1289, 1001), (41, 60), (28, 28), (56, 56), (55, 57), (1000, 1000), (1001, 999),
+         (2339, 1654), (300, 61), (30, 3000), (5000, 26), (14, 14), (1, 1), (3584, 3584), (3585, 3584)]  # fmt: skip
+BOUNDS = [(28, 3136, 12845056), (28, 3136, 1_003_520), (32, 65536, 16777216), (28, 56 * 56 * 4, 28 * 28 * 100),
+          (32, 1024, 32 * 32 * 30), (42, 3136, 500_000), (28, 3136, 3584 * 3584), (28, 56 * 56, 1_000_000)]  # fmt: skip
+
+
+def test_smart_resize_is_transformers_at_the_bounds_and_off_the_grid():
+    """Every size and bound pair as transformers' `smart_resize` resizes it (the bound hit exactly:
+    3584 x 3584 at max_pixels 3584 x 3584, 56 x 56 at min_pixels 3136, is kept)."""
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize as theirs
+
+    for factor, low, high in BOUNDS:
+        for height, width in EDGES:
+            if max(height, width) / min(height, width) > 200:
+                continue
+            assert smart_resize(height, width, factor, low, high) == theirs(height, width, factor, low, high), (height, width)
+    assert smart_resize(3584, 3584, 28, 3136, 3584 * 3584) == (3584, 3584)
+    assert smart_resize(56, 56, 28, 3136, 12845056) == (56, 56)
+    for h, w in [(0, 10), (10, 0), (-1, 10), (10, -1)]:
+        with pytest.raises(ValueError, match=f"got {w}x{h}"):
+            smart_resize(h, w, 28, 3136, 12845056)
+
+
+@pytest.mark.parametrize("patch, merge", [(14, 2), (16, 2), (14, 3), (8, 4)])
+def test_tokens_and_patches_follow_the_processors_grid(patch, merge):
+    """Tokens are the resized grid over (patch x merge)-pixel cells, patches the grid over
+    patch-pixel cells (transformers' Qwen2VLImageProcessor: grid_h x grid_w rows of pixel_values,
+    merge_size**2 of them a token); the page is width x height, the resize (height, width)."""
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize as theirs
+
+    budget = ImageBudget(patch, merge, 56 * 56, 700_000, "t")
+    assert budget.factor == patch * merge
+    for height, width in EDGES:
+        if max(height, width) / min(height, width) > 200:
+            continue
+        h, w = theirs(height, width, patch * merge, 56 * 56, 700_000)
+        assert budget.resized(width, height) == (h, w)
+        assert budget.patches(width, height) == (h // patch) * (w // patch)
+        assert budget.tokens(width, height) == (h // patch) * (w // patch) // merge**2
+
+
+def test_a_runs_max_pixels_and_the_line_that_says_it():
+    budget = budget_from_config(CONFIGS["Qwen2.5-VL"], "preprocessor_config.json")
+    assert budget.with_max_pixels(None) is budget
+    run = budget.with_max_pixels(500_000.0)
+    assert (run.max_pixels, run.min_pixels, run.patch_size, run.merge_size) == (500_000, 3136, 14, 2)
+    assert run.source == "preprocessor_config.json, max_pixels=500,000 from the run"
+    # The plan's "image tokens:" line (tests/test_hub_plan.py reads it from the CLI).
+    assert budget.describe() == "28 px a token (patch 14 x merge 2), 3,136-12,845,056 pixels (preprocessor_config.json)"
+
+
+def test_which_bounds_a_config_states_win():
+    """Top-level min/max_pixels override size.shortest_edge/longest_edge, each on its own; a
+    missing key falls back to transformers' Qwen2VLImageProcessor class defaults; a size that is
+    not a dict is ignored; each Qwen processor class (and none named) is this arithmetic's."""
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
+
+    default = Qwen2VLImageProcessor()
+    size = {"shortest_edge": 1000, "longest_edge": 9000}
+    assert budget_from_config({"size": size}, "s") == ImageBudget(14, 2, 1000, 9000, "s")
+    assert budget_from_config({"size": size, "min_pixels": 77}, "s") == ImageBudget(14, 2, 77, 9000, "s")
+    assert budget_from_config({"size": size, "max_pixels": 88}, "s") == ImageBudget(14, 2, 1000, 88, "s")
+    assert budget_from_config({"size": {"longest_edge": 9000}}, "s").min_pixels == default.size["shortest_edge"]
+    assert budget_from_config({"size": {"shortest_edge": 1000}}, "s").max_pixels == default.size["longest_edge"]
+    assert budget_from_config({"size": [1, 2]}, "s") == ImageBudget(default.patch_size, default.merge_size, 3136, 1_003_520, "s")
+    assert budget_from_config({"patch_size": 16, "merge_size": 3}, "s").factor == 48
+    for kind in ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast", "Qwen2VLImageProcessorPil", None):
+        assert budget_from_config({"image_processor_type": kind}, "s").patch_size == 14
+    for bad in ({"merge_size": 0}, {"min_pixels": -1}, {"max_pixels": 0}, {"patch_size": True}, {"patch_size": 14.0}, {"merge_size": "2"}):
+        with pytest.raises(UnknownProcessor, match=r"^s: patch_size, merge_size and the pixel bounds must be positive integers, got \("):
+            budget_from_config(bad, "s")
+    with pytest.raises(
+        UnknownProcessor, match=r"^p\.json: image processor 'SiglipImageProcessor' \(image tokens are computed for the Qwen-VL"
+    ):
+        budget_from_config({"image_processor_type": "SiglipImageProcessor"}, "p.json")
+
+
+def test_the_processor_config_is_read_in_transformers_order(tmp_path):
+    """processor_config.json's nested image_processor first, else preprocessor_config.json
+    (ImageProcessingMixin.get_image_processor_dict); a file that is unreadable, not JSON, or has no
+    nested image processor is passed over."""
+    from olmocr_rl.image_tokens import image_processor_config
+
+    q3, q25 = CONFIGS["Qwen3-VL"], CONFIGS["Qwen2.5-VL"]
+    both = folder_with(tmp_path, "both", q3, "processor_config.json")
+    (both / "preprocessor_config.json").write_text(json.dumps(q25))
+    assert folder_budget(both) == ImageBudget(16, 2, 65536, 16777216, "processor_config.json")
+    files = {"processor_config.json": both / "processor_config.json", "preprocessor_config.json": both / "preprocessor_config.json"}
+    assert image_processor_config(files) == (q3, "processor_config.json")
+    (both / "processor_config.json").write_text(json.dumps({"processor_class": "Qwen3VLProcessor"}))
+    assert image_processor_config(files) == (q25, "preprocessor_config.json")
+    (both / "processor_config.json").write_text("{not json")
+    assert image_processor_config(files) == (q25, "preprocessor_config.json")
+    assert image_processor_config({"preprocessor_config.json": both / "preprocessor_config.json"}) == (q25, "preprocessor_config.json")
+    assert image_processor_config({"preprocessor_config.json": both / "absent.json"}) is None
+    (both / "preprocessor_config.json").write_text("[1]")
+    assert image_processor_config(files) is None
+    with pytest.raises(UnknownProcessor, match=r"has no image processor config \(processor_config.json or preprocessor_config.json\)"):
+        folder_budget(tmp_path)
+
+
+def test_a_loaded_processors_bounds_as_they_stand():
+    """transformers' own processor object (size a SizeDict of attributes, or a plain dict)."""
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
+
+    from olmocr_rl.image_tokens import processor_budget
+
+    p = Qwen2VLImageProcessor(patch_size=16, merge_size=2, size={"shortest_edge": 4096, "longest_edge": 700_000})
+    assert processor_budget(p) == ImageBudget(16, 2, 4096, 700_000, f"the loaded {type(p).__name__}")
+
+    class Qwen2VLImageProcessorPil:
+        patch_size, merge_size, size = 14, 3, {"shortest_edge": 999, "longest_edge": 5000}
+
+    assert processor_budget(Qwen2VLImageProcessorPil()) == ImageBudget(14, 3, 999, 5000, "the loaded Qwen2VLImageProcessorPil")
+
+
+def test_a_models_budget_from_its_folder_the_cache_or_the_assumption(tmp_path, monkeypatch):
+    """A folder, a hub id in the Hugging Face cache (a snapshot as huggingface_hub lays it out), a
+    name that is neither; where nothing is read, Qwen2.5-VL's budget and why."""
+    from huggingface_hub import constants
+
+    from olmocr_rl.image_tokens import model_budget, model_processor_config
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    folder = folder_with(tmp_path, "q3", CONFIGS["Qwen3-VL"])
+    assert model_budget(str(folder), 300_000) == (
+        ImageBudget(16, 2, 65536, 300_000, "preprocessor_config.json, max_pixels=300,000 from the run"),
+        None,
+    )
+    snap = tmp_path / "hub" / "models--o--m" / "snapshots" / SNAPSHOT
+    snap.mkdir(parents=True)
+    (tmp_path / "hub" / "models--o--m" / "refs").mkdir()
+    (tmp_path / "hub" / "models--o--m" / "refs" / "main").write_text(SNAPSHOT)
+    (snap / "processor_config.json").write_text(json.dumps({"image_processor": CONFIGS["Qwen3-VL"]}))
+    assert model_processor_config("o/m") == (CONFIGS["Qwen3-VL"], "processor_config.json")
+    assert model_budget("o/m") == (ImageBudget(16, 2, 65536, 16777216, "processor_config.json"), None)
+    assert model_processor_config("not a/hub id") is None
+    assert model_processor_config("o/absent", fetch=True) is None  # offline: nothing fetched
+    assumed, why = model_budget("o/absent", 500_000)
+    assert assumed == QWEN2_5_VL.with_max_pixels(500_000)
+    assert why == "image tokens estimated with Qwen2.5-VL's processor: o/absent: no image processor config in the Hugging Face cache"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert model_budget(str(empty))[1].endswith(f"{empty}: no image processor config in its folder")
+
+
+def test_a_row_without_a_size_keeps_its_baked_estimate():
+    assert row_tokens({"width": 996, "height": 0, "image_tokens": 7}, QWEN2_5_VL) == 7
+    assert row_tokens({"width": 0, "height": 1288, "image_tokens": 7}, QWEN2_5_VL) == 7
+    assert row_tokens({"height": 1288}, QWEN2_5_VL) == 0
+    assert row_tokens({"width": "996", "height": "1288"}, QWEN2_5_VL) == QWEN2_5_VL.tokens(996, 1288)
+
+
+SNAPSHOT = "ab" * 20

@@ -13,7 +13,10 @@ as transformers 5 writes it (the nested image_processor of the tiny Qwen3-VL).""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import need
@@ -192,9 +195,17 @@ def test_which_bounds_a_config_states_win():
     """Top-level min/max_pixels override size.shortest_edge/longest_edge, each on its own; a
     missing key falls back to transformers' Qwen2VLImageProcessor class defaults; a size that is
     not a dict is ignored; each Qwen processor class (and none named) is this arithmetic's."""
-    from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
-
-    default = Qwen2VLImageProcessor()
+    # The class defaults, read in a fresh interpreter: transformers 5.17's Qwen2VLImageProcessor
+    # writes a config's top-level min_pixels/max_pixels into its class-level `size` dict (5.23
+    # copies it first), so in this process the "defaults" depend on which processor a test built first.
+    script = (
+        "import json; from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor as P; p = P(); "
+        "print(json.dumps([p.size['shortest_edge'], p.size['longest_edge'], p.patch_size, p.merge_size]))"
+    )
+    shortest, longest, patch, merge = json.loads(
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    )
+    default = SimpleNamespace(size={"shortest_edge": shortest, "longest_edge": longest}, patch_size=patch, merge_size=merge)
     size = {"shortest_edge": 1000, "longest_edge": 9000}
     assert budget_from_config({"size": size}, "s") == ImageBudget(14, 2, 1000, 9000, "s")
     assert budget_from_config({"size": size, "min_pixels": 77}, "s") == ImageBudget(14, 2, 77, 9000, "s")

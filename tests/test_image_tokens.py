@@ -16,7 +16,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from conftest import need
@@ -205,14 +204,13 @@ def test_which_bounds_a_config_states_win():
     shortest, longest, patch, merge = json.loads(
         subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     )
-    default = SimpleNamespace(size={"shortest_edge": shortest, "longest_edge": longest}, patch_size=patch, merge_size=merge)
     size = {"shortest_edge": 1000, "longest_edge": 9000}
     assert budget_from_config({"size": size}, "s") == ImageBudget(14, 2, 1000, 9000, "s")
     assert budget_from_config({"size": size, "min_pixels": 77}, "s") == ImageBudget(14, 2, 77, 9000, "s")
     assert budget_from_config({"size": size, "max_pixels": 88}, "s") == ImageBudget(14, 2, 1000, 88, "s")
-    assert budget_from_config({"size": {"longest_edge": 9000}}, "s").min_pixels == default.size["shortest_edge"]
-    assert budget_from_config({"size": {"shortest_edge": 1000}}, "s").max_pixels == default.size["longest_edge"]
-    assert budget_from_config({"size": [1, 2]}, "s") == ImageBudget(default.patch_size, default.merge_size, 3136, 1_003_520, "s")
+    assert budget_from_config({"size": {"longest_edge": 9000}}, "s").min_pixels == shortest
+    assert budget_from_config({"size": {"shortest_edge": 1000}}, "s").max_pixels == longest
+    assert budget_from_config({"size": [1, 2]}, "s") == ImageBudget(patch, merge, 3136, 1_003_520, "s")
     assert budget_from_config({"patch_size": 16, "merge_size": 3}, "s").factor == 48
     for kind in ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast", "Qwen2VLImageProcessorPil", None):
         assert budget_from_config({"image_processor_type": kind}, "s").patch_size == 14

@@ -338,6 +338,39 @@ def test_step_counts_that_do_not_divide_are_trls(case):
     assert pages_per == c["per_device"] * world * spg // c["generations"] and type(pages_per) is int
 
 
+def test_max_steps_zero_is_one_step_as_the_trainer_runs_it():
+    """max_steps=0 is not "count the epochs" (only a negative max_steps is: `set_initial_training_values`'
+    `epoch_based = max_steps < 0`) and not "no step" either: the Trainer checks `global_step >=
+    max_steps` only after an optimizer step (`DefaultFlowCallback.on_step_end`), so it runs one.
+    transformers' own Trainer on a dataloader of the same 8 micro-steps (accumulation 2: 4 steps by
+    the epoch), against the plan's count; -1 counts the epoch."""
+    import tempfile
+
+    from torch import nn
+    from transformers import Trainer, TrainingArguments
+
+    class Line(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 1)
+
+        def forward(self, x, labels=None):
+            return {"loss": ((self.lin(x).squeeze(-1) - labels) ** 2).mean()}
+
+    # 4 pages of 2 generations, 1 completion a micro-step, 2 micro-steps a generation batch: 8 micro-steps.
+    cfg = TrainConfig(per_device_train_batch_size=1, gradient_accumulation_steps=2, num_generations=2, max_steps=0)
+    rows = [{"x": torch.zeros(2), "labels": torch.tensor(0.0)} for _ in range(8)]
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(out, max_steps=0, per_device_train_batch_size=1, gradient_accumulation_steps=2, num_train_epochs=1,
+                                 report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True, logging_strategy="no")  # fmt: skip
+        trainer = Trainer(Line(), args, train_dataset=rows)
+        trainer.train()
+    assert trainer.state.global_step == 1
+    assert training_steps(cfg, 4, 1) == 1
+    assert training_steps(replace(cfg, max_steps=-1), 4, 1) == 4 and training_steps(replace(cfg, max_steps=-3), 4, 1) == 4
+    assert training_steps(replace(cfg, max_steps=0), 0, 1) == 0  # no page: the loop runs nothing
+
+
 def test_a_generation_batch_smaller_than_a_group_trains_nothing():
     """1 completion a generation batch, 4 a page: no page fits (trl refuses the config; pre-flight
     says no optimizer step would run), 0 steps whatever max_steps says, and no division by zero."""

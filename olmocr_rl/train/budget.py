@@ -7,7 +7,9 @@ Steps, as trl and transformers count them: trl's RepeatSampler (trl/trainer/util
 partial group of pages (`pages // pages_per_generation` groups), each group is used for
 steps_per_generation x num_iterations micro-steps per rank, and the Trainer makes an optimizer step
 every gradient_accumulation_steps of them (`set_initial_training_values`, rounding up); max_steps,
-when set, is what runs (if any micro-step exists at all).
+when set (0 or more: only a negative one counts epochs), is what runs (if any micro-step exists at
+all), but at least one step: the Trainer checks `global_step >= max_steps` only after an optimizer
+step (`DefaultFlowCallback.on_step_end`), so max_steps=0 runs one.
 
 Checkpoints, as transformers and DeepSpeed write them: the weights in the dtype they train in
 (float32 without DeepSpeed, 16-bit under it with bf16: transformers' model.safetensors, whole under ZeRO-3 too,
@@ -56,8 +58,8 @@ def training_steps(cfg: TrainConfig, train_pages: int, world_size: int) -> int:
     micro = (train_pages // per_generation) * steps_per_generation(cfg, world_size) * max(1, int(cfg.num_iterations))
     if micro == 0:
         return 0
-    if cfg.max_steps > 0:
-        return int(cfg.max_steps)
+    if cfg.max_steps >= 0:  # only a negative max_steps counts epochs; the loop stops after the first step that reaches it
+        return max(1, int(cfg.max_steps))
     per_epoch = math.ceil(micro / cfg.gradient_accumulation_steps)
     return math.ceil(cfg.num_train_epochs * per_epoch)
 

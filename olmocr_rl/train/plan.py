@@ -402,8 +402,9 @@ def build_plan(cfg: TrainConfig, options: LaunchOptions, *, strict: bool = False
 def _placement(cfg: TrainConfig, o: LaunchOptions, target: Any) -> tuple[int, Any, list[str] | None, dict[str, Any]]:
     """(training processes in all, the GPU split, the training GPUs to name, what the resolved
     config is told): with vllm_gpus, the last K GPUs serve and the config is pointed at the server.
-    A node described by --gpus is split as its GPUs 0..N-1."""
-    from olmocr_rl.launch.gpus import split_gpus, visible_gpus
+    A node described by --gpus (or by --gpu-memory alone, from a machine without CUDA) is split as
+    its GPUs 0..N-1."""
+    from olmocr_rl.launch.gpus import cuda_available, split_gpus, visible_gpus
 
     if not o.vllm_gpus:
         # The deepspeed launcher ignores CUDA_VISIBLE_DEVICES once told a count: name the GPUs.
@@ -413,7 +414,9 @@ def _placement(cfg: TrainConfig, o: LaunchOptions, target: Any) -> tuple[int, An
     from olmocr_rl.launch.server import client_host
 
     split = split_gpus(
-        [str(i) for i in range(target.gpus)] if o.gpus is not None else visible_gpus(), o.vllm_gpus, cfg.vllm_data_parallel_size
+        [str(i) for i in range(target.gpus)] if o.gpus is not None or (target.described and not cuda_available()) else visible_gpus(),
+        o.vllm_gpus,
+        cfg.vllm_data_parallel_size,
     )
     per_node = len(split.train) if o.num_processes is None else o.num_processes // o.num_machines
     if per_node > len(split.train):

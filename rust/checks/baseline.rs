@@ -198,5 +198,9 @@ mod tests {
         // `\](` is one token: a lone `]` on the first line and `](` on the next are no image.
         assert_eq!(string(&strip_markdown_images(&chars("![a]\n](c)"))), "![a]\n](c)");
         assert_eq!(string(&strip_markdown_images(&chars("x![a]b](c)y"))), "xy");
+        // Each token whole (values from Python's `re.sub`): `](` adjacent, `![` adjacent, a `)`.
+        for kept in ["![a] (b)", "x[a](b)", "!a](b)", "![a](b"] {
+            assert_eq!(string(&strip_markdown_images(&chars(kept))), kept);
+        }
     }
 }

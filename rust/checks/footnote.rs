@@ -183,7 +183,8 @@ mod tests {
         for page in ["see[^1] here", "x<sup>1</sup>", "x<SUP class=a>1</SUP>", "x\u{b9}", "x\u{b9}\u{b2}"] {
             assert!(passes(&t, page, Guard::None), "{page:?}");
         }
-        for page in ["[^1]: the note", "[^12]", "x<sup> 1</sup>", "no marker", ""] {
+        // A `<sup>` at the very end has no room for the marker: not found (and no panic).
+        for page in ["[^1]: the note", "[^12]", "x<sup> 1</sup>", "no marker", "", "x<sup>", "<sup a=b>"] {
             let v = check(&t, &chars(page), Guard::None);
             assert!(!v.passed, "{page:?}");
             assert_eq!(v.explanation, "Footnote marker '1' not found as [^1], <sup>1</sup>, or superscript");
@@ -216,6 +217,23 @@ mod tests {
             "Text 'alpha beta...' not found before any occurrence of marker '1'; \
              Text 'gamma delta...' not found after any occurrence of marker '1'"
         );
+    }
+
+    /// The after-window is the 200 code points from the end of the whole `<sup…>m</sup>` match
+    /// (§3.7): a text ending on the 200th counts, one on the 201st does not; with a two-digit
+    /// marker the window still starts right after `</sup>`.
+    #[test]
+    fn the_after_window_starts_at_the_end_of_the_sup_match() {
+        let z = test(r#","appears_after_marker":"z""#);
+        assert!(passes(&z, &format!("<sup>1</sup>{}z", " ".repeat(199)), Guard::None));
+        assert!(!passes(&z, &format!("<sup>1</sup>{}z", " ".repeat(200)), Guard::None));
+        let two = parse_record(
+            r#"{"pdf":"a","page":1,"id":"t","type":"footnote","marker":"12","appears_after_marker":"see page four"}"#,
+            "t",
+            1,
+        )
+        .unwrap();
+        assert!(passes(&two, "Intro text <sup>12</sup>see page four.", Guard::None));
     }
 
     /// PR #476's two examples: one stray character next to the marker matches any target holding

@@ -165,6 +165,23 @@ mod tests {
         assert_eq!(frags("x # no\n<H2 a=b>T</h5>", Format::Heading), vec!["T"]);
     }
 
+    /// The edges of the two heading regexes (§3.6; expected values are what Python's `re` gives
+    /// for the reference's patterns): `<h[1-6][^>]*>` needs both `<h` and the level digit, and
+    /// `</h[1-6]>` needs `</h`, the digit and `>` (a `>` or `</hx>` inside the heading is text);
+    /// `^#{1,6}\s+(.+?)$` finds nothing in a `#` at the very end, nor when the whitespace after
+    /// `#` is only a space and newlines up to the end (`.+?` has no character to start on).
+    #[test]
+    fn heading_regex_edges() {
+        assert_eq!(frags("<hr>Title</h2>", Format::Heading), Vec::<String>::new());
+        assert_eq!(frags("x 1>T</h1>", Format::Heading), Vec::<String>::new());
+        assert_eq!(frags("<h1>abcd>e</h1>", Format::Heading), vec!["abcd>e"]);
+        assert_eq!(frags("<h1>A</hx>B</h2>", Format::Heading), vec!["A</hx>B"]);
+        assert_eq!(frags("<h1>A xx3>B</h1>", Format::Heading), vec!["A xx3>B"]);
+        assert_eq!(frags("# A\n##", Format::Heading), vec!["A"]);
+        assert_eq!(frags("#", Format::Heading), Vec::<String>::new());
+        assert_eq!(frags("# \n", Format::Heading), Vec::<String>::new());
+    }
+
     fn format_test(format: &str, text: &str, extra: &str) -> Test {
         let record =
             format!(r#"{{"pdf":"a","page":1,"id":"t","type":"format","format":"{format}","text":{text:?}{extra}}}"#);

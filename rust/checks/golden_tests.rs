@@ -19,7 +19,7 @@ fn refused_page(record: &Value) -> bool {
         Some(Value::String(s)) => !(s.bytes().all(|b| b.is_ascii_digit()) && s.parse::<u128>().is_ok_and(|n| n >= 1)),
         Some(Value::Number(n)) => {
             let n = n.to_string();
-            !(n.bytes().all(|b| b.is_ascii_digit()) && n.trim_start_matches('0') != "")
+            !n.bytes().all(|b| b.is_ascii_digit()) || n.trim_start_matches('0').is_empty()
         }
         Some(_) => true,
     }

@@ -97,13 +97,16 @@ impl<'a> Page<'a> {
 
 /// `1.0 - max_diffs / len` as the reference computes it (divisor 1 for an empty string).
 pub fn threshold(max_diffs: u128, len: usize) -> f64 {
-    1.0 - py_true_div(max_diffs, len.max(1) as u128)
+    1.0 - py_true_div(max_diffs, len.max(1) as u64)
 }
 
 /// Python's `int / int`: the correctly rounded quotient (one rounding, unlike converting both
-/// operands to f64 first once they exceed 2^53).
-pub fn py_true_div(a: u128, b: u128) -> f64 {
+/// operands to f64 first once they exceed 2^53), for `a` below 2^127 (`max_diffs` saturates
+/// there) and a divisor of at most 64 bits (a length): the shift below then never reaches its
+/// cap, which would leave the quotient too few bits for a divisor of more than 71 bits.
+pub fn py_true_div(a: u128, b: u64) -> f64 {
     const EXACT: u128 = 1 << 53;
+    let b = u128::from(b);
     if b == 0 {
         return f64::NAN;
     }
@@ -185,6 +188,52 @@ mod tests {
         assert_eq!(py_true_div((1u128 << 64) + 1, 10), 1844674407370955264.0);
         assert_eq!(py_true_div((1u128 << 63) + 1, 7), 1317624576693539401.0);
         assert_eq!(threshold(0, 0), 1.0);
+    }
+
+    /// The scaled path of `py_true_div` against Python's `int / int` (values from CPython):
+    /// a divisor past 2^53 (a float conversion would round it first: 1/2^53 = ...565e-16), a
+    /// quotient that needs the dividend shifted up, and the sticky bit deciding a round-half
+    /// case (dropping it, or folding it in with xor, rounds these two down).
+    #[test]
+    fn true_division_scaled_path_and_sticky_bit() {
+        assert_eq!(py_true_div(1, (1u64 << 53) + 1), 1.1102230246251564e-16);
+        assert_eq!(py_true_div((1u128 << 70) + 12345, 3 * (1u64 << 60) + 7), 341.3333333333333);
+        // The extremes of the domain: the widest divisor, the largest dividend.
+        assert_eq!(py_true_div(3, u64::MAX), 1.6263032587282567e-19);
+        assert_eq!(py_true_div(i128::MAX as u128, 3), 5.671372782015641e37);
+        assert_eq!(py_true_div(1408047540671741429, 7), 2.0114964866739165e17);
+        assert_eq!(py_true_div(310255278691018057, 13), 2.3865790668539852e16);
+    }
+
+    /// The guard names users write (docs/checks.md §3.1.1, §3.7.1) and the rules each turns on.
+    #[test]
+    fn guard_names_and_rules() {
+        let names: Vec<&str> = Guard::ALL.iter().map(|g| g.name()).collect();
+        assert_eq!(names, ["none", "short-output", "short-output+footnote"]);
+        for g in Guard::ALL {
+            assert_eq!(Guard::from_name(g.name()), Some(g));
+        }
+        assert_eq!(Guard::from_name("short_output"), None);
+        assert_eq!(Guard::from_name(""), None);
+        let rules: Vec<(bool, bool)> = Guard::ALL.iter().map(|g| (g.short_output(), g.short_footnote())).collect();
+        assert_eq!(rules, [(false, false), (true, false), (true, true)]);
+    }
+
+    /// `Verdict::with_partial_credit` (its docs and `Verdict`'s): a failed check earns
+    /// `best / threshold` clamped to [0, 0.999999]; a passed one keeps its credit of 1, and a
+    /// threshold of 0 or less, or a best that is not finite, leaves the failure's 0.
+    #[test]
+    fn partial_credit_only_for_failures_with_a_positive_threshold() {
+        let fail = || Verdict::fail("no".into());
+        assert_eq!(fail().with_partial_credit(0.4, 0.8).credit, 0.5);
+        assert_eq!(fail().with_partial_credit(0.9, 0.8).credit, 0.999_999);
+        assert_eq!(fail().with_partial_credit(-0.1, 0.8).credit, 0.0);
+        assert_eq!(fail().with_partial_credit(0.4, 0.0).credit, 0.0);
+        assert_eq!(fail().with_partial_credit(0.4, -0.5).credit, 0.0);
+        assert_eq!(fail().with_partial_credit(f64::NAN, 0.8).credit, 0.0);
+        assert_eq!(fail().with_partial_credit(f64::INFINITY, 0.8).credit, 0.0);
+        assert_eq!(Verdict::pass().with_partial_credit(0.4, 0.8).credit, 1.0);
+        assert_eq!(Verdict::pass().with_partial_credit(f64::NAN, 0.0).credit, 1.0);
     }
 
     /// A fixed-seed fuzz run over the whole core: random test records of every type (random

@@ -15,8 +15,9 @@
 //! reference of more than 4,300 digits (`ValueError`), and `"cell": null` (`TypeError`). Pages
 //! whose tables exceed the work limits of `crate::table` (millions of grid slots) also get an
 //! error verdict, where the reference would run for minutes or exhaust memory; so do checks
-//! that would compare more than 2^22 related cells in all (e.g. `top_heading` on every row of a
-//! 100,000-row markdown table, which is quadratic in the reference).
+//! that would compare more than 2^22 related cells in all, each relation checked counting one
+//! more (e.g. `top_heading` on every row of a 100,000-row markdown table, which is quadratic in
+//! the reference).
 
 use super::{threshold, Page, Verdict};
 use crate::fuzz::ratio;
@@ -302,6 +303,38 @@ mod tests {
         assert!(verdict(r#""cell": null"#, MD).error);
         assert_eq!(verdict(r#""cell": "x""#, "plain text").explanation, "No tables found in the content");
         assert!(!verdict(r#""cell": "B", "ignore_markdown_tables": true"#, MD).passed);
+    }
+
+    /// The length prefilter of `at_least` keeps a cell scoring exactly the 0.5 floor (§3.3 note:
+    /// `ratio("abc", "a") = (1 - 2/4) * 100 = 50`, and 0.5 >= max(0.5, 1 - 2/3) passes).
+    #[test]
+    fn a_cell_exactly_at_the_half_floor_passes() {
+        assert!(verdict(r#""cell": "abc", "max_diffs": 2"#, "<table><tr><td>a</td></tr></table>").passed);
+        assert!(!verdict(r#""cell": "abcd", "max_diffs": 2"#, "<table><tr><td>a</td></tr></table>").passed);
+    }
+
+    /// A markdown table of `rows` rows whose column 0 is all "x" (column 1: "x" in the first
+    /// `x_in_column_1` rows, else "y"). Column 0 and row 0 are headings (§4.1), so `top_heading`
+    /// of (r, 0) is the r column-0 cells above it and of (r, 1) is {(0, 1)} (§4.6).
+    fn column_of_x(rows: usize, x_in_column_1: usize) -> String {
+        (0..rows).map(|r| if r < x_in_column_1 { "| x | x |\n" } else { "| x | y |\n" }).collect()
+    }
+
+    /// The relation work bound (module docs): each relation check counts its related cells
+    /// plus one, and a check whose count goes past 2^22 = 4,194,304 is an error verdict. With
+    /// cell "x" and an unmatched `top_heading`, every "x" is a failing candidate: the column-0
+    /// cell of row r counts r + 1, so n rows count n(n + 1)/2; each column-1 "x" counts 2, the
+    /// one in row 0 counts 1.
+    #[test]
+    fn relation_work_bound() {
+        let test = r#""cell": "x", "top_heading": "zz""#;
+        // 2896 rows: 4,194,856 > 2^22 (without the "+ 1": 4,191,960, under it).
+        let v = verdict(test, &column_of_x(2896, 0));
+        assert!(v.error && !v.passed, "{}", &v.explanation[..80.min(v.explanation.len())]);
+        // 2894 rows (4,189,065) and 2620 column-1 "x" (1 + 2 * 2619): exactly 2^22, not past it.
+        let v = verdict(test, &column_of_x(2894, 2620));
+        assert!(!v.error && !v.passed);
+        assert!(v.explanation.starts_with("Found cells matching 'x' but relationships were not satisfied: "));
     }
 
     #[test]

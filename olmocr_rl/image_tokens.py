@@ -149,10 +149,10 @@ def processor_budget(image_processor: Any) -> ImageBudget:
     """The budget of a loaded image processor (its bounds as they stand: a run's max_pixels set by
     olmocr_rl/modeling.py `load_processor` included)."""
     name = type(image_processor).__name__
-    size = getattr(image_processor, "size", None)
-    get = (lambda k: size.get(k)) if isinstance(size, dict) else (lambda k: getattr(size, k, None))
+    size = getattr(image_processor, "size", None)  # a dict, or transformers' SizeDict: both have .get
+    bounds = {k: size.get(k) if hasattr(size, "get") else None for k in ("shortest_edge", "longest_edge")}
     conf = {"image_processor_type": name, "patch_size": getattr(image_processor, "patch_size", None),
-            "merge_size": getattr(image_processor, "merge_size", None), "size": {"shortest_edge": get("shortest_edge"), "longest_edge": get("longest_edge")}}  # fmt: skip
+            "merge_size": getattr(image_processor, "merge_size", None), "size": bounds}  # fmt: skip
     return budget_from_config(conf, f"the loaded {name}")
 
 

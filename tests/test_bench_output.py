@@ -185,7 +185,13 @@ class Recorder:
     def __init__(self, monkeypatch):
         self.printed: list[tuple[str, dict]] = []
         self.tables: list[tuple[str, list[str], list[tuple[list[str], bool]]]] = []
-        monkeypatch.setattr(tables, "show", lambda console, t, title="": self.tables.append((title, [c.header for c in t.columns], t.rows)))
+        self.shown_on: list = []  # the console each table was shown on
+
+        def show(console, t, title=""):
+            self.shown_on.append(console)
+            self.tables.append((title, [c.header for c in t.columns], t.rows))
+
+        monkeypatch.setattr(tables, "show", show)
 
     def print(self, *objs, **kw):
         self.printed.append((str(objs[0]) if objs else "", kw))
@@ -243,6 +249,7 @@ def test_the_console_shows_each_figure_and_its_style(bench, monkeypatch):
     assert con.printed[fail][1] == {"style": "dim", "highlight": False}
     errors = texts.index("[red]broken: 23 error(s)[/]")
     assert texts[errors + 1 : errors + 22] == [f"  e{k}" for k in range(20)] + ["  ... and 3 more (see --json)"]
+    assert con.printed[errors][1] == {"highlight": False} and con.printed[errors + 21][1] == {"highlight": False}
     assert con.printed[errors + 1][1] == {"highlight": False, "markup": False}
     fails = [t for t in texts if t.startswith("  [FAIL] ")]
     want = [
@@ -304,6 +311,7 @@ def test_the_console_with_comparisons_prints_the_verdicts_first(bench, monkeypat
     ]
     assert con.texts()[4].startswith("scored with: ")
     heads = [title.split(",")[0] for title, _, _ in con.tables[3:]]
+    assert len(con.shown_on) == 9 and all(c is con for c in con.shown_on)  # the comparison tables too, on the caller's console
     assert heads == [
         "B − A with B = good",
         "by test type: A",
@@ -312,3 +320,17 @@ def test_the_console_with_comparisons_prints_the_verdicts_first(bench, monkeypat
         "B − A with B = twin",
         "by test type: A",
     ]
+
+
+def test_one_error_past_twenty_and_a_failure_without_explanation(bench, monkeypatch):
+    """21 errors: 20 lines, then "... and 1 more"; a failed test with no explanation recorded
+    prints its [FAIL] line with nothing after "repeats passed. "."""
+    good, broken = good_and_broken(bench, errors=21)
+    mute = [dataclasses.replace(o, passes=0, explanations=[]) for o in good.outcomes[:1]]
+    con = Recorder(monkeypatch)
+    print_summary(summary_of(bench, [dataclasses.replace(good, outcomes=mute), broken]), con, show_failures=True)
+    texts = con.texts()
+    errors = texts.index("[red]broken: 21 error(s)[/]")
+    assert texts[errors + 21] == "  ... and 1 more (see --json)"
+    o = mute[0]
+    assert f"  [FAIL] good: {o.id} ({o.pdf} page {o.page}) 0/{len(o.md_files)} repeats passed. " in texts

@@ -178,6 +178,7 @@ def test_tokens_and_patches_follow_the_processors_grid(patch, merge):
         assert budget.resized(width, height) == (h, w)
         assert budget.patches(width, height) == (h // patch) * (w // patch)
         assert budget.tokens(width, height) == (h // patch) * (w // patch) // merge**2
+        assert type(budget.tokens(width, height)) is int and type(budget.patches(width, height)) is int
 
 
 def test_a_runs_max_pixels_and_the_line_that_says_it():
@@ -260,6 +261,73 @@ def test_a_loaded_processors_bounds_as_they_stand():
         patch_size, merge_size, size = 14, 3, {"shortest_edge": 999, "longest_edge": 5000}
 
     assert processor_budget(Qwen2VLImageProcessorPil()) == ImageBudget(14, 3, 999, 5000, "the loaded Qwen2VLImageProcessorPil")
+
+    # What a loaded processor lacks is refused as the config would be, never an AttributeError:
+    # no size, patch or merge attribute, or a size without .get, reads as "not stated".
+    class Qwen2VLImageProcessorFast:
+        pass
+
+    with pytest.raises(UnknownProcessor, match=r"the loaded Qwen2VLImageProcessorFast: .* got \(None, None, None, None\)$"):
+        processor_budget(Qwen2VLImageProcessorFast())
+    odd = Qwen2VLImageProcessorFast()
+    odd.patch_size, odd.merge_size, odd.size = 14, 2, (56, 1000)
+    with pytest.raises(UnknownProcessor, match=r"got \(14, 2, None, None\)$"):
+        processor_budget(odd)
+
+    # The class name is the processor's type: another family's processor is said, not computed.
+    class SiglipImageProcessor:
+        patch_size, merge_size, size = 14, 2, {"shortest_edge": 999, "longest_edge": 5000}
+
+    with pytest.raises(UnknownProcessor, match="^the loaded SiglipImageProcessor: image processor 'SiglipImageProcessor' "):
+        processor_budget(SiglipImageProcessor())
+
+
+def test_bounds_and_sizes_of_one_are_a_budget():
+    """Every value a positive integer: 1 is one (a processor that merges no patches, merge_size 1,
+    has a token a patch, as transformers' grid_thw / merge_size**2 counts), 0 is not."""
+    budget = budget_from_config({"patch_size": 14, "merge_size": 1, "min_pixels": 1, "max_pixels": 1_000_000}, "c")
+    assert (budget.factor, budget.min_pixels) == (14, 1)
+    assert budget.tokens(140, 280) == 10 * 20 == budget.patches(140, 280)
+    for key in ("patch_size", "merge_size", "min_pixels", "max_pixels"):
+        with pytest.raises(UnknownProcessor, match="must be positive integers"):
+            budget_from_config({"patch_size": 14, "merge_size": 1, "min_pixels": 1, "max_pixels": 1_000_000, key: 0}, "c")
+
+
+def test_a_hub_ids_processor_config_is_fetched_only_when_asked(tmp_path, monkeypatch):
+    """`model_processor_config` for a hub id the cache lacks: fetched (the small files, no tensor
+    headers) only with `fetch` and not offline; a cached one is never fetched again; a hub that
+    cannot be reached is None. `model_budget` (the memory plan's estimate) never fetches."""
+    from huggingface_hub import constants
+
+    import olmocr_rl.hub as hub
+    from olmocr_rl.image_tokens import model_budget, model_processor_config
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    fetched = folder_with(tmp_path, "fetched", CONFIGS["Qwen3-VL"])
+    calls = []
+
+    def hub_model_files(repo, *, tensors=True, network=True):
+        calls.append((repo, tensors, network))
+        if repo == "o/down":
+            raise hub.HubUnavailable("o/down: the hub cannot be reached")
+        return hub.HubModel(repo, None, {"preprocessor_config.json": fetched / "preprocessor_config.json"}, None)
+
+    monkeypatch.setattr(hub, "hub_model_files", hub_model_files)
+    assert model_processor_config("o/m") is None and calls == []
+    assert model_budget("o/m")[1].endswith("o/m: no image processor config in the Hugging Face cache") and calls == []
+    assert model_processor_config("o/m", fetch=True) == (CONFIGS["Qwen3-VL"], "preprocessor_config.json")
+    assert calls == [("o/m", False, True)]
+    assert model_processor_config("o/down", fetch=True) is None and calls[-1] == ("o/down", False, True)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert model_processor_config("o/m", fetch=True) is None and len(calls) == 2
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    snap = tmp_path / "hub" / "models--o--c" / "snapshots" / SNAPSHOT
+    snap.mkdir(parents=True)
+    (tmp_path / "hub" / "models--o--c" / "refs").mkdir()
+    (tmp_path / "hub" / "models--o--c" / "refs" / "main").write_text(SNAPSHOT)
+    (snap / "preprocessor_config.json").write_text(json.dumps(CONFIGS["Qwen2.5-VL"]))
+    assert model_processor_config("o/c", fetch=True) == (CONFIGS["Qwen2.5-VL"], "preprocessor_config.json") and len(calls) == 2
 
 
 def test_a_models_budget_from_its_folder_the_cache_or_the_assumption(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ changed. Runs no mutants (that is `make mutants`, docs/development.md)."""
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 import subprocess
 import sys
@@ -38,8 +39,32 @@ def test_every_file_and_test_the_table_names_exists():
                     tree = ast.parse(test_file.read_text())
                     defined[test_file] = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
                 assert name.split("[")[0] in defined[test_file], f"{entry['module']}: {arg} is not a test"
-    names = [e.get("file", e.get("module")) for e in entries]
+    names = [e.get("file", e.get("module")) + str(e.get("functions", "")) for e in entries]
     assert len(names) == len(set(names)), "a file listed twice"
+
+
+def test_functions_name_what_the_module_defines_as_mutmut_names_them():
+    """An entry's `functions` are functions or `Class.method`s its module defines, and the globs the
+    runner hands `mutmut run` match mutmut 3.8.1's names for their mutants (as its run on
+    olmocr_rl/keep_rule.py listed them) and no other function's."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from mutants import mutant_globs
+
+    with_functions = [e for e in TABLE["python"] if e.get("functions")]
+    assert with_functions
+    for entry in with_functions:
+        tree = ast.parse((ROOT / entry["module"]).read_text())
+        defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        defined |= {f"{c.name}.{n.name}" for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}  # fmt: skip
+        for name in entry["functions"]:
+            assert name in defined, f"{entry['module']}: {name} is not defined there"
+    method, function = mutant_globs("olmocr_rl/keep_rule.py", ["KeepRule.keeps_stats", "has_spread"])
+    assert fnmatch.fnmatchcase("olmocr_rl.keep_rule.xǁKeepRuleǁkeeps_stats__mutmut_3", method)
+    assert fnmatch.fnmatchcase("olmocr_rl.keep_rule.x_has_spread__mutmut_12", function)
+    for other in ("olmocr_rl.keep_rule.xǁKeepRuleǁkeeps__mutmut_1", "olmocr_rl.keep_rule.x_has_spread_more__mutmut_1",
+                  "olmocr_rl.keep_rule.x_statistics__mutmut_2", "olmocr_rl.keep_rule_x.x_has_spread__mutmut_1"):  # fmt: skip
+        assert not fnmatch.fnmatchcase(other, method) and not fnmatch.fnmatchcase(other, function), other
 
 
 def test_explained_mutants_belong_to_listed_files():

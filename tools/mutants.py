@@ -17,6 +17,7 @@ target/mutants/rust/<file>/mutants.out/missed.txt).
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -198,9 +199,18 @@ def toml_list(values: list[str]) -> str:
     return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
 
+def mutant_globs(module: str, functions: list[str]) -> list[str]:
+    """mutmut 3.8.1's names for the mutants of `functions` (an entry's `functions` key): a function
+    `f` has `<module>.x_f__mutmut_N`, a method `Cls.m` `<module>.xǁClsǁm__mutmut_N`; `mutmut run`
+    takes these globs (fnmatch) and runs those mutants alone."""
+    dotted = module.removesuffix(".py").replace("/", ".")
+    return [f"{dotted}.x" + ("ǁ" + f.replace(".", "ǁ") if "." in f else "_" + f) + "__mutmut_*" for f in functions]
+
+
 def run_python(entry: dict, python: str) -> Tally:
     module = entry["module"]
-    tally = Tally(module)
+    globs = mutant_globs(module, entry.get("functions", []))
+    tally = Tally(module + (f" ({', '.join(entry['functions'])})" if globs else ""))
     work = SCRATCH / "py" / Path(module).with_suffix("").as_posix().replace("/", ".")
     scratch_tree(work)
     top = sorted({Path(n).parts[0] for n in os.listdir(work)} - {"olmocr_rl", "pyproject.toml"})
@@ -221,8 +231,8 @@ def run_python(entry: dict, python: str) -> Tally:
     # mutmut 3.8.1's first run, the one that writes the mutants, finds no test reaching them here
     # ("could not find any test case for any mutant"); a second run over the written mutants does.
     for _ in range(2):
-        finished = run_bounded([mutmut(python), "run", "--max-children", "1"], work, bound - (time.monotonic() - start),
-                               env)  # fmt: skip
+        finished = run_bounded([mutmut(python), "run", "--max-children", "1", *globs], work,
+                               bound - (time.monotonic() - start), env)  # fmt: skip
         listing = subprocess.run([mutmut(python), "results", "--all", "true"], cwd=work, env=env, capture_output=True,
                                  text=True)  # fmt: skip
         if not finished or re.search(r": (killed|survived|timeout|no tests)$", listing.stdout, re.M):
@@ -231,7 +241,7 @@ def run_python(entry: dict, python: str) -> Tally:
     equivalent = equivalent_names()
     for line in listing.stdout.splitlines():
         name, _, status = line.strip().rpartition(": ")
-        if not name:
+        if not name or (globs and not any(fnmatch.fnmatchcase(name, g) for g in globs)):
             continue
         tally.generated += 1
         if status == "killed":

@@ -204,6 +204,35 @@ def test_restore_from_a_checkpoint_without_filter_state(tmp_path):
     assert "of 9 train pages" in online.restore(tmp_path, global_step=5, **steps)
 
 
+def test_rows_the_bound_and_what_a_batch_records():
+    """OnlineFilter's bookkeeping as its docstrings define it: rank r holds rows r*n .. r*n+n-1 of
+    the pages repeated G times; a batch is enough at P kept groups or after 1 + filter_extra_rounds
+    rounds; a filled batch warns (step counted from 1) and counts a bound hit; the filter/* metrics
+    are the counts of the step, frac_reward_zero_std its share of zero-total groups."""
+    from olmocr_rl.train.filtering import OnlineFilter, Round, Step
+
+    online = OnlineFilter(Settings(KeepRule(), None, 2), pages=8, generations=2, per_round=2, rows_per_rank=2, rank=1, seed=0,
+                          shuffle=False)  # fmt: skip
+    assert online.rows_of([5, 7]) == [7, 7]  # rows 0..3 are 5,5,7,7; rank 1 holds rows 2..3
+    kept, dropped = Group(0, 0, True, True, False), Group(0, 1, False, False, True)
+    one = Round([5, 7], None, [], [kept, dropped])
+    assert not online.enough([one]) and online.enough([one, one])  # 1 kept, then 2 kept over two rounds
+    assert online.enough([Round([5, 7], None, [], [kept, kept])])  # P = 2 kept in one round
+    assert not online.enough([Round([], None, [], [kept])] + [Round([], None, [], [dropped])])  # 1 kept, 2 rounds <= 1 + 2
+    assert online.enough([Round([], None, [], [kept])] + [Round([], None, [], [dropped])] * 2)  # 3 rounds: the bound
+    warning, metrics = online.record(Step([kept, dropped, dropped, dropped], rounds=3, filled=1, seconds=1.5, reward=0.25), 4)
+    assert warning == ("online filtering, step 5: 1 of 2 groups kept after 3 generation rounds (filter_extra_rounds=2); "
+                       "filled with 1 dropped groups")  # fmt: skip
+    assert metrics == {"filter/groups_generated": 4.0, "filter/groups_kept": 1.0, "filter/groups_filled": 1.0,
+                       "filter/rounds": 3.0, "filter/frac_reward_zero_std": 0.75, "filter/reward": 0.25,
+                       "filter/rounds_s": 1.5, "filter/epoch": 0.0}  # fmt: skip
+    assert online.bound_hits == 1 and online.rounds_total == 3
+    warning, _ = online.record(Step([kept, kept], rounds=1, filled=0, seconds=0.5, reward=1.0), 5)
+    assert warning is None and online.bound_hits == 1 and online.rounds_total == 4
+    assert online.state() == {"rounds_drawn": 0, "pages_per_round": 2, "train_pages": 8, "seed": 0, "shuffle": False,
+                              "bound_hits": 1}  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------------------
 # training runs with designed rewards
 # ---------------------------------------------------------------------------------------------

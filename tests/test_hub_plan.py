@@ -324,3 +324,38 @@ def test_what_the_cache_lacks_is_named_with_the_command(small_repos, hub_cache, 
     bad.write_bytes(b"\x05\0\0\0\0\0\0\0{oops")
     with pytest.raises(ValueError, match=f"^{bad}: not a readable safetensors file"):
         read_headers([bad])
+
+
+def test_the_small_words_of_the_hub_lines(monkeypatch):
+    """The sizes the plan's hub line says (bytes below 1,000, KB from 1,000; GB to one decimal, as
+    Python's format rounds), an error's first non-blank line (its type's name when it says nothing),
+    and the transport errors counted as "the hub cannot answer": the HTTPError of whichever of
+    httpx2 (huggingface_hub 2.x) and httpx (1.x) is installed, the second still read when the
+    first is not."""
+    import importlib
+
+    import olmocr_rl.hub as hub
+
+    assert (hub._kb(5), hub._kb(999), hub._kb(1000), hub._kb(1_499_500)) == ("5 bytes", "999 bytes", "1 KB", "1,500 KB")
+    assert (hub._gb(1_050_000_000), hub._gb(12_345_000_000)) == ("1.1 GB", "12.3 GB")
+    assert hub._first_line(ValueError("\n  first \nsecond")) == "first"
+    assert hub._first_line(ValueError("  ")) == "ValueError" and hub._first_line(KeyError()) == "KeyError"
+    installed = []
+    for name in ("httpx2", "httpx"):
+        try:
+            installed.append(importlib.import_module(name).HTTPError)
+        except ImportError:
+            pass
+    assert installed and all(e in hub._errors() for e in installed)
+    real = importlib.import_module
+
+    def without_httpx2(name, *args):
+        if name == "httpx2":
+            raise ImportError(name)
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", without_httpx2)
+    fake = type("HTTPError", (Exception,), {})
+    monkeypatch.setitem(sys.modules, "httpx", type(sys)("httpx"))
+    sys.modules["httpx"].HTTPError = fake
+    assert fake in hub._errors() and hub._errors()[:2] == (OSError, ValueError)

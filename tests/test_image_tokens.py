@@ -322,11 +322,7 @@ def test_a_hub_ids_processor_config_is_fetched_only_when_asked(tmp_path, monkeyp
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     assert model_processor_config("o/m", fetch=True) is None and len(calls) == 2
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    snap = tmp_path / "hub" / "models--o--c" / "snapshots" / SNAPSHOT
-    snap.mkdir(parents=True)
-    (tmp_path / "hub" / "models--o--c" / "refs").mkdir()
-    (tmp_path / "hub" / "models--o--c" / "refs" / "main").write_text(SNAPSHOT)
-    (snap / "preprocessor_config.json").write_text(json.dumps(CONFIGS["Qwen2.5-VL"]))
+    cached_file(tmp_path / "hub", "o/c", "preprocessor_config.json", CONFIGS["Qwen2.5-VL"])
     assert model_processor_config("o/c", fetch=True) == (CONFIGS["Qwen2.5-VL"], "preprocessor_config.json") and len(calls) == 2
 
 
@@ -344,11 +340,7 @@ def test_a_models_budget_from_its_folder_the_cache_or_the_assumption(tmp_path, m
         ImageBudget(16, 2, 65536, 300_000, "preprocessor_config.json, max_pixels=300,000 from the run"),
         None,
     )
-    snap = tmp_path / "hub" / "models--o--m" / "snapshots" / SNAPSHOT
-    snap.mkdir(parents=True)
-    (tmp_path / "hub" / "models--o--m" / "refs").mkdir()
-    (tmp_path / "hub" / "models--o--m" / "refs" / "main").write_text(SNAPSHOT)
-    (snap / "processor_config.json").write_text(json.dumps({"image_processor": CONFIGS["Qwen3-VL"]}))
+    cached_file(tmp_path / "hub", "o/m", "processor_config.json", {"image_processor": CONFIGS["Qwen3-VL"]})
     assert model_processor_config("o/m") == (CONFIGS["Qwen3-VL"], "processor_config.json")
     assert model_budget("o/m") == (ImageBudget(16, 2, 65536, 16777216, "processor_config.json"), None)
     assert model_processor_config("not a/hub id") is None
@@ -369,3 +361,13 @@ def test_a_row_without_a_size_keeps_its_baked_estimate():
 
 
 SNAPSHOT = "ab" * 20
+
+
+def cached_file(cache: Path, repo: str, name: str, content: dict) -> None:
+    """`repo`'s file `name` in a Hugging Face cache, laid out as huggingface_hub writes it (a
+    snapshot and the ref main pointing at it)."""
+    root = cache / ("models--" + repo.replace("/", "--"))
+    (root / "snapshots" / SNAPSHOT).mkdir(parents=True, exist_ok=True)
+    (root / "refs").mkdir(exist_ok=True)
+    (root / "refs" / "main").write_text(SNAPSHOT)
+    (root / "snapshots" / SNAPSHOT / name).write_text(json.dumps(content))

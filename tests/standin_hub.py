@@ -12,7 +12,8 @@ the hub, answered as the hub answers (read from huggingface_hub's side: file_dow
 
 A file the repo lacks: 404 with `X-Error-Code: EntryNotFound`; a repo it does not serve: 404 with
 `X-Error-Code: RepoNotFound`; a repo served with a token: 401 (RepoNotFound) without
-`Authorization: Bearer TOKEN`. Safetensors files are LFS files (they may be sparse: only what is
+`Authorization: Bearer TOKEN`; a gated repo (`gated=`): 403 with `X-Error-Code: GatedRepo`. The
+model's siblings carry their size only when `?blobs=true` asks for them, as the hub's API does. Safetensors files are LFS files (they may be sparse: only what is
 asked is read).
 
     with StandinHub({"allenai/m": folder}, token="hf_x") as hub:   # hub.url, hub.log, hub.requests
@@ -47,9 +48,10 @@ class Request:
 
 
 class StandinHub:
-    def __init__(self, repos: dict[str, Path], token: str | None = None):
+    def __init__(self, repos: dict[str, Path], token: str | None = None, gated: tuple[str, ...] = ()):
         self.repos = {k: Path(v) for k, v in repos.items()}
         self.token = token
+        self.gated = set(gated)  # repos whose terms the token has not accepted: 403 GatedRepo
         self.log: list[Request] = []
         self._lock = threading.Lock()
         hub = self
@@ -118,6 +120,8 @@ class StandinHub:
         repo, rest = found
         if self.token is not None and h.headers.get("Authorization") != f"Bearer {self.token}":
             return self._error(h, 401, "RepoNotFound", head)
+        if repo in self.gated:
+            return self._error(h, 403, "GatedRepo", head)
         folder = self.repos[repo]
         if api and re.fullmatch(rf"/tree/({SHA}|main)", rest.split("?")[0]):  # `hf download`'s listing (snapshot_download)
             tree = [
@@ -127,8 +131,12 @@ class StandinHub:
         if api:
             if rest not in ("", f"/revision/{SHA}", "/revision/main"):
                 return self._error(h, 404, "RevisionNotFound", head)
+            # The hub lists files' sizes and ids only when asked (`?blobs=true`: model_info(files_metadata=True)).
+            blobs = "blobs=true" in urlparse(h.path).query.lower()
             siblings = [
-                {"rfilename": p.name, "size": p.stat().st_size, "blobId": _etag(p)} for p in sorted(folder.iterdir()) if p.is_file()
+                {"rfilename": p.name} | ({"size": p.stat().st_size, "blobId": _etag(p)} if blobs else {})
+                for p in sorted(folder.iterdir())
+                if p.is_file()
             ]
             body = json.dumps({"id": repo, "modelId": repo, "sha": SHA, "siblings": siblings, "private": False}).encode()
             return self._send(h, 200, {"Content-Type": "application/json"}, body, head=head)

@@ -359,3 +359,57 @@ def test_the_small_words_of_the_hub_lines(monkeypatch):
     monkeypatch.setitem(sys.modules, "httpx", type(sys)("httpx"))
     sys.modules["httpx"].HTTPError = fake
     assert fake in hub._errors() and hub._errors()[:2] == (OSError, ValueError)
+
+
+def test_what_the_hub_answers_and_the_cache_holds_read_to_the_letter(small_repos, hub_cache, monkeypatch):
+    """The sizes come from the files' metadata (the hub lists them only when asked, an empty file
+    as 0 bytes); the headers are read at the commit model_info named; without the headers the line
+    names none; the weights' GB are the safetensors files' bytes; a downloaded single-file model is
+    read from the cache with no request; a cached config.json alone (no processor config) is not
+    "the model cached": the hub is asked; a gated repo and a missing one say so with the hub's first
+    line; a hub that does not answer falls back to the cache and says why."""
+    import re
+
+    from huggingface_hub import hf_hub_download
+    from standin_hub import DeadHub
+
+    import olmocr_rl.hub as hub_module
+    from olmocr_rl.hub import HubUnavailable, hub_model_files
+
+    single = small_repos["o/single"]
+    (single / "added_tokens.json").write_text("")  # 0 bytes
+    monkeypatch.setattr(hub_module, "_gb", lambda n: f"<{n} bytes>")
+    with StandinHub(small_repos, gated=("o/sharded",)) as hub:
+        point_at(monkeypatch, hub_cache, hub.url)
+        hf_hub_download("o/single", "config.json")
+        n = len(hub.log)
+        got = hub_model_files("o/single", tensors=False)  # config.json cached, no processor config: the hub is asked
+        assert len(hub.log) > n and set(got.files) == {"config.json", "preprocessor_config.json"}
+        assert got.sizes == {p.name: p.stat().st_size for p in single.iterdir()} and got.sizes["added_tokens.json"] == 0
+        assert got.tensors is None and "headers" not in got.source
+        weights = (single / "model.safetensors").stat().st_size
+        assert got.source.endswith(f"no weights (the weights: <{weights} bytes>)")
+        n = len(hub.log)
+        hub_model_files("o/single")
+        header_reads = [r for r in hub.log[n:] if r.path.endswith(".safetensors")]
+        assert header_reads and all(f"/resolve/{SHA}/" in r.path for r in header_reads)  # the commit model_info named
+        hf_hub_download("o/single", "model.safetensors")
+        n = len(hub.log)
+        cached = hub_model_files("o/single")  # a downloaded model: its header from the cache
+        assert len(hub.log) == n and cached.repo == "o/single" and cached.tensors == {"a.weight": ((4, 3), "BF16"), "b": ((5,), "F32")}
+        with pytest.raises(HubUnavailable) as e:
+            hub_model_files("o/sharded")
+        assert str(e.value).startswith("o/sharded is gated: accept its terms on the hub and set HF_TOKEN (403 Client Error")
+        with pytest.raises(HubUnavailable) as e:
+            hub_model_files("o/nowhere")
+        assert str(e.value).startswith("o/nowhere: no such model on the hub, or a private one (set HF_TOKEN) (404 Client Error")
+    with DeadHub("refuse") as dead:
+        point_at(monkeypatch, hub_cache, dead.url)
+        down = hub_model_files("o/single", tensors=False)  # headers not asked: the cached model is read, no request
+        assert down.source == "o/single: config.json, the processor config, the weights' headers from the Hugging Face cache"
+        with pytest.raises(HubUnavailable) as e:
+            hub_model_files("o/sharded")
+        assert re.match(
+            r"the hub did not answer: (\[Errno \d+\] )?Connection refused; the Hugging Face cache \(.+\) lacks o/sharded's config",
+            str(e.value),
+        )

@@ -347,6 +347,38 @@ def test_the_stopping_criterion_stops_looping_rows_only():
     assert not off(torch.tensor([[0, 0] + looping[:30]]), None).any() and off.loops == [None]
 
 
+def test_the_stopping_criterion_counts_and_cuts_at_every_pace():
+    """Before any call: no rows. Several tokens in one call (assisted generation's pace): a loop is
+    cut where it was found, not at the call's end. Stop off: the tokens still counted, an end token
+    counted as one and nothing after it, every row read. `on_tokens` every 16 steps by default,
+    every step at tick 1 (and 0)."""
+    torch = pytest.importorskip("torch")
+    from olmocr_rl.loop_stop import LoopStoppingCriteria
+
+    END = 258
+    rule = LoopRule(max_period=8, min_span=12, min_repeats=3)
+    fresh = LoopStoppingCriteria(rule, prompt_length=1)
+    assert fresh.loops == [] and fresh.lengths == [] and LoopStoppingCriteria(None, prompt_length=1).loops == []
+    looping = [7, 1, 2, 3] + [4, 5] * 30
+    crit = LoopStoppingCriteria(rule, prompt_length=1)
+    assert crit(torch.tensor([[0] + looping[:30]]), None).tolist() == [True]
+    assert crit.loops == [Loop(4, 2, 16)] and crit.lengths == [16]
+    ticks: list[int] = []
+    off = LoopStoppingCriteria(None, prompt_length=1, end_token_ids=[END], on_tokens=ticks.append)
+    rows = [[1, 2, 3, END, 0, 0] + [0] * 30, list(range(10, 46))]
+    for step in (2, 5, 20, 36):
+        assert off(torch.tensor([[0] + r[:step] for r in rows]), None).tolist() == [False, False]
+    assert off.lengths == [4, 36] and off.loops == [None, None] and ticks == []  # steps 2, 5, 20, 36: none a multiple of 16
+    off(torch.tensor([[0] + r[:36] + [0] * 12 for r in rows]), None)  # step 48
+    assert ticks == [4 + 48]
+    for tick, want in ((1, [1, 2, 3]), (0, [1, 2, 3])):
+        seen: list[int] = []
+        each = LoopStoppingCriteria(None, prompt_length=1, on_tokens=seen.append, tick=tick)
+        for step in (1, 2, 3):
+            each(torch.tensor([[0] + rows[1][:step]]), None)
+        assert seen == want, tick
+
+
 # ---------------------------------------------------------------------------------------------
 # the vLLM logits processor at its boundary (the real engine: tests/test_vllm_real.py)
 # ---------------------------------------------------------------------------------------------
@@ -437,3 +469,40 @@ def test_the_vllm_processor_forgets_a_request_whose_slot_a_new_one_takes(monkeyp
     fresh = [1, 2]
     proc.update_state(BatchUpdate(1, [], [(0, on, [0], fresh)], []))
     assert not torch.isinf(proc.apply(torch.zeros(1, 5))).any() and proc.requests[0].fed == 2
+
+
+def test_the_vllm_processor_at_each_request_s_edges(monkeypatch):
+    """Every request read each step (a looping one after a quiet one is forced too); a loop held by
+    the output tokens the request arrived with counts from its first token; a slot past the
+    logits' rows is left alone; a removed slot that held no switched-on request, and params without
+    `extra_args`, are no error; a one-way move drops what the target slot held (vLLM moves into a
+    freed slot only)."""
+    torch = pytest.importorskip("torch")
+    import types
+
+    import vllm_interface
+    from vllm_interface import BatchUpdate
+    from vllm_interface import MoveDirectionality as Move
+
+    vllm_interface.install(monkeypatch)
+    from olmocr_rl.loop_stop_vllm import LoopStopProcessor
+
+    rule = LoopRule(max_period=4, min_span=6, min_repeats=2)
+    on = types.SimpleNamespace(extra_args=vllm_extra_args(rule, 3))
+    bare = types.SimpleNamespace()  # no extra_args at all
+    LoopStopProcessor.validate_params(bare)
+    proc = LoopStopProcessor(None, torch.device("cpu"), False)
+    quiet, loop = [1, 2], [9] * 5
+    proc.update_state(BatchUpdate(3, [], [(0, on, [0], quiet), (1, bare, [0], [9] * 9), (2, on, [0], loop)], []))
+    assert sorted(proc.requests) == [0, 2]
+    assert not torch.isinf(proc.apply(torch.zeros(3, 5))).any()  # five 9s: one short of the span
+    loop.append(9)
+    quiet.append(4)
+    out = proc.apply(torch.zeros(3, 5))
+    assert torch.isinf(out[2]).any() and not torch.isinf(out[:2]).any()
+    assert not torch.isinf(proc.apply(torch.zeros(2, 5))).any()  # slot 2 is past these rows: untouched
+    proc.update_state(BatchUpdate(3, [1], [], []))  # slot 1 held a request without the switch
+    assert sorted(proc.requests) == [0, 2]
+    proc.update_state(BatchUpdate(3, [], [], [(0, 2, Move.UNIDIRECTIONAL)]))
+    assert sorted(proc.requests) == [2] and proc.requests[2].tokens is quiet
+    assert not torch.isinf(proc.apply(torch.zeros(3, 5))).any()

@@ -205,6 +205,19 @@ mod tests {
         assert_eq!(py_true_div(310255278691018057, 13), 2.3865790668539852e16);
     }
 
+    /// An exact quotient lying halfway between two doubles must round half-to-even with no
+    /// sticky bit: a remainder that is wrongly nonzero (the `%` mutated) rounds it up. Values
+    /// are CPython's: `((2**53+1)/1).hex()` and `((2**53+1)*3/3).hex()` are both
+    /// `0x1.0000000000000p+53` (bits 0x4340000000000000), while `((2**53+1)*3+1)/3` (just above
+    /// halfway) is `0x1.0000000000001p+53` (bits 0x4340000000000001).
+    #[test]
+    fn true_division_exact_halfway_rounds_to_even() {
+        let half = (1u128 << 53) + 1;
+        assert_eq!(py_true_div(half, 1), f64::from_bits(0x4340_0000_0000_0000));
+        assert_eq!(py_true_div(half * 3, 3), f64::from_bits(0x4340_0000_0000_0000));
+        assert_eq!(py_true_div(half * 3 + 1, 3), f64::from_bits(0x4340_0000_0000_0001));
+    }
+
     /// The guard names users write (docs/checks.md §3.1.1, §3.7.1) and the rules each turns on.
     #[test]
     fn guard_names_and_rules() {

@@ -13,8 +13,8 @@ the hub, answered as the hub answers (read from huggingface_hub's side: file_dow
 A file the repo lacks: 404 with `X-Error-Code: EntryNotFound`; a repo it does not serve: 404 with
 `X-Error-Code: RepoNotFound`; a repo served with a token: 401 (RepoNotFound) without
 `Authorization: Bearer TOKEN`; a gated repo (`gated=`): 403 with `X-Error-Code: GatedRepo`. The
-model's siblings carry their size only when `?blobs=true` asks for them, as the hub's API does. Safetensors files are LFS files (they may be sparse: only what is
-asked is read).
+model's siblings carry their size only when `?blobs=true` asks for them, as the hub's API does.
+Safetensors files are LFS files (they may be sparse: only what is asked is read).
 
     with StandinHub({"allenai/m": folder}, token="hf_x") as hub:   # hub.url, hub.log, hub.requests
 

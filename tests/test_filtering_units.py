@@ -235,3 +235,138 @@ def test_rank0s_broadcasts_only_when_distributed(monkeypatch):
     monkeypatch.setattr(dist, "is_initialized", lambda: True)
     monkeypatch.setattr(dist, "is_available", lambda: False)
     assert F.rank0s("mine") == "mine" and calls == [0]
+
+
+def test_page_stream_one_page_a_round_and_each_pass_drawn_once(monkeypatch):
+    """per_round 1 is a stream; each pass's permutation is drawn once, not again for each of its
+    rounds (with or without a seed: an unseeded torch.Generator starts from torch's fixed default)."""
+    s = PageStream(3, 1, 0, True)
+    assert sorted(p for _ in range(3) for p in s.draw()) == [0, 1, 2]
+    drawn = []
+    real = torch.randperm
+    monkeypatch.setattr(torch, "randperm", lambda *a, **k: drawn.append(a) or real(*a, **k))
+    for seed in (None, 4):
+        drawn.clear()
+        s = PageStream(20, 4, seed, True)
+        passes = [[p for _ in range(5) for p in s.draw()] for _ in range(3)]
+        assert all(sorted(p) == list(range(20)) for p in passes) and len(drawn) == 3
+
+
+def test_totals_in_the_rewards_dtype():
+    """float64 weights (a config's floats) on float32 rewards: summed in float32, as trl does."""
+    r = torch.tensor([[0.1, 0.7], [0.3, float("nan")]], dtype=torch.float32)
+    w = torch.tensor([0.3, 0.9], dtype=torch.float64)
+    t = F.totals(r, w)
+    assert t.dtype == torch.float32
+    expected = (r * w.float().unsqueeze(0)).nansum(dim=1)
+    assert torch.equal(t, expected)
+    assert not torch.equal(t.double(), (r.double() * w.unsqueeze(0)).nansum(dim=1))  # float64 would differ here
+    # and on the rewards' device (CUDA in a run; "meta" here: a CPU tensor is refused beside it)
+    assert F.totals(torch.zeros(2, 2, device="meta"), w).device.type == "meta"
+
+
+def test_judge_names_each_groups_round_and_place_and_skips_an_unscored_group():
+    """Group g of round k is (k, g); a group whose judged rewards are all NaN is neither kept nor
+    spread (nothing to judge), and counted as zero spread when its totals are too."""
+    nan = float("nan")
+    rewards = torch.tensor([[0.0, 1.0], [1.0, 1.0], [nan, 0.0], [nan, 1.0], [nan, nan], [nan, nan]])
+    weights = torch.tensor([1.0, 1.0])
+    groups = F.judge(rewards, weights, 2, Settings(KeepRule(), 0, 1), 7)
+    assert [(g.round, g.index, g.kept, g.spread, g.zero_total) for g in groups] == [
+        (7, 0, True, True, False),
+        (7, 1, False, False, False),  # reward 0 judged: none scored; the totals 0 and 1 disagree
+        (7, 2, False, False, True),
+    ]
+
+
+def _lettered(*indices):
+    return [Group(0, i, True, True, False) for i in indices]
+
+
+def test_place_takes_a_free_slot_on_the_home_rank_else_fills_in_order():
+    """Two ranks of two slots (rows_per_rank 2 G): groups 0-1 of a round live on rank 0, 2-3 on rank 1."""
+    G = 2
+    x2, y0, z3, w1 = _lettered(2, 0, 3, 1)
+    assert F.place([x2, y0, z3, w1], G, 2 * G) == [y0, w1, x2, z3]  # each home; not generation order
+    a0, b1, d2 = _lettered(0, 1, 2)
+    c0 = Group(1, 0, True, True, False)  # round 1's group 0: rank 0, which a0 and b1 fill
+    assert F.place([a0, b1, c0, d2], G, 2 * G) == [a0, b1, d2, c0]  # c0 takes what is left, on rank 1
+    # fewer groups than slots (not a batch trl trains, but the function's bound): no slot past the end
+    g2, g0 = _lettered(2, 0)
+    assert F.place([g2, g0], G, G) == [g0, g2]
+    assert F.place([x2, y0, z3, w1], G, 3) == [x2, y0, z3, w1]  # groups straddle ranks: generation order
+
+
+def test_prompt_keys_digest_each_image_once_and_what_has_no_bytes_or_size():
+    """Two images, two digests, each image read once; an object without tobytes is digested by its repr, one without a
+    size gets ()."""
+    import hashlib
+
+    from PIL import Image
+
+    red, blue = Image.new("RGB", (2, 1), "red"), Image.new("RGB", (2, 1), "blue")
+    read = []
+    for img in (red, blue):
+        real = img.tobytes
+        img.tobytes = lambda real=real: read.append(1) or real()
+    k = F.prompt_keys([[red, blue, red]])[0]
+    assert len(read) == 2  # red once
+    assert k[0] == f"Image(2, 1):{hashlib.sha1(Image.new('RGB', (2, 1), 'red').tobytes()).hexdigest()[:16]}" == k[2] and k[1] != k[0]
+    assert k[0].startswith("Image(2, 1):") and k[1].startswith("Image(2, 1):")
+
+    class Plain:
+        def __init__(self, name):
+            self.name = name
+
+        def __repr__(self):
+            return f"Plain({self.name})"
+
+    one, two = F.prompt_keys([Plain("a"), Plain("b")])
+    assert one == f"Plain():{hashlib.sha1(b'Plain(a)').hexdigest()[:16]}"
+    assert two == f"Plain():{hashlib.sha1(b'Plain(b)').hexdigest()[:16]}"
+
+
+def test_same_pages_compares_the_pdf():
+    assert not F.same_pages([{"pdf": "a.pdf", "page": 1}], [{"pdf": "b.pdf", "page": 1}])
+
+
+def test_the_restore_warning_names_what_was_saved(tmp_path):
+    f = _filter()
+    (tmp_path / STATE_FILE).write_text(json.dumps({**f.state(), "pages_per_round": 2, "train_pages": 9, "seed": 11}))
+    warning = _filter().restore(tmp_path, 0, accumulation=1, micro_steps_per_generation=1)
+    assert warning == (f"{tmp_path / STATE_FILE}: saved for 2 pages per generation batch of 9 train pages (seed 11); this run has "
+                       "4 of 8 (seed 3): the order continues at its position, not its pages")  # fmt: skip
+
+
+def test_a_batch_of_two_rounds_is_out_of_sync_and_rank_1s_rows():
+    """in_sync is False (not just falsy) once a round is added; rank 1's trained rows are its own n."""
+    f = _filter(rank=1, rows_per_rank=2, generations=2, per_round=2, pages=4, extra=3)
+    rw = torch.arange(4, dtype=torch.float32).unsqueeze(1)
+    rounds = [Round([0, 1], rw, [], _groups(0, [False, True])), Round([2, 3], rw + 10, [], _groups(1, [True, False]))]
+    slots, _ = f.batch(rounds)
+    assert f.in_sync is False
+    pages, rewards = f.trained_rows(rounds, slots)
+    assert [(g.round, g.index) for g in slots] == [(1, 0), (0, 1)]  # each group on its home rank
+    assert pages == [1, 1]  # slot 1, round 0's group 1, is rank 1's
+    assert rewards.squeeze(1).tolist() == [10.0, 11.0, 2.0, 3.0]  # every rank's rewards, in slot order
+
+
+def test_records_that_stay_on_their_rank_need_no_gather(monkeypatch):
+    """one all-gather only when a group changes rank."""
+    import olmocr_rl.train.rewards as R
+
+    calls = []
+    monkeypatch.setattr(R, "gather_over_ranks", lambda obj: calls.append(obj) or [obj])
+    f = _filter(rank=0, rows_per_rank=4, generations=2, per_round=2, pages=4)
+    recs = [{"i": i} for i in range(4)]
+    slots = [Group(0, 0, True, True, False), Group(0, 1, True, True, False)]
+    assert f.move_records([Round([0, 1], None, recs, [])], slots) == recs
+    assert calls == []
+
+
+def test_bound_hits_add_up():
+    f = _filter(per_round=2, extra=1, pages=8)
+    step = Step([Group(0, 0, False, True, False)], rounds=2, filled=2, seconds=0.0, reward=0.0)
+    f.record(step, 0)
+    f.record(step, 1)
+    assert f.bound_hits == 2

@@ -260,3 +260,118 @@ def test_the_launch_environment_progress_and_exit_status(tmp_path, monkeypatch):
     assert seen == [Totals(todo=3), Totals(pages=2, todo=3, finished=1, reporting=1)]
     calls.clear()
     assert pages.launch_job(folder, w, None) == 3 and GPUS_ENV not in calls["env"]
+
+
+def test_the_failure_says_what_failed_and_one_worker_without_a_core_count():
+    e = pages.WorkersFailed("worker 1 stopped", 3)
+    assert (str(e), e.code, pages.WorkersFailed("x").code) == ("worker 1 stopped", 3, 1)
+
+
+def test_one_worker_where_the_cores_are_unknown_gets_one_thread(monkeypatch):
+    monkeypatch.setattr(pages.os, "cpu_count", lambda: None)
+    assert workers(1).describe(None, [1], "transformers")[1].endswith("on the CPU, 1 thread(s) each")
+
+
+def test_the_vllm_port_message_whole():
+    assert pages.vllm_port_problem(workers(2), "vllm", {"VLLM_PORT": "5000"}) == (
+        "VLLM_PORT=5000 is set: the 2 vLLM workers of a machine would all start from that port and collide; unset it (each "
+        "engine then finds free ports of its own), or run one worker per machine"
+    )
+
+
+def test_the_plan_is_written_durably_into_a_folder_made_with_its_parents(tmp_path, monkeypatch):
+    import os
+
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    folder = JobFolder(tmp_path / "out" / ".job" / "deep")
+    plan = folder.write_plan({"shares": [["é"]]})
+    assert synced and folder.read_plan() == plan
+
+
+def test_a_workers_beats_count_one_by_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(pages, "HEARTBEAT_S", 3600.0)
+    folder = JobFolder(tmp_path)
+    progress = pages.Progress(folder, 0, "J")
+    beats = [json.loads(folder.progress_file(0).read_text())["beat"]]
+    progress.write(pages=1)
+    beats.append(json.loads(folder.progress_file(0).read_text())["beat"])
+    progress.close()
+    beats.append(json.loads(folder.progress_file(0).read_text())["beat"])
+    assert beats == [1, 2, 3]
+
+
+UNCLOSED = r"""
+import sys
+import olmocr_rl.launch.pages as pages
+pages.Progress(pages.JobFolder(sys.argv[1]), 0, "J")  # never closed
+print("done")
+"""
+
+
+def test_an_unclosed_progress_does_not_keep_its_process_alive(tmp_path):
+    """A worker that ends without closing its progress (an error on its way out) still exits:
+    the heartbeat thread is a daemon; a closed one has stopped."""
+    import subprocess
+    import sys
+
+    progress = pages.Progress(JobFolder(tmp_path), 1, "J")
+    progress.close()
+    assert not progress.thread.is_alive() and progress.thread.daemon
+    out = subprocess.run([sys.executable, "-c", UNCLOSED, str(tmp_path)], capture_output=True, text=True, timeout=30)
+    assert (out.returncode, out.stdout) == (0, "done\n"), out.stderr
+
+
+def test_the_plan_reads_as_utf_8_whatever_the_locale(tmp_path, monkeypatch):
+    """A batch node's locale may be ASCII (C without UTF-8 coercion): the plan, written with its
+    non-ASCII paths as they are, is still read. The locale's encoding is what `io.text_encoding`
+    gives a file opened without one; here ASCII."""
+    import io
+
+    folder = JobFolder(tmp_path)
+    plan = folder.write_plan({"shares": [["Zürich.pdf:1"]]})
+    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: encoding or "ascii")
+    with pytest.raises(UnicodeDecodeError):
+        folder.job_file.read_text()  # the stand-in locale is in force
+    assert folder.read_plan() == plan
+
+
+def test_progress_is_reported_once_a_second_on_the_clock(tmp_path, monkeypatch):
+    """tick reports when a full second has passed since the last report (at exactly 1.0 too),
+    counted from 0 on the monotonic clock; and once at the end."""
+    import olmocr_rl.launch.launchers as launchers
+
+    folder = JobFolder(tmp_path)
+    folder.write_plan({"shares": [["a"]]})
+    now = [0.0]
+    monkeypatch.setattr(pages.time, "monotonic", lambda: now[0])
+    reported = []
+
+    def fake_launch(argv, env, tick=None):
+        for t in (1.0, 1.5, 2.0, 2.99, 3.0, 3.5):
+            now[0] = t
+            tick()
+        return 0
+
+    monkeypatch.setattr(launchers, "launch", fake_launch)
+    pages.launch_job(folder, workers(2), None, lambda totals: reported.append(now[0]))
+    assert reported == [1.0, 2.0, 3.0, 3.5]  # the last: the report at the end
+
+
+def test_machine_0_polls_every_two_seconds_and_a_worker_silent_for_exactly_stale_is_given_up(tmp_path, monkeypatch):
+    folder = JobFolder(tmp_path)
+    plan = {"id": "J", "shares": [["a"]]}
+    folder.progress_file(0).write_text(json.dumps({"job": "J", "beat": 4}))
+    now = [100.0]
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += 2.5
+
+    monkeypatch.setattr(pages.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(pages.time, "sleep", sleep)
+    assert pages.wait_for(folder, plan, 1, stale=5.0) == [0]
+    # first look at 100 (silent since 100), then 102.5 (2.5 s), then 105.0: exactly 5 s, given up
+    assert slept == [2.0, 2.0]

@@ -115,7 +115,7 @@ class Workers:
             groups = self.gpu_groups(gpus)
             first = self.machine_rank * self.per_machine
             lines.append("GPUs: " + "; ".join(f"worker {first + i} on {','.join(g)}" for i, g in enumerate(groups))
-                         + f" (this machine: {','.join(gpus) or 'none'})")  # fmt: skip
+                         + f" (this machine: {','.join(gpus)})")  # fmt: skip
         lines.append(f"pages per worker: {', '.join(map(str, shares))}")
         return lines
 

@@ -665,6 +665,7 @@ def test_the_run_record_puts_the_estimate_next_to_the_measured_peak(monkeypatch,
         "measured_over_estimate": round(GIB // 3 / est.peak, 3),
     }
     assert record["parts_gib"]["states/master weights"] == round(4 * P // N / GIB, 3)
+    assert run_record(cfg, trainer, rows, int(est.peak * 1.23456))["measured_over_estimate"] == 1.235  # to 3 places
     assert "step/fp32 gradients" in record["parts_gib"]
     assert set(run_record(cfg, trainer, [], None)) == {"estimate_gib", "gpu_gib", "parts_gib"}
     assert run_record(cfg, trainer, rows, 0) == {k: v for k, v in record.items() if not k.startswith("measured")}

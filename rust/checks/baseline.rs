@@ -202,5 +202,8 @@ mod tests {
         for kept in ["![a] (b)", "x[a](b)", "!a](b)", "![a](b"] {
             assert_eq!(string(&strip_markdown_images(&chars(kept))), kept);
         }
+        // A `)` in the alt text is no close: the close is the first `)` after `](` (Python's `re.sub`).
+        assert_eq!(string(&strip_markdown_images(&chars("x![a)b](c)y"))), "xy");
+        assert_eq!(string(&strip_markdown_images(&chars("![)](x)"))), "");
     }
 }

@@ -116,6 +116,10 @@ mod tests {
         assert_eq!(element_counts(&c("<tableau></table> <table_x></table> <tableé></table>")), (0, 0));
         assert_eq!(element_counts(&c("<table></table")), (0, 0));
         assert_eq!(element_counts(&c("<table")), (0, 0));
+        // Back to back: the next search starts right after a close (Python's `re.findall`: 2, 2 and 2).
+        assert_eq!(element_counts(&c("\\(a\\)\\(b\\)")), (0, 2));
+        assert_eq!(element_counts(&c("\\[a\\]\\[b\\]")), (0, 2));
+        assert_eq!(element_counts(&c("$$a$$$$b$$")), (0, 2));
     }
 
     #[test]

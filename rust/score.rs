@@ -179,6 +179,9 @@ mod tests {
         );
         let empty = score_page(&suite, "x", &[], Guard::None).unwrap();
         assert_eq!((empty.reward(), empty.macro_reward()), (None, None));
+        // Two passes of one type add up (the first is counted at its entry's creation, the second after).
+        let both = score_page(&suite, "alpha gamma", &["p1".to_string(), "p2".to_string()], Guard::None).unwrap();
+        assert_eq!(both.by_type, vec![(Kind::Present, 2, 2)]);
     }
 
     fn suite_of(lines: &[&str]) -> TestSuite {

@@ -575,6 +575,22 @@ mod tests {
         x.chars().collect()
     }
 
+    /// U+007F is the last character counted in the ASCII table, U+0080 the first counted in the
+    /// map: both counted, in sorted order, repeats merged, nothing with a count of 0.
+    #[test]
+    fn counts_and_bounds_at_the_ascii_edge() {
+        let t = |s: &str| s.chars().collect::<Vec<char>>();
+        assert_eq!(
+            char_counts(&t("b\u{80}aé\u{7f}é")),
+            vec![('a', 1), ('b', 1), ('\u{7f}', 1), ('\u{80}', 1), ('é', 2)]
+        );
+        assert!(char_counts(&t("")).is_empty());
+        // "\u{80}a" -> "\u{80}\u{80}bc": one substitution and two insertions (the DP's 3); the
+        // counts differ by 4 and the lengths by 2: (4 + 2) / 2 = 3.
+        assert_eq!(lower_bound(&t("\u{80}a"), &t("\u{80}\u{80}bc")), 3);
+        assert_eq!(levenshtein(&t("\u{80}a"), &t("\u{80}\u{80}bc")), 3);
+    }
+
     #[test]
     fn small_cases() {
         assert_eq!(levenshtein(&s(""), &s("")), 0);
